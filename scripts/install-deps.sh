@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs every Debian package Gantry needs to build, test and benchmark.
+# Used by both README commands and by .ci/run. Idempotent: skips apt when all are present.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libabsl-dev libsqlite3-dev
+  libsodium-dev libyaml-cpp-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev
+  libbenchmark-dev sqlite3 curl procps
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
