@@ -13,14 +13,17 @@ constexpr char kHttpUrl[] = "gantry.dev/http";
 constexpr char kDetailKindUrl[] = "gantry.dev/kind";
 constexpr char kDetailNameUrl[] = "gantry.dev/name";
 
+// Debian's Abseil has its own string_view type (not std::string_view): convert explicitly.
+absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
 absl::Status WithReason(absl::Status s, std::string_view reason, int http = 0) {
-  s.SetPayload(kReasonUrl, absl::Cord(reason));
+  s.SetPayload(kReasonUrl, absl::Cord(Sv(reason)));
   if (http != 0) s.SetPayload(kHttpUrl, absl::Cord(std::to_string(http)));
   return s;
 }
 
 std::optional<std::string> Payload(const absl::Status& s, std::string_view url) {
-  auto p = s.GetPayload(url);
+  auto p = s.GetPayload(Sv(url));
   if (!p) return std::nullopt;
   return std::string(*p);
 }
@@ -39,7 +42,7 @@ std::string EncodeCauses(const std::vector<FieldCause>& causes) {
 }  // namespace
 
 absl::Status BadRequestError(std::string_view message) {
-  return WithReason(absl::InvalidArgumentError(message), "BadRequest", 400);
+  return WithReason(absl::InvalidArgumentError(Sv(message)), "BadRequest", 400);
 }
 
 absl::Status InvalidError(std::string_view kind, std::string_view name,
@@ -51,31 +54,31 @@ absl::Status InvalidError(std::string_view kind, std::string_view name,
   }
   absl::Status s = WithReason(absl::InvalidArgumentError(msg), "Invalid", 422);
   s.SetPayload(kCausesUrl, absl::Cord(EncodeCauses(causes)));
-  s.SetPayload(kDetailKindUrl, absl::Cord(kind));
-  s.SetPayload(kDetailNameUrl, absl::Cord(name));
+  s.SetPayload(kDetailKindUrl, absl::Cord(Sv(kind)));
+  s.SetPayload(kDetailNameUrl, absl::Cord(Sv(name)));
   return s;
 }
 
 absl::Status NotFoundError(std::string_view message) {
-  return WithReason(absl::NotFoundError(message), "NotFound", 404);
+  return WithReason(absl::NotFoundError(Sv(message)), "NotFound", 404);
 }
 absl::Status AlreadyExistsError(std::string_view message) {
-  return WithReason(absl::AlreadyExistsError(message), "AlreadyExists", 409);
+  return WithReason(absl::AlreadyExistsError(Sv(message)), "AlreadyExists", 409);
 }
 absl::Status ConflictError(std::string_view message, std::string_view reason) {
-  return WithReason(absl::FailedPreconditionError(message), reason, 409);
+  return WithReason(absl::FailedPreconditionError(Sv(message)), reason, 409);
 }
 absl::Status TooLargeError(std::string_view message) {
-  return WithReason(absl::ResourceExhaustedError(message), "RequestEntityTooLarge", 413);
+  return WithReason(absl::ResourceExhaustedError(Sv(message)), "RequestEntityTooLarge", 413);
 }
 absl::Status ExpiredError(std::string_view message) {
-  return WithReason(absl::OutOfRangeError(message), "Expired", 410);
+  return WithReason(absl::OutOfRangeError(Sv(message)), "Expired", 410);
 }
 absl::Status MethodNotAllowedError(std::string_view message) {
-  return WithReason(absl::UnimplementedError(message), "MethodNotAllowed", 405);
+  return WithReason(absl::UnimplementedError(Sv(message)), "MethodNotAllowed", 405);
 }
 absl::Status UnsupportedMediaTypeError(std::string_view message) {
-  return WithReason(absl::InvalidArgumentError(message), "UnsupportedMediaType", 415);
+  return WithReason(absl::InvalidArgumentError(Sv(message)), "UnsupportedMediaType", 415);
 }
 
 std::string ReasonOf(const absl::Status& status) {

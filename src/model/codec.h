@@ -18,10 +18,24 @@ inline constexpr int kMaxJsonDepth = 64;
 
 // Parses `body` as one JSON object. Errors (INVALID_ARGUMENT / 400 BadRequest): empty body,
 // malformed JSON (message names line/offset), a value that is not an object, invalid UTF-8,
-// nesting deeper than kMaxJsonDepth, duplicate keys.
+// nesting deeper than kMaxJsonDepth.
 absl::StatusOr<boost::json::object> ParseObjectJson(std::string_view body);
 
 // Serialises compactly.
 std::string ToJson(const boost::json::value& v);
+
+// RFC 7386 JSON merge patch: applies `patch` to `target` in place (null deletes a key,
+// objects merge recursively, anything else replaces).
+void ApplyMergePatch(boost::json::value& target, const boost::json::value& patch);
+
+// Looks up a dotted path ("spec.profileRef.name") in `obj`; nullptr when absent.
+const boost::json::value* FindPath(const boost::json::object& obj, std::string_view dotted);
+// The string at `dotted`, or `fallback` when absent or not a string.
+std::string GetString(const boost::json::object& obj, std::string_view dotted,
+                      std::string_view fallback = "");
+// The integer at `dotted`, or `fallback`.
+int64_t GetInt(const boost::json::object& obj, std::string_view dotted, int64_t fallback = 0);
+// The object at `dotted`, creating empty objects along the way (replacing non-objects).
+boost::json::object& EnsureObject(boost::json::object& obj, std::string_view dotted);
 
 }  // namespace gantry::model

@@ -1,0 +1,608 @@
+#include "api/resources.h"
+
+#include <sodium.h>
+
+#include "common/errors.h"
+#include "common/ids.h"
+#include "common/status_macros.h"
+#include "model/codec.h"
+#include "model/label_selector.h"
+#include "model/lifecycle.h"
+#include "model/validation.h"
+
+namespace gantry::api {
+namespace {
+
+namespace json = boost::json;
+using model::FindPath;
+using model::GetInt;
+using model::GetString;
+
+constexpr int kMaxRetries = 8;
+constexpr char kInstance[] = "ComputeInstance";
+constexpr char kProfile[] = "ComputeProfile";
+constexpr char kTemplate[] = "EnvironmentTemplate";
+constexpr char kProject[] = "Project";
+
+std::string Resource(const model::KindInfo& k) { return k.plural + "." + model::kGroup; }
+
+const json::object& ObjectAt(const json::object& obj, std::string_view path) {
+  static const json::object kEmpty;
+  const json::value* v = FindPath(obj, path);
+  return v && v->is_object() ? v->get_object() : kEmpty;
+}
+
+// Metadata a client may set; everything else in metadata is server-owned.
+json::object ClientMetadata(const json::object& incoming) {
+  json::object out;
+  for (const char* key : {"labels", "annotations"})
+    if (const json::value* v = FindPath(incoming, std::string("metadata.") + key);
+        v && v->is_object() && !v->get_object().empty())
+      out[key] = *v;
+  return out;
+}
+
+bool SharedWith(const json::object& obj, const std::string& ns) {
+  std::string mode = GetString(obj, "spec.sharing.mode", "None");
+  if (mode == "All") return true;
+  if (mode != "Selected") return false;
+  if (const json::value* p = FindPath(obj, "spec.sharing.projects"); p && p->is_array())
+    for (const auto& e : p->get_array())
+      if (e.is_string() && e.get_string() == ns) return true;
+  return false;
+}
+
+absl::StatusOr<int64_t> ParseNonNegative(const Query& q, const std::string& key) {
+  auto it = q.find(key);
+  if (it == q.end() || it->second.empty()) return 0;
+  const std::string& s = it->second;
+  if (s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos)
+    return BadRequestError(key + " must be a non-negative integer, not \"" + s + "\"");
+  return std::stoll(s);
+}
+
+std::string QueryValue(const Query& q, const std::string& key) {
+  auto it = q.find(key);
+  return it == q.end() ? "" : it->second;
+}
+
+}  // namespace
+
+ResourceService::ResourceService(store::Store& store, WatchHub& hub, const Clock& clock)
+    : store_(store), hub_(hub), clock_(clock) {}
+
+std::string ResourceService::Now() const { return FormatRfc3339(clock_.Now()); }
+
+absl::Status ResourceService::CheckProjectExists(const std::string& ns) {
+  auto p = store_.Get(kProject, "", ns);
+  if (p.ok()) return absl::OkStatus();
+  if (absl::IsNotFound(p.status()))
+    return NotFoundError("project \"" + ns + "\" not found");
+  return p.status();
+}
+
+absl::Status ResourceService::ValidateIncoming(const Target& t, json::object& obj,
+                                               bool for_create) {
+  const model::KindInfo& kind = *t.kind;
+  // apiVersion and kind may be omitted; when present they must name this resource.
+  if (const json::value* v = obj.if_contains("apiVersion"); v && v->is_string() &&
+                                                            v->get_string() != model::kApiVersion)
+    return BadRequestError("apiVersion \"" + std::string(v->get_string()) +
+                           "\" is not served here; use \"" + model::kApiVersion + "\"");
+  if (const json::value* v = obj.if_contains("kind"); v && v->is_string() &&
+                                                      v->get_string() != kind.kind)
+    return BadRequestError("the object is of kind \"" + std::string(v->get_string()) +
+                           "\" but was sent to the " + kind.plural + " resource");
+  std::vector<FieldCause> causes;
+  model::CheckSchema(kind, obj, &causes);
+  if (!causes.empty())
+    return InvalidError(kind.kind, GetString(obj, "metadata.name", t.name), std::move(causes));
+
+  json::object& meta = model::EnsureObject(obj, "metadata");
+  if (for_create && GetString(meta, "name").empty() && !GetString(meta, "generateName").empty()) {
+    static const char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+    std::string name = GetString(meta, "generateName");
+    for (int i = 0; i < 5; ++i) name += kAlphabet[randombytes_uniform(sizeof kAlphabet - 1)];
+    meta["name"] = name;
+  }
+  std::string name = GetString(meta, "name");
+  if (!t.name.empty()) {
+    if (name.empty()) {
+      meta["name"] = t.name;
+    } else if (name != t.name) {
+      return BadRequestError("the name of the object (" + name +
+                             ") does not match the name on the URL (" + t.name + ")");
+    }
+  }
+  std::string obj_ns = GetString(meta, "namespace");
+  if (kind.namespaced && !obj_ns.empty() && obj_ns != t.ns)
+    return BadRequestError("the namespace of the provided object (" + obj_ns +
+                           ") does not match the project sent on the request (" + t.ns + ")");
+  model::ValidateMetadata(meta, &causes);
+  if (const json::value* spec = obj.if_contains("spec"); spec && spec->is_object())
+    model::ValidateSpec(kind, spec->get_object(), &causes);
+  else if (kind.spec.children.end() !=
+           std::find_if(kind.spec.children.begin(), kind.spec.children.end(),
+                        [](const model::Field& f) { return f.required; }))
+    causes.push_back({"spec", "Required value", "FieldValueRequired"});
+  if (!causes.empty())
+    return InvalidError(kind.kind, GetString(meta, "name"), std::move(causes));
+  if (json::value* vars = obj.contains("spec") ? obj["spec"].get_object().if_contains("variables")
+                                                : nullptr;
+      vars && vars->is_object() && kind.kind == kInstance)
+    model::NormalizeVariableValues(vars->get_object());
+  return absl::OkStatus();
+}
+
+absl::Status ResourceService::CheckReferences(const Target& t, const json::object* current,
+                                              json::object& next,
+                                              std::vector<store::Write>* writes) {
+  const std::string& kind = t.kind->kind;
+  const json::object& spec = ObjectAt(next, "spec");
+  std::string name = GetString(next, "metadata.name");
+  bool spec_changed = !current || ObjectAt(*current, "spec") != spec;
+
+  if (kind == kProfile) {
+    std::string tns = GetString(spec, "templateRef.namespace", t.ns);
+    std::string tname = GetString(spec, "templateRef.name");
+    auto tmpl = store_.Get(kTemplate, tns, tname);
+    if (!tmpl.ok()) {
+      if (!absl::IsNotFound(tmpl.status())) return tmpl.status();
+      return InvalidError(kind, name,
+                          {{"spec.templateRef.name",
+                            "environmenttemplate \"" + tname + "\" not found in project " + tns,
+                            "FieldValueNotFound"}});
+    }
+    if (tns != t.ns && !SharedWith(*tmpl, t.ns))
+      return InvalidError(kind, name,
+                          {{"spec.templateRef",
+                            "environmenttemplate \"" + tname + "\" of project " + tns +
+                                " is not shared with project " + t.ns,
+                            "FieldValueForbidden"}});
+    std::vector<FieldCause> causes;
+    model::ValidateProfileAgainstTemplate(spec, ObjectAt(*tmpl, "spec"), &causes);
+    if (!causes.empty()) return InvalidError(kind, name, std::move(causes));
+  }
+
+  if (kind == kProfile || kind == kTemplate) {
+    int64_t revision = current ? GetInt(*current, "status.revision", 1) : 0;
+    if (spec_changed) {
+      ++revision;
+      writes->push_back(store::Write{store::Write::Op::kPutRevision, kind, next, 0, revision});
+      json::object& rev_meta = writes->back().object["metadata"].as_object();
+      rev_meta["creationTimestamp"] = Now();
+    }
+    model::EnsureObject(next, "status")["revision"] = revision;
+    if (kind == kProfile) {
+      std::string tns = GetString(spec, "templateRef.namespace", t.ns);
+      auto tmpl = store_.Get(kTemplate, tns, GetString(spec, "templateRef.name"));
+      if (tmpl.ok() && spec_changed)
+        next["status"].as_object()["templateRevision"] = GetInt(*tmpl, "status.revision", 1);
+    }
+    return absl::OkStatus();
+  }
+
+  if (kind != kInstance) return absl::OkStatus();
+
+  // A ComputeInstance pins the revision of its profile (and of the profile's template) when
+  // it is created or re-pointed; later edits of the profile never move it.
+  std::string pns = GetString(spec, "profileRef.namespace", t.ns);
+  std::string pname = GetString(spec, "profileRef.name");
+  bool ref_changed = !current || GetString(*current, "spec.profileRef.name") != pname ||
+                     GetString(*current, "spec.profileRef.namespace", t.ns) != pns;
+  if (current && ref_changed && model::WasEverDeployed(*current))
+    return InvalidError(kind, name,
+                        {{"spec.profileRef",
+                          "Forbidden: the compute profile can only be changed before the "
+                          "instance is first deployed",
+                          "FieldValueForbidden"}});
+  json::object& status = model::EnsureObject(next, "status");
+  json::object profile_spec, template_spec;
+  if (ref_changed) {
+    auto profile = store_.Get(kProfile, pns, pname);
+    if (!profile.ok()) {
+      if (!absl::IsNotFound(profile.status())) return profile.status();
+      return InvalidError(kind, name,
+                          {{"spec.profileRef.name",
+                            "computeprofile \"" + pname + "\" not found in project " + pns,
+                            "FieldValueNotFound"}});
+    }
+    if (pns != t.ns && !SharedWith(*profile, t.ns))
+      return InvalidError(kind, name,
+                          {{"spec.profileRef",
+                            "computeprofile \"" + pname + "\" of project " + pns +
+                                " is not shared with project " + t.ns,
+                            "FieldValueForbidden"}});
+    profile_spec = ObjectAt(*profile, "spec");
+    status["profileRevision"] = GetInt(*profile, "status.revision", 1);
+    status["templateRevision"] = GetInt(*profile, "status.templateRevision", 1);
+  }
+  int64_t prev = GetInt(status, "profileRevision", 1);
+  int64_t trev = GetInt(status, "templateRevision", 1);
+  if (profile_spec.empty()) {
+    auto rev = store_.GetRevision(kProfile, pns, pname, prev);
+    if (!rev.ok()) return rev.status();
+    profile_spec = rev->spec;
+  }
+  std::string tns = GetString(profile_spec, "templateRef.namespace", pns);
+  auto trevision = store_.GetRevision(kTemplate, tns, GetString(profile_spec, "templateRef.name"),
+                                      trev);
+  if (!trevision.ok()) return trevision.status();
+  template_spec = trevision->spec;
+  std::vector<FieldCause> causes;
+  model::ResolveVariables(template_spec, profile_spec, ObjectAt(spec, "variables"), &causes);
+  if (!causes.empty()) return InvalidError(kind, name, std::move(causes));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<json::object> ResourceService::Create(const Target& t, std::string_view body) {
+  if (t.kind->read_only)
+    return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");
+  ASSIGN_OR_RETURN(json::object incoming, model::ParseObjectJson(body));
+  Target target = t;
+  target.name.clear();
+  RETURN_IF_ERROR(ValidateIncoming(target, incoming, /*for_create=*/true));
+  if (t.kind->namespaced) RETURN_IF_ERROR(CheckProjectExists(t.ns));
+
+  json::object meta = ClientMetadata(incoming);
+  meta["name"] = GetString(incoming, "metadata.name");
+  if (t.kind->namespaced) meta["namespace"] = t.ns;
+  meta["uid"] = NewUid();
+  meta["generation"] = 1;
+  meta["creationTimestamp"] = Now();
+  json::object obj{{"apiVersion", model::kApiVersion}, {"kind", t.kind->kind},
+                   {"metadata", std::move(meta)}};
+  if (const json::value* spec = incoming.if_contains("spec"); spec && spec->is_object())
+    obj["spec"] = *spec;
+  else
+    obj["spec"] = json::object();
+  json::object status;
+  if (t.kind->kind == kInstance) {
+    status["phase"] = "NotDeployed";
+    status["conditions"] = json::array();
+  } else if (t.kind->kind == kProject) {
+    status["phase"] = "Active";
+  }
+  obj["status"] = std::move(status);
+
+  std::vector<store::Write> writes;
+  writes.push_back(store::Write{store::Write::Op::kCreate, t.kind->kind, {}, 0, 0});
+  RETURN_IF_ERROR(CheckReferences(t, nullptr, obj, &writes));
+  writes[0].object = obj;
+  ASSIGN_OR_RETURN(auto stored, store_.Commit(std::move(writes)));
+  return std::move(stored[0]);
+}
+
+absl::StatusOr<json::object> ResourceService::Get(const Target& t) {
+  auto obj = store_.Get(t.kind->kind, t.ns, t.name);
+  if (!obj.ok() && absl::IsNotFound(obj.status()) && t.kind->namespaced)
+    RETURN_IF_ERROR(CheckProjectExists(t.ns));
+  return obj;
+}
+
+absl::StatusOr<store::ListOptions> ResourceService::ListOptionsFor(const Target& t,
+                                                                   const Query& q) {
+  store::ListOptions opts;
+  opts.kind = t.kind->kind;
+  if (t.kind->namespaced && !t.all_namespaces) opts.ns = t.ns;
+  if (!t.kind->namespaced) opts.ns = "";
+  ASSIGN_OR_RETURN(opts.labels, model::ParseLabelSelector(QueryValue(q, "labelSelector")));
+  std::vector<std::string> supported = {"metadata.name", "metadata.namespace"};
+  for (const auto& f : t.kind->field_selectors) supported.push_back(f);
+  ASSIGN_OR_RETURN(auto fields, model::ParseFieldSelector(QueryValue(q, "fieldSelector"), supported));
+  for (auto& f : fields) opts.fields.push_back({f.field, f.equals, f.value});
+  opts.search = QueryValue(q, "search");
+  if (opts.search.size() > 256) return BadRequestError("search text is longer than 256 characters");
+  ASSIGN_OR_RETURN(opts.limit, ParseNonNegative(q, "limit"));
+  opts.continue_token = QueryValue(q, "continue");
+  return opts;
+}
+
+absl::StatusOr<json::object> ResourceService::List(const Target& t, const Query& q) {
+  ASSIGN_OR_RETURN(store::ListOptions opts, ListOptionsFor(t, q));
+  if (t.kind->namespaced && !t.all_namespaces) RETURN_IF_ERROR(CheckProjectExists(t.ns));
+  ASSIGN_OR_RETURN(store::ListResult result, store_.List(opts));
+  json::array items;
+  items.reserve(result.items.size());
+  for (auto& o : result.items) items.push_back(std::move(o));
+  json::object meta{{"resourceVersion", std::to_string(result.resource_version)}};
+  if (!result.continue_token.empty()) meta["continue"] = result.continue_token;
+  return json::object{{"apiVersion", model::kApiVersion},
+                      {"kind", t.kind->ListKind()},
+                      {"metadata", std::move(meta)},
+                      {"items", std::move(items)}};
+}
+
+absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::object incoming,
+                                                         int64_t expected_rv) {
+  RETURN_IF_ERROR(ValidateIncoming(t, incoming, /*for_create=*/false));
+  std::string want_uid = GetString(incoming, "metadata.uid");
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(json::object current, Get(t));
+    int64_t current_rv = std::stoll(GetString(current, "metadata.resourceVersion", "0"));
+    if (!want_uid.empty() && want_uid != GetString(current, "metadata.uid"))
+      return ConflictError("Precondition failed: UID in precondition: " + want_uid +
+                           ", UID in object meta: " + GetString(current, "metadata.uid"));
+    if (t.kind->read_only)
+      return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");
+    json::object next = current;
+    json::object& meta = next["metadata"].as_object();
+    json::object client_meta = ClientMetadata(incoming);
+    for (const char* key : {"labels", "annotations"}) {
+      if (client_meta.contains(key)) meta[key] = client_meta[key];
+      else meta.erase(key);
+    }
+    const json::value* spec = incoming.if_contains("spec");
+    next["spec"] = spec && spec->is_object() ? *spec : json::value(json::object());
+    bool spec_changed = ObjectAt(current, "spec") != ObjectAt(next, "spec");
+    if (next == current) return current;  // nothing to change: no new resourceVersion
+    if (t.kind->kind == kInstance)
+      RETURN_IF_ERROR(model::Decide(model::Action::kUpdate, current).status());
+    if (spec_changed) meta["generation"] = GetInt(current, "metadata.generation", 1) + 1;
+
+    std::vector<store::Write> writes;
+    writes.push_back(store::Write{store::Write::Op::kUpdate, t.kind->kind, {},
+                                  expected_rv ? expected_rv : current_rv, 0});
+    RETURN_IF_ERROR(CheckReferences(t, &current, next, &writes));
+    writes[0].object = std::move(next);
+    auto stored = store_.Commit(std::move(writes));
+    if (stored.ok()) return std::move((*stored)[0]);
+    // A write between our read and commit: retry from the new state unless the client
+    // asked for a precondition (then the conflict is its answer), as Kubernetes does.
+    if (expected_rv == 0 && ReasonOf(stored.status()) == "Conflict" && attempt < kMaxRetries)
+      continue;
+    return stored.status();
+  }
+}
+
+absl::StatusOr<json::object> ResourceService::Replace(const Target& t, std::string_view body) {
+  ASSIGN_OR_RETURN(json::object incoming, model::ParseObjectJson(body));
+  std::string rv = GetString(incoming, "metadata.resourceVersion");
+  int64_t expected = 0;
+  if (!rv.empty()) {
+    if (rv.size() > 18 || rv.find_first_not_of("0123456789") != std::string::npos)
+      return InvalidError(t.kind->kind, t.name,
+                          {{"metadata.resourceVersion", "Invalid value: \"" + rv +
+                                                            "\": must be a resourceVersion "
+                                                            "returned by the server"}});
+    expected = std::stoll(rv);
+  }
+  return UpdateFrom(t, std::move(incoming), expected);
+}
+
+absl::StatusOr<json::object> ResourceService::MergePatch(const Target& t, std::string_view body) {
+  ASSIGN_OR_RETURN(json::object patch, model::ParseObjectJson(body));
+  std::string rv = GetString(patch, "metadata.resourceVersion");
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(json::object current, Get(t));
+    json::value merged = current;
+    merged.as_object().erase("status");
+    model::ApplyMergePatch(merged, patch);
+    if (!merged.is_object()) return BadRequestError("the patch must be a JSON object");
+    // Server-owned metadata in the result must not be taken as the client's precondition
+    // unless the patch itself set it.
+    json::object& meta = model::EnsureObject(merged.as_object(), "metadata");
+    int64_t expected = std::stoll(GetString(current, "metadata.resourceVersion", "0"));
+    if (!rv.empty()) {
+      if (rv.size() > 18 || rv.find_first_not_of("0123456789") != std::string::npos)
+        return BadRequestError("metadata.resourceVersion \"" + rv + "\" is not valid");
+      expected = std::stoll(rv);
+    }
+    meta.erase("resourceVersion");
+    auto out = UpdateFrom(t, std::move(merged.as_object()), expected);
+    if (out.ok() || !rv.empty() || ReasonOf(out.status()) != "Conflict" || attempt >= kMaxRetries)
+      return out;
+  }
+}
+
+absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::string_view body,
+                                                     bool* accepted) {
+  *accepted = false;
+  if (t.kind->read_only)
+    return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");
+  int64_t expected_rv = 0;
+  std::string want_uid;
+  if (!body.empty()) {
+    // DeleteOptions: only preconditions matter here.
+    ASSIGN_OR_RETURN(json::object opts, model::ParseObjectJson(body));
+    want_uid = GetString(opts, "preconditions.uid");
+    std::string rv = GetString(opts, "preconditions.resourceVersion");
+    if (!rv.empty()) {
+      if (rv.size() > 18 || rv.find_first_not_of("0123456789") != std::string::npos)
+        return BadRequestError("preconditions.resourceVersion \"" + rv + "\" is not valid");
+      expected_rv = std::stoll(rv);
+    }
+  }
+  ASSIGN_OR_RETURN(json::object current, Get(t));
+  if (!want_uid.empty() && want_uid != GetString(current, "metadata.uid"))
+    return ConflictError("Precondition failed: UID in precondition: " + want_uid +
+                         ", UID in object meta: " + GetString(current, "metadata.uid"));
+  const std::string& kind = t.kind->kind;
+  auto users = [&](const std::string& user_kind, const std::string& ref_field,
+                   std::optional<std::string> ns) -> absl::StatusOr<std::vector<std::string>> {
+    store::ListOptions o;
+    o.kind = user_kind;
+    o.ns = ns;
+    o.fields = {{ref_field, true, t.name}};
+    ASSIGN_OR_RETURN(auto page, store_.List(o));
+    std::vector<std::string> names;
+    std::string ref_ns_field = ref_field.substr(0, ref_field.rfind('.')) + ".namespace";
+    for (const auto& o2 : page.items) {
+      std::string item_ns = GetString(o2, "metadata.namespace");
+      if (GetString(o2, ref_ns_field, item_ns) == t.ns)
+        names.push_back(item_ns == t.ns ? GetString(o2, "metadata.name")
+                                        : item_ns + "/" + GetString(o2, "metadata.name"));
+    }
+    return names;
+  };
+  auto list_names = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (size_t i = 0; i < names.size() && i < 5; ++i) out += (i ? ", " : "") + names[i];
+    if (names.size() > 5) out += ", and " + std::to_string(names.size() - 5) + " more";
+    return out;
+  };
+  if (kind == kInstance) {
+    ASSIGN_OR_RETURN(model::Effect effect, model::Decide(model::Action::kDelete, current));
+    if (effect == model::Effect::kTeardownThenRemove) {
+      if (!teardown_)
+        return ConflictError("instance " + t.name + " is deployed and no deploy engine is "
+                             "running to tear it down",
+                             "EngineUnavailable");
+      *accepted = true;
+      return teardown_(t);
+    }
+  } else if (kind == kProfile) {
+    ASSIGN_OR_RETURN(auto names, users(kInstance, "spec.profileRef.name", std::nullopt));
+    if (!names.empty())
+      return ConflictError("computeprofile " + t.name + " is used by " +
+                               std::to_string(names.size()) + " compute instance" +
+                               (names.size() == 1 ? "" : "s") + " (" + list_names(names) +
+                               "); delete them first",
+                           "InUse");
+  } else if (kind == kTemplate) {
+    ASSIGN_OR_RETURN(auto names, users(kProfile, "spec.templateRef.name", std::nullopt));
+    if (!names.empty())
+      return ConflictError("environmenttemplate " + t.name + " is used by " +
+                               std::to_string(names.size()) + " compute profile" +
+                               (names.size() == 1 ? "" : "s") + " (" + list_names(names) +
+                               "); delete them first",
+                           "InUse");
+  } else if (kind == kProject) {
+    std::string contents;
+    for (const auto& k : model::AllKinds()) {
+      if (!k.namespaced) continue;
+      ASSIGN_OR_RETURN(int64_t n, store_.Count(k.kind, t.name, {}));
+      if (n > 0) contents += (contents.empty() ? "" : ", ") + std::to_string(n) + " " + k.plural;
+    }
+    if (!contents.empty())
+      return ConflictError("project " + t.name + " is not empty (" + contents +
+                               "); delete what is in it first",
+                           "ProjectNotEmpty");
+  }
+  json::object key{{"metadata", json::object{{"name", t.name}, {"namespace", t.kind->namespaced ? t.ns : ""}}}};
+  std::vector<store::Write> writes;
+  writes.push_back(store::Write{store::Write::Op::kDelete, kind, std::move(key),
+                                expected_rv ? expected_rv
+                                            : std::stoll(GetString(current,
+                                                                   "metadata.resourceVersion", "0")),
+                                0});
+  ASSIGN_OR_RETURN(auto stored, store_.Commit(std::move(writes)));
+  return std::move(stored[0]);
+}
+
+absl::StatusOr<json::object> ResourceService::ListRevisions(const Target& t) {
+  if (!t.kind->versioned)
+    return NotFoundError(t.kind->plural + " have no revisions");
+  RETURN_IF_ERROR(Get(t).status());
+  ASSIGN_OR_RETURN(auto revs, store_.ListRevisions(t.kind->kind, t.ns, t.name));
+  json::array items;
+  for (auto& r : revs)
+    items.push_back(json::object{
+        {"apiVersion", model::kApiVersion},
+        {"kind", t.kind->kind + "Revision"},
+        {"metadata", json::object{{"name", t.name + "-" + std::to_string(r.revision)},
+                                  {"namespace", t.ns},
+                                  {"creationTimestamp", r.created}}},
+        {"revision", r.revision},
+        {"spec", std::move(r.spec)}});
+  return json::object{{"apiVersion", model::kApiVersion},
+                      {"kind", t.kind->kind + "RevisionList"},
+                      {"metadata", json::object{{"resourceVersion",
+                                                 std::to_string(store_.CurrentResourceVersion())}}},
+                      {"items", std::move(items)}};
+}
+
+absl::StatusOr<json::object> ResourceService::GetRevision(const Target& t,
+                                                          std::string_view revision) {
+  if (!t.kind->versioned) return NotFoundError(t.kind->plural + " have no revisions");
+  std::string rev(revision);
+  if (rev.empty() || rev.size() > 18 || rev.find_first_not_of("0123456789") != std::string::npos)
+    return NotFoundError("revision \"" + rev + "\" of " + Resource(*t.kind) + " \"" + t.name +
+                         "\" not found");
+  RETURN_IF_ERROR(Get(t).status());
+  ASSIGN_OR_RETURN(auto r, store_.GetRevision(t.kind->kind, t.ns, t.name, std::stoll(rev)));
+  return json::object{{"apiVersion", model::kApiVersion},
+                      {"kind", t.kind->kind + "Revision"},
+                      {"metadata", json::object{{"name", t.name + "-" + rev},
+                                                {"namespace", t.ns},
+                                                {"creationTimestamp", r.created}}},
+                      {"revision", r.revision},
+                      {"spec", std::move(r.spec)}};
+}
+
+absl::StatusOr<std::shared_ptr<LineStream>> ResourceService::Watch(const Target& t,
+                                                                   const Query& q) {
+  ASSIGN_OR_RETURN(store::ListOptions opts, ListOptionsFor(t, q));
+  if (t.kind->namespaced && !t.all_namespaces) RETURN_IF_ERROR(CheckProjectExists(t.ns));
+  ASSIGN_OR_RETURN(int64_t timeout, ParseNonNegative(q, "timeoutSeconds"));
+  std::string rv_param = QueryValue(q, "resourceVersion");
+  if (!rv_param.empty() && (rv_param.size() > 18 ||
+                            rv_param.find_first_not_of("0123456789") != std::string::npos))
+    return BadRequestError("resourceVersion \"" + rv_param + "\" is not valid");
+
+  WatchFilter filter{opts.kind, opts.ns, opts.labels, opts.fields, opts.search};
+  if (!t.name.empty()) filter.fields.push_back({"metadata.name", true, t.name});
+  auto stream = std::make_shared<LineStream>();
+  if (timeout > 0) stream->timeout = std::chrono::seconds(std::min<int64_t>(timeout, 86400));
+  auto sub = hub_.Subscribe(filter, stream);
+  stream->SetOnCancel([this, sub] { hub_.Unsubscribe(sub); });
+
+  int64_t after = 0;
+  if (rv_param.empty() || rv_param == "0") {
+    // Current state first, as ADDED events, then changes after the list's resourceVersion.
+    store::ListOptions all = opts;
+    all.limit = 0;
+    all.continue_token.clear();
+    if (!t.name.empty()) all.fields.push_back({"metadata.name", true, t.name});
+    auto list = store_.List(all);
+    if (!list.ok()) {
+      hub_.Unsubscribe(sub);
+      return list.status();
+    }
+    for (auto it = list->items.rbegin(); it != list->items.rend(); ++it)
+      stream->Push(WatchLine("ADDED", *it));
+    after = list->resource_version;
+  } else {
+    after = std::stoll(rv_param);
+    while (true) {
+      auto events = store_.EventsSince(after, 1000);
+      if (!events.ok()) {
+        if (absl::IsOutOfRange(events.status())) {
+          // Kubernetes answers an expired watch with 200 and an ERROR event carrying 410.
+          json::object status{{"kind", "Status"}, {"apiVersion", "v1"},
+                              {"status", "Failure"}, {"reason", "Expired"}, {"code", 410},
+                              {"message", std::string(events.status().message())},
+                              {"metadata", json::object()}};
+          stream->Push(json::serialize(json::object{{"type", "ERROR"}, {"object", status}}));
+          stream->Close();
+          hub_.Unsubscribe(sub);
+          return stream;
+        }
+        hub_.Unsubscribe(sub);
+        return events.status();
+      }
+      for (const auto& e : *events) {
+        if (filter.Matches(e)) stream->Push(WatchLine(e.type, e.object));
+        after = e.resource_version;
+      }
+      if (events->size() < 1000) break;
+    }
+  }
+  hub_.Start(sub, after);
+  return stream;
+}
+
+absl::Status ResourceService::EnsureProject(const std::string& name,
+                                            const std::string& display_name) {
+  auto existing = store_.Get(kProject, "", name);
+  if (existing.ok()) return absl::OkStatus();
+  if (!absl::IsNotFound(existing.status())) return existing.status();
+  Target t{model::FindKindByName(kProject), "", false, ""};
+  json::object obj{{"metadata", json::object{{"name", name}}},
+                   {"spec", json::object{{"displayName", display_name}}}};
+  auto created = Create(t, json::serialize(obj));
+  if (!created.ok() && !absl::IsAlreadyExists(created.status())) return created.status();
+  return absl::OkStatus();
+}
+
+}  // namespace gantry::api

@@ -1,0 +1,83 @@
+// ResourceService: the verbs of the paas.gantry.dev/v1 resources (create, get, list,
+// replace, merge-patch, delete, revisions, watch) with the rules of API.md and the seed:
+// server-set metadata, immutable names, unknown-field refusal, profile revisions pinned by
+// instances, profileRef changes only before the first deploy, references that must exist
+// and be shared, and deletes that never orphan what still uses an object.
+//
+// Every method returns the JSON body of a 2xx answer or a Status that api/status_http turns
+// into a Kubernetes Status. No method asserts on its input.
+//
+// Thread-safety: safe from any thread; all state is in the Store.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <boost/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "api/http_types.h"
+#include "api/watch_hub.h"
+#include "common/clock.h"
+#include "model/schema.h"
+#include "store/store.h"
+
+namespace gantry::api {
+
+// Where a request points: the kind, the project (empty for cluster scope or all projects)
+// and the object name (empty for collections).
+struct Target {
+  const model::KindInfo* kind = nullptr;
+  std::string ns;
+  bool all_namespaces = false;
+  std::string name;
+};
+
+using Query = std::map<std::string, std::string>;
+
+// Called by Delete for a deployed instance: tears it down, then removes the record.
+// Provided by the engine; without one such deletes are refused.
+using TeardownHook = std::function<absl::StatusOr<boost::json::object>(const Target&)>;
+
+class ResourceService {
+ public:
+  ResourceService(store::Store& store, WatchHub& hub, const Clock& clock);
+
+  absl::StatusOr<boost::json::object> Create(const Target& t, std::string_view body);
+  absl::StatusOr<boost::json::object> Get(const Target& t);
+  absl::StatusOr<boost::json::object> List(const Target& t, const Query& q);
+  absl::StatusOr<boost::json::object> Replace(const Target& t, std::string_view body);
+  absl::StatusOr<boost::json::object> MergePatch(const Target& t, std::string_view body);
+  // Returns the deleted object (200), or the object in its teardown state (202).
+  absl::StatusOr<boost::json::object> Delete(const Target& t, std::string_view body,
+                                             bool* accepted);
+  absl::StatusOr<boost::json::object> ListRevisions(const Target& t);
+  absl::StatusOr<boost::json::object> GetRevision(const Target& t, std::string_view revision);
+  // Opens a watch; the stream gets the history asked for, then live events.
+  absl::StatusOr<std::shared_ptr<LineStream>> Watch(const Target& t, const Query& q);
+
+  // Creates the project if it does not exist (start-up bootstrap of "default").
+  absl::Status EnsureProject(const std::string& name, const std::string& display_name);
+
+  void SetTeardownHook(TeardownHook hook) { teardown_ = std::move(hook); }
+
+ private:
+  absl::Status CheckProjectExists(const std::string& ns);
+  // Validates a client-sent object for `t` and returns its causes (422) or OK.
+  absl::Status ValidateIncoming(const Target& t, boost::json::object& obj, bool for_create);
+  // Kind-specific rules needing other objects; fills server-owned status fields of `next`
+  // (profile/template revisions pinned) and appends revision writes.
+  absl::Status CheckReferences(const Target& t, const boost::json::object* current,
+                               boost::json::object& next, std::vector<store::Write>* writes);
+  absl::StatusOr<boost::json::object> UpdateFrom(const Target& t, boost::json::object incoming,
+                                                 int64_t expected_rv);
+  absl::StatusOr<store::ListOptions> ListOptionsFor(const Target& t, const Query& q);
+  std::string Now() const;
+
+  store::Store& store_;
+  WatchHub& hub_;
+  const Clock& clock_;
+  TeardownHook teardown_;
+};
+
+}  // namespace gantry::api

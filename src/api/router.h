@@ -1,0 +1,34 @@
+// Router: maps an HTTP request to the API's handlers and their answer. Plain function of
+// Request -> Response (STYLE.md #9); the transport (server.h) never looks inside.
+//
+// Routes: /healthz /livez /readyz /version, /openapi/v3[/apis/paas.gantry.dev/v1],
+// discovery at /apis[/paas.gantry.dev[/v1]], and the resources of API.md under
+// /apis/paas.gantry.dev/v1.
+//
+// Thread-safety: Handle may be called concurrently from any thread.
+#pragma once
+
+#include <functional>
+
+#include "absl/status/status.h"
+#include "api/http_types.h"
+#include "api/resources.h"
+
+namespace gantry::api {
+
+class Router {
+ public:
+  // `ready` answers /readyz: OK when the server can serve (store reachable, engine running).
+  Router(ResourceService& resources, std::function<absl::Status()> ready);
+
+  Response Handle(const Request& request);
+
+ private:
+  Response HandleApi(const Request& request, const std::vector<std::string>& segments,
+                     const Query& query);
+
+  ResourceService& resources_;
+  std::function<absl::Status()> ready_;
+};
+
+}  // namespace gantry::api

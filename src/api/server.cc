@@ -1,0 +1,249 @@
+#include "api/server.h"
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/beast.hpp>
+#include <chrono>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "api/status_http.h"
+#include "common/errors.h"
+
+namespace gantry::api {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using net::awaitable;
+using net::use_awaitable;
+constexpr auto kTuple = net::as_tuple(use_awaitable);
+
+struct Server::Impl {
+  Impl(Router& r, ServerOptions o) : router(r), options(std::move(o)), acceptor(ioc) {}
+
+  awaitable<void> Accept();
+  awaitable<void> Session(tcp::socket socket);
+  awaitable<bool> WriteStream(beast::tcp_stream& stream, const Response& response,
+                              unsigned version);
+  void BeginShutdown();
+
+  Router& router;
+  ServerOptions options;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  std::atomic<bool> shutting_down{false};
+  std::atomic<int> in_flight{0};
+  std::function<void()> on_shutdown;
+};
+
+namespace {
+
+http::response<http::string_body> ToBeast(const Response& r, unsigned version, bool keep_alive) {
+  http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+  res.set(http::field::server, "gantryd");
+  res.set(http::field::content_type, r.content_type);
+  res.set(http::field::cache_control, "no-store");
+  for (const auto& [k, v] : r.headers) res.set(k, v);
+  res.keep_alive(keep_alive);
+  res.body() = r.body;
+  res.prepare_payload();
+  return res;
+}
+
+}  // namespace
+
+Server::Server(Router& router, ServerOptions options)
+    : impl_(std::make_unique<Impl>(router, std::move(options))) {}
+Server::~Server() = default;
+
+absl::StatusOr<uint16_t> Server::Listen() {
+  boost::system::error_code ec;
+  auto addr = net::ip::make_address(impl_->options.host, ec);
+  if (ec) return absl::InvalidArgumentError("invalid listen address \"" + impl_->options.host + "\"");
+  tcp::endpoint ep(addr, impl_->options.port);
+  auto& a = impl_->acceptor;
+  a.open(ep.protocol(), ec);
+  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec)
+    return absl::UnavailableError("cannot listen on " + impl_->options.host + ":" +
+                                  std::to_string(impl_->options.port) + ": " + ec.message());
+  return a.local_endpoint().port();
+}
+
+void Server::Run(std::function<void()> on_shutdown) {
+  impl_->on_shutdown = std::move(on_shutdown);
+  net::signal_set signals(impl_->ioc, SIGINT, SIGTERM);
+  signals.async_wait([this](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    spdlog::info("received signal {}; draining", sig);
+    Shutdown();
+  });
+  net::co_spawn(impl_->ioc, impl_->Accept(), net::detached);
+  std::vector<std::thread> threads;
+  for (int i = 1; i < impl_->options.threads; ++i)
+    threads.emplace_back([this] { impl_->ioc.run(); });
+  impl_->ioc.run();
+  for (auto& t : threads) t.join();
+}
+
+void Server::Shutdown() {
+  net::post(impl_->ioc, [this] { impl_->BeginShutdown(); });
+}
+
+void Server::Impl::BeginShutdown() {
+  if (shutting_down.exchange(true)) return;
+  boost::system::error_code ec;
+  acceptor.close(ec);
+  if (on_shutdown) on_shutdown();
+  // Wait for in-flight requests (bounded), then stop: idle keep-alive reads are abandoned.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.drain_seconds);
+  auto timer = std::make_shared<net::steady_timer>(ioc);
+  auto poll = std::make_shared<std::function<void()>>();
+  *poll = [this, timer, deadline, poll] {
+    if (in_flight.load() == 0 || std::chrono::steady_clock::now() >= deadline) {
+      if (in_flight.load() != 0)
+        spdlog::warn("shutdown: {} requests still running after the drain period", in_flight.load());
+      ioc.stop();
+      return;
+    }
+    timer->expires_after(std::chrono::milliseconds(20));
+    timer->async_wait([poll](boost::system::error_code) { (*poll)(); });
+  };
+  (*poll)();
+}
+
+awaitable<void> Server::Impl::Accept() {
+  while (!shutting_down) {
+    auto [ec, socket] = co_await acceptor.async_accept(kTuple);
+    if (ec) {
+      if (shutting_down || ec == net::error::operation_aborted) co_return;
+      spdlog::warn("accept failed: {}", ec.message());
+      continue;
+    }
+    socket.set_option(tcp::no_delay(true), ec);
+    net::co_spawn(net::make_strand(ioc), Session(std::move(socket)), net::detached);
+  }
+}
+
+awaitable<bool> Server::Impl::WriteStream(beast::tcp_stream& stream, const Response& response,
+                                          unsigned version) {
+  auto& lines = response.stream;
+  http::response<http::empty_body> res{static_cast<http::status>(response.status), version};
+  res.set(http::field::server, "gantryd");
+  res.set(http::field::content_type, response.content_type);
+  res.set(http::field::cache_control, "no-store");
+  res.chunked(true);
+  res.keep_alive(false);
+  http::response_serializer<http::empty_body> sr{res};
+  stream.expires_never();
+  auto [hec, hn] = co_await http::async_write_header(stream, sr, kTuple);
+  if (hec) {
+    lines->Cancel();
+    co_return false;
+  }
+  auto executor = co_await net::this_coro::executor;
+  auto timer = std::make_shared<net::steady_timer>(executor);
+  auto notified = std::make_shared<std::atomic<bool>>(false);
+  lines->SetWakeup([timer, notified, executor] {
+    notified->store(true);
+    net::post(executor, [timer] { timer->cancel(); });
+  });
+  auto deadline = std::chrono::steady_clock::now() + lines->timeout;
+  bool ok = true;
+  while (ok) {
+    bool closed = false;
+    std::vector<std::string> batch = lines->Drain(&closed);
+    if (!batch.empty()) {
+      std::string data;
+      for (auto& l : batch) data += l;
+      stream.expires_after(std::chrono::seconds(30));
+      auto [wec, wn] = co_await net::async_write(stream, http::make_chunk(net::buffer(data)), kTuple);
+      if (wec) ok = false;
+      stream.expires_never();
+    }
+    if (!ok || closed || shutting_down) break;
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    if (notified->exchange(false)) continue;
+    timer->expires_after(std::min<std::chrono::steady_clock::duration>(deadline - now,
+                                                                       std::chrono::seconds(5)));
+    co_await timer->async_wait(kTuple);
+  }
+  lines->Cancel();
+  if (ok) {
+    auto [lec, ln] = co_await net::async_write(stream, http::make_chunk_last(), kTuple);
+    (void)lec;
+  }
+  co_return false;  // streamed responses end the connection
+}
+
+awaitable<void> Server::Impl::Session(tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  std::string remote;
+  {
+    boost::system::error_code ec;
+    auto ep = stream.socket().remote_endpoint(ec);
+    if (!ec) remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+  while (!shutting_down) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(options.body_limit);
+    parser.header_limit(64 * 1024);
+    stream.expires_after(std::chrono::seconds(120));
+    auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == net::error::operation_aborted || ec == net::error::eof ||
+        ec == net::error::connection_reset)
+      break;
+    if (ec) {
+      // Malformed HTTP or an oversize body: answer once, then close.
+      absl::Status status =
+          ec == http::error::body_limit
+              ? TooLargeError("the request body is larger than the limit of " +
+                              std::to_string(options.body_limit) + " bytes")
+              : BadRequestError("malformed HTTP request: " + ec.message());
+      auto res = ToBeast(ErrorResponse(status), 11, false);
+      stream.expires_after(std::chrono::seconds(10));
+      co_await http::async_write(stream, res, kTuple);
+      break;
+    }
+    auto& req = parser.get();
+    Request r;
+    r.method = std::string(req.method_string());
+    r.target = std::string(req.target());
+    r.content_type = std::string(req[http::field::content_type]);
+    r.accept = std::string(req[http::field::accept]);
+    r.authorization = std::string(req[http::field::authorization]);
+    r.body = std::move(req.body());
+    r.remote = remote;
+    ++in_flight;
+    auto start = std::chrono::steady_clock::now();
+    Response response = router.Handle(r);
+    auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                      std::chrono::steady_clock::now() - start).count();
+    spdlog::debug("{} {} {} {}us {}", r.method, r.target, response.status, micros, remote);
+    if (response.stream) {
+      --in_flight;
+      co_await WriteStream(stream, response, req.version());
+      break;
+    }
+    bool keep_alive = req.keep_alive() && !shutting_down;
+    auto res = ToBeast(response, req.version(), keep_alive);
+    if (r.method == "HEAD") res.body().clear();
+    stream.expires_after(std::chrono::seconds(60));
+    auto [wec, wn] = co_await http::async_write(stream, res, kTuple);
+    --in_flight;
+    if (wec || !keep_alive) break;
+  }
+  boost::system::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
+}  // namespace gantry::api

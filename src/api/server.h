@@ -1,0 +1,45 @@
+// Server: the HTTP/1.1 transport on Boost.Beast with C++20 coroutines. Keep-alive, a
+// request body limit (413 beyond it), chunked streaming of LineStreams (watch), and a
+// graceful drain on SIGTERM/SIGINT: stop accepting, end streams, let in-flight requests
+// finish, then return from Run. All Beast/Asio code of gantryd lives in server.cc.
+//
+// Thread-safety: Listen, then Run from one thread; Shutdown from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "api/router.h"
+
+namespace gantry::api {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;                  // 0: pick a free port
+  size_t body_limit = 3 * 1024 * 1024;   // bytes; larger bodies get 413
+  int threads = 4;                       // handler threads (handlers may block on the store)
+  int drain_seconds = 10;                // how long shutdown waits for in-flight requests
+};
+
+class Server {
+ public:
+  Server(Router& router, ServerOptions options);
+  ~Server();
+
+  // Binds and listens. Returns the port actually bound. UNAVAILABLE when the address is
+  // taken or invalid.
+  absl::StatusOr<uint16_t> Listen();
+  // Serves until Shutdown or SIGTERM/SIGINT, then drains. `on_shutdown` runs first when a
+  // shutdown begins (the app closes watch streams and stops the engine there).
+  void Run(std::function<void()> on_shutdown);
+  void Shutdown();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gantry::api

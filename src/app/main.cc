@@ -1,0 +1,158 @@
+// gantryd: flags and configuration → wiring of store, API and server. Nothing else lives here.
+#include <sodium.h>
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+
+#include "api/resources.h"
+#include "api/router.h"
+#include "api/server.h"
+#include "api/watch_hub.h"
+#include "common/clock.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace {
+
+// A JSON-escaped message for the JSON log format.
+class JsonEscapedMessage : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
+      switch (c) {
+        case '"': dest.append(std::string_view("\\\"")); break;
+        case '\\': dest.append(std::string_view("\\\\")); break;
+        case '\n': dest.append(std::string_view("\\n")); break;
+        case '\t': dest.append(std::string_view("\\t")); break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            dest.append(std::string_view(buf));
+          } else {
+            dest.push_back(c);
+          }
+      }
+    }
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<JsonEscapedMessage>();
+  }
+};
+
+void SetUpLogging(const std::string& format, const std::string& level) {
+  auto logger = std::make_shared<spdlog::logger>(
+      "gantryd", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
+  if (format == "json") {
+    formatter->add_flag<JsonEscapedMessage>('*').set_pattern(
+        R"({"time":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","msg":"%*"})");
+  } else {
+    formatter->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v");
+  }
+  logger->set_formatter(std::move(formatter));
+  logger->set_level(spdlog::level::from_str(level));
+  logger->flush_on(spdlog::level::trace);
+  spdlog::set_default_logger(logger);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gantryd: the Gantry GPU PaaS control plane"};
+  std::string listen = "127.0.0.1:8080";
+  std::string data_dir = ".gantry";
+  std::string log_format = "text";
+  std::string log_level = "info";
+  std::string sync = "FULL";
+  size_t body_limit = 3 * 1024 * 1024;
+  int threads = 4;
+  app.add_option("--listen", listen, "HOST:PORT to serve HTTP on (port 0 picks a free port)")
+      ->capture_default_str();
+  app.add_option("--data-dir", data_dir, "Directory of the SQLite database and keys")
+      ->capture_default_str();
+  app.add_option("--log-format", log_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))->capture_default_str();
+  app.add_option("--sqlite-synchronous", sync,
+                 "FULL: acknowledged writes survive power loss; NORMAL: survive a crash of gantryd")
+      ->check(CLI::IsMember({"FULL", "NORMAL"}))->capture_default_str();
+  app.add_option("--max-body-bytes", body_limit, "Larger request bodies get 413")
+      ->capture_default_str();
+  app.add_option("--threads", threads, "HTTP handler threads")->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  SetUpLogging(log_format, log_level);
+  if (sodium_init() < 0) {
+    spdlog::critical("libsodium failed to initialise");
+    return 1;
+  }
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    spdlog::critical("--listen must be HOST:PORT, not \"{}\"", listen);
+    return 2;
+  }
+  gantry::api::ServerOptions server_options;
+  server_options.host = listen.substr(0, colon);
+  if (!server_options.host.empty() && server_options.host.front() == '[')
+    server_options.host = server_options.host.substr(1, server_options.host.size() - 2);
+  try {
+    int port = std::stoi(listen.substr(colon + 1));
+    if (port < 0 || port > 65535) throw std::out_of_range("port");
+    server_options.port = static_cast<uint16_t>(port);
+  } catch (const std::exception&) {
+    spdlog::critical("--listen port must be a number from 0 to 65535, not \"{}\"",
+                     listen.substr(colon + 1));
+    return 2;
+  }
+  server_options.body_limit = body_limit;
+  server_options.threads = threads;
+
+  std::error_code fs_ec;
+  std::filesystem::create_directories(data_dir, fs_ec);
+  if (fs_ec) {
+    spdlog::critical("cannot create data directory {}: {}", data_dir, fs_ec.message());
+    return 1;
+  }
+  ::chmod(data_dir.c_str(), 0700);
+  gantry::store::SqliteOptions store_options;
+  store_options.path = (std::filesystem::path(data_dir) / "gantry.db").string();
+  store_options.synchronous = sync;
+  auto store = gantry::store::SqliteStore::Open(store_options);
+  if (!store.ok()) {
+    spdlog::critical("{}", std::string(store.status().message()));
+    return 1;
+  }
+
+  gantry::SystemClock clock;
+  gantry::api::WatchHub hub;
+  (*store)->SetCommitObserver(
+      [&hub](const std::vector<gantry::store::Event>& events) { hub.Publish(events); });
+  gantry::api::ResourceService resources(**store, hub, clock);
+  if (auto s = resources.EnsureProject("default", "Default project"); !s.ok()) {
+    spdlog::critical("cannot create the default project: {}", std::string(s.message()));
+    return 1;
+  }
+  gantry::api::Router router(resources, [&store] { return (*store)->Ping(); });
+  gantry::api::Server server(router, server_options);
+  auto port = server.Listen();
+  if (!port.ok()) {
+    spdlog::critical("{}", std::string(port.status().message()));
+    return 1;
+  }
+  std::string shown_host = server_options.host.find(':') != std::string::npos
+                               ? "[" + server_options.host + "]"
+                               : server_options.host;
+  spdlog::info("data in {}", store_options.path);
+  spdlog::info("listening on http://{}:{}", shown_host, *port);
+  server.Run([&hub] { hub.CloseAll(); });
+  spdlog::info("stopped");
+  return 0;
+}

@@ -1,0 +1,339 @@
+#include "model/schema.h"
+
+#include <algorithm>
+
+namespace gantry::model {
+namespace {
+
+namespace json = boost::json;
+
+Field Str(std::string name, std::string desc, bool required = false) {
+  return Field{std::move(name), FieldType::kString, std::move(desc), required, {}, {}};
+}
+Field Enum(std::string name, std::string desc, std::vector<std::string> values,
+           bool required = false) {
+  return Field{std::move(name), FieldType::kString, std::move(desc), required, std::move(values),
+               {}};
+}
+Field Int(std::string name, std::string desc, bool required = false) {
+  return Field{std::move(name), FieldType::kInteger, std::move(desc), required, {}, {}};
+}
+Field Num(std::string name, std::string desc) {
+  return Field{std::move(name), FieldType::kNumber, std::move(desc), false, {}, {}};
+}
+Field Bool(std::string name, std::string desc) {
+  return Field{std::move(name), FieldType::kBoolean, std::move(desc), false, {}, {}};
+}
+Field Obj(std::string name, std::string desc, std::vector<Field> children,
+          bool required = false) {
+  return Field{std::move(name), FieldType::kObject, std::move(desc), required, {},
+               std::move(children)};
+}
+Field Arr(std::string name, std::string desc, Field element) {
+  element.name = "";
+  return Field{std::move(name), FieldType::kArray, std::move(desc), false, {}, {std::move(element)}};
+}
+Field StrMap(std::string name, std::string desc) {
+  return Field{std::move(name), FieldType::kStringMap, std::move(desc), false, {}, {}};
+}
+Field Free(std::string name, std::string desc) {
+  return Field{std::move(name), FieldType::kFreeObject, std::move(desc), false, {}, {}};
+}
+
+Field Sharing() {
+  return Obj("sharing", "Which other projects may use this object.",
+             {Enum("mode", "None (default), All projects, or Selected projects.",
+                   {"None", "All", "Selected"}),
+              Arr("projects", "The projects shared with when mode is Selected.",
+                  Str("", "A project name."))});
+}
+
+Field Ref(std::string name, std::string desc, bool required) {
+  return Obj(std::move(name), std::move(desc),
+             {Str("name", "Name of the referenced object.", true),
+              Str("namespace", "Project of the referenced object; defaults to this project.")},
+             required);
+}
+
+Field Conditions() {
+  return Arr("conditions", "Observations of the object's state.",
+             Obj("", "", {Str("type", ""), Str("status", ""), Str("reason", ""),
+                          Str("message", ""), Str("lastTransitionTime", "")}));
+}
+
+std::vector<KindInfo> BuildKinds() {
+  std::vector<KindInfo> kinds;
+
+  KindInfo project;
+  project.kind = "Project";
+  project.plural = "projects";
+  project.singular = "project";
+  project.short_names = {"proj"};
+  project.namespaced = false;
+  project.spec = Obj(
+      "spec", "A tenant boundary; namespaced objects live in a project.",
+      {Str("displayName", "Human-friendly name."), Str("description", "Free text."),
+       Obj("quota", "Limits for the project.",
+           {Field{"gpus", FieldType::kScalarMap, "Maximum GPUs per GPU type, e.g. {h100: 16}.",
+                  false, {}, {}},
+            Int("instances", "Maximum number of compute instances."),
+            Int("instancesPerUser", "Maximum compute instances one user may own.")})});
+  project.status = Obj("status", "", {Str("phase", "Active or Terminating.")});
+  kinds.push_back(project);
+
+  Field variable_decl = Obj(
+      "", "A variable the template accepts.",
+      {Str("name", "Variable name.", true),
+       Enum("type", "Value type.", {"string", "number", "bool", "enum"}),
+       Str("default", "Default value, as a string."),
+       Bool("required", "A value must be given (by default, profile or instance)."),
+       Str("description", "What the variable is for."),
+       Bool("sensitive", "Encrypted at rest, never returned by the API."),
+       Arr("allowedValues", "The values an enum variable accepts.", Str("", ""))});
+
+  KindInfo tmpl;
+  tmpl.kind = "EnvironmentTemplate";
+  tmpl.plural = "environmenttemplates";
+  tmpl.singular = "environmenttemplate";
+  tmpl.short_names = {"et", "template"};
+  tmpl.versioned = true;
+  tmpl.spec = Obj(
+      "spec", "How something is deployed: a driver, its configuration, inputs and outputs.",
+      {Str("displayName", "Human-friendly name."), Str("description", "Free text."),
+       Enum("driver", "The driver that deploys instances of this template.",
+            {"exec", "local", "slurm"}, true),
+       Obj("exec", "Configuration of the exec driver.",
+           {Arr("command", "Program and arguments; called with `apply` or `destroy` appended.",
+                Str("", "")),
+            Str("workingDir", "Working directory of the program."),
+            StrMap("env", "Extra environment variables."),
+            Int("timeoutSeconds", "A run taking longer fails with reason Timeout.")}),
+       Free("local", "Configuration of the local driver (checked by the driver)."),
+       Free("slurm", "Configuration of the Slurm driver (checked by the driver)."),
+       Arr("variables", "Inputs the template accepts.", variable_decl),
+       Arr("outputs", "Outputs the template promises to produce.", Str("", "")),
+       Sharing()});
+  tmpl.status = Obj("status", "", {Int("revision", "Current revision; bumps on every spec change.")});
+  kinds.push_back(tmpl);
+
+  Field variable_rule = Obj(
+      "", "The profile's rule for one template variable.",
+      {Str("name", "Template variable name.", true), Str("default", "Default for instances."),
+       Enum("override", "Whether instances may set the value.",
+            {"allowed", "notallowed", "restricted"}),
+       Arr("allowedValues", "Values allowed when override is restricted.", Str("", "")),
+       Bool("required", "Instances must supply a value."),
+       Str("description", "Shown to users."),
+       Bool("sensitive", "Encrypted at rest, never returned by the API.")});
+  Field resources = Obj(
+      "resources", "Resources an instance of this profile gets.",
+      {Obj("gpu", "GPUs.", {Str("type", "GPU type, e.g. h100."), Int("count", "GPUs.")}),
+       Num("cpu", "CPU cores."), Num("memoryGiB", "Memory in GiB.")});
+
+  KindInfo profile;
+  profile.kind = "ComputeProfile";
+  profile.plural = "computeprofiles";
+  profile.singular = "computeprofile";
+  profile.short_names = {"cp", "profile"};
+  profile.versioned = true;
+  profile.spec = Obj("spec", "An admin-curated, versioned compute SKU.",
+                     {Str("displayName", "Human-friendly name."), Str("description", "Free text."),
+                      Ref("templateRef", "The EnvironmentTemplate that deploys it.", true),
+                      resources, Arr("variables", "Rules for the template's variables.",
+                                     variable_rule),
+                      Sharing()});
+  profile.status = tmpl.status;
+  profile.field_selectors = {"spec.templateRef.name"};
+  kinds.push_back(profile);
+
+  KindInfo instance;
+  instance.kind = "ComputeInstance";
+  instance.plural = "computeinstances";
+  instance.singular = "computeinstance";
+  instance.short_names = {"ci", "instance"};
+  instance.spec = Obj(
+      "spec", "A launch of a compute profile.",
+      {Str("displayName", "Human-friendly name shown to end users."),
+       Str("description", "Free text."),
+       Ref("profileRef", "The ComputeProfile; may change only before the first deploy.", true),
+       Field{"variables", FieldType::kScalarMap, "Values for the profile's variables.", false,
+             {}, {}},
+       Sharing()});
+  instance.status = Obj(
+      "status", "Deployment status.",
+      {Enum("phase", "Deployment status.",
+            {"NotDeployed", "Waiting", "InProgress", "Success", "Failed"}),
+       Enum("action", "What the current or last run does.", {"deploy", "destroy"}),
+       Int("profileRevision", "The profile revision this instance uses."),
+       Int("deployedGeneration", "The spec generation that is live."),
+       Str("reason", "Why it is Waiting or Failed."), Str("message", "Details for a person."),
+       Conditions(), StrMap("outputs", "What the driver produced."),
+       Obj("lastRunRef", "The current or last run.", {Str("name", "")}),
+       Obj("sharedFrom", "Set on objects listed in a project they are shared into.",
+           {Str("namespace", "")})});
+  instance.field_selectors = {"status.phase", "spec.profileRef.name"};
+  kinds.push_back(instance);
+
+  return kinds;
+}
+
+const char* TypeName(FieldType t) {
+  switch (t) {
+    case FieldType::kString: return "string";
+    case FieldType::kInteger: return "integer";
+    case FieldType::kNumber: return "number";
+    case FieldType::kBoolean: return "boolean";
+    case FieldType::kArray: return "array";
+    default: return "object";
+  }
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "\"" : ", \"") + s + "\"";
+  return out;
+}
+
+void CheckMetadata(const json::value& v, std::vector<FieldCause>* causes) {
+  static const Field kMeta = Obj(
+      "metadata", "",
+      {Str("name", ""), Str("namespace", ""), Str("uid", ""), Str("resourceVersion", ""),
+       Int("generation", ""), Str("creationTimestamp", ""), StrMap("labels", ""),
+       StrMap("annotations", ""), Str("deletionTimestamp", ""),
+       Arr("finalizers", "", Str("", "")), Str("generateName", "")});
+  CheckField(kMeta, v, "metadata", causes);
+}
+
+}  // namespace
+
+const std::vector<KindInfo>& AllKinds() {
+  static const std::vector<KindInfo> kinds = BuildKinds();
+  return kinds;
+}
+
+const KindInfo* FindKindByPlural(std::string_view plural) {
+  for (const auto& k : AllKinds())
+    if (k.plural == plural) return &k;
+  return nullptr;
+}
+
+const KindInfo* FindKindByName(std::string_view kind) {
+  for (const auto& k : AllKinds())
+    if (k.kind == kind) return &k;
+  return nullptr;
+}
+
+void CheckField(const Field& field, const json::value& value, const std::string& path,
+                std::vector<FieldCause>* causes) {
+  auto wrong_type = [&] {
+    causes->push_back({path,
+                       std::string("must be of type ") + TypeName(field.type) + ", not " +
+                           (value.is_string()   ? "string"
+                            : value.is_bool()   ? "boolean"
+                            : value.is_number() ? "number"
+                            : value.is_array()  ? "array"
+                            : value.is_null()   ? "null"
+                                                : "object"),
+                       "FieldValueTypeInvalid"});
+  };
+  switch (field.type) {
+    case FieldType::kString:
+      if (!value.is_string()) return wrong_type();
+      if (!field.enum_values.empty() &&
+          std::find(field.enum_values.begin(), field.enum_values.end(),
+                    std::string_view(value.get_string())) == field.enum_values.end()) {
+        causes->push_back({path,
+                           "unsupported value \"" + std::string(value.get_string()) +
+                               "\": supported values: " + Join(field.enum_values),
+                           "FieldValueNotSupported"});
+      }
+      return;
+    case FieldType::kInteger:
+      if (value.is_int64() || value.is_uint64()) return;
+      if (value.is_double() && value.get_double() == static_cast<double>(
+                                                         static_cast<int64_t>(value.get_double())))
+        return;
+      return wrong_type();
+    case FieldType::kNumber:
+      if (!value.is_number()) return wrong_type();
+      return;
+    case FieldType::kBoolean:
+      if (!value.is_bool()) return wrong_type();
+      return;
+    case FieldType::kFreeObject:
+      if (!value.is_object()) return wrong_type();
+      return;
+    case FieldType::kStringMap:
+    case FieldType::kScalarMap:
+      if (!value.is_object()) return wrong_type();
+      for (const auto& kv : value.get_object()) {
+        bool ok = kv.value().is_string() ||
+                  (field.type == FieldType::kScalarMap &&
+                   (kv.value().is_number() || kv.value().is_bool()));
+        if (!ok) {
+          causes->push_back({path + "." + std::string(kv.key()),
+                             field.type == FieldType::kStringMap
+                                 ? "must be a string"
+                                 : "must be a string, number or boolean",
+                             "FieldValueTypeInvalid"});
+        }
+      }
+      return;
+    case FieldType::kArray: {
+      if (!value.is_array()) return wrong_type();
+      const auto& arr = value.get_array();
+      for (size_t i = 0; i < arr.size(); ++i)
+        CheckField(field.children[0], arr[i], path + "[" + std::to_string(i) + "]", causes);
+      return;
+    }
+    case FieldType::kObject: {
+      if (!value.is_object()) return wrong_type();
+      const auto& obj = value.get_object();
+      for (const auto& kv : obj) {
+        auto it = std::find_if(field.children.begin(), field.children.end(),
+                               [&](const Field& c) { return c.name == kv.key(); });
+        std::string child_path = path.empty() ? std::string(kv.key())
+                                              : path + "." + std::string(kv.key());
+        if (it == field.children.end()) {
+          causes->push_back({child_path, "unknown field \"" + std::string(kv.key()) + "\"",
+                             "FieldValueNotSupported"});
+          continue;
+        }
+        // null means "not set" for optional fields, as in Kubernetes JSON decoding.
+        if (kv.value().is_null() && !it->required) continue;
+        CheckField(*it, kv.value(), child_path, causes);
+      }
+      for (const auto& c : field.children) {
+        if (!c.required) continue;
+        auto found = obj.find(c.name);
+        if (found == obj.end() || found->value().is_null() ||
+            (found->value().is_string() && found->value().get_string().empty())) {
+          causes->push_back({path.empty() ? c.name : path + "." + c.name, "Required value",
+                             "FieldValueRequired"});
+        }
+      }
+      return;
+    }
+  }
+}
+
+void CheckSchema(const KindInfo& kind, const json::object& obj, std::vector<FieldCause>* causes) {
+  for (const auto& kv : obj) {
+    std::string_view key = kv.key();
+    if (key == "apiVersion" || key == "kind") {
+      if (!kv.value().is_string())
+        causes->push_back({std::string(key), "must be of type string", "FieldValueTypeInvalid"});
+    } else if (key == "metadata") {
+      CheckMetadata(kv.value(), causes);
+    } else if (key == "spec") {
+      if (!kv.value().is_null()) CheckField(kind.spec, kv.value(), "spec", causes);
+    } else if (key == "status") {
+      // Status is server-owned; what a client sends is ignored, in any shape.
+    } else {
+      causes->push_back({std::string(key), "unknown field \"" + std::string(key) + "\"",
+                         "FieldValueNotSupported"});
+    }
+  }
+}
+
+}  // namespace gantry::model

@@ -1,0 +1,340 @@
+#include "model/validation.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <set>
+
+#include "model/codec.h"
+#include "model/label_selector.h"
+
+namespace gantry::model {
+namespace {
+
+namespace json = boost::json;
+
+constexpr size_t kMaxAnnotationBytes = 256 * 1024;
+
+std::vector<std::string> Strings(const json::value* v) {
+  std::vector<std::string> out;
+  if (v && v->is_array())
+    for (const auto& e : v->get_array())
+      if (e.is_string()) out.emplace_back(e.get_string());
+  return out;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  for (const auto& e : v)
+    if (e == s) return true;
+  return false;
+}
+
+std::string Quoted(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "\"" : ", \"") + s + "\"";
+  return out;
+}
+
+bool ParsesAsNumber(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  double d = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(d);
+}
+
+// nullopt when `value` fits `type` (and, for enums, `allowed`); else the message.
+std::optional<std::string> TypeError(const std::string& type, const std::string& value,
+                                     const std::vector<std::string>& allowed) {
+  if (type == "number" && !ParsesAsNumber(value))
+    return "\"" + value + "\" is not a number";
+  if (type == "bool" && value != "true" && value != "false")
+    return "\"" + value + "\" is not a boolean (true or false)";
+  if (type == "enum" && !Contains(allowed, value))
+    return "unsupported value \"" + value + "\": supported values: " + Quoted(allowed);
+  return std::nullopt;
+}
+
+void ValidateSharing(const json::object& spec, std::vector<FieldCause>* causes) {
+  const json::value* sharing = FindPath(spec, "sharing");
+  if (!sharing || !sharing->is_object()) return;
+  std::string mode = GetString(sharing->get_object(), "mode", "None");
+  std::vector<std::string> projects = Strings(FindPath(sharing->get_object(), "projects"));
+  if (mode == "Selected" && projects.empty())
+    causes->push_back({"spec.sharing.projects",
+                       "at least one project is required when mode is Selected",
+                       "FieldValueRequired"});
+  if (mode != "Selected" && !projects.empty())
+    causes->push_back({"spec.sharing.projects", "may only be set when mode is Selected",
+                       "FieldValueForbidden"});
+  for (size_t i = 0; i < projects.size(); ++i)
+    if (auto err = Dns1123LabelError(projects[i]))
+      causes->push_back({"spec.sharing.projects[" + std::to_string(i) + "]", *err});
+}
+
+void ValidateTemplateVariables(const json::object& spec, std::vector<FieldCause>* causes) {
+  const json::value* vars = FindPath(spec, "variables");
+  if (!vars || !vars->is_array()) return;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < vars->get_array().size(); ++i) {
+    const auto& v = vars->get_array()[i];
+    if (!v.is_object()) continue;
+    const auto& o = v.get_object();
+    std::string path = "spec.variables[" + std::to_string(i) + "]";
+    std::string name = GetString(o, "name");
+    if (!name.empty() && !seen.insert(name).second)
+      causes->push_back({path + ".name", "Duplicate value: \"" + name + "\"",
+                         "FieldValueDuplicate"});
+    std::string type = GetString(o, "type", "string");
+    auto allowed = Strings(FindPath(o, "allowedValues"));
+    if (type == "enum" && allowed.empty())
+      causes->push_back({path + ".allowedValues", "an enum variable needs allowedValues",
+                         "FieldValueRequired"});
+    if (o.contains("default")) {
+      if (auto err = TypeError(type, GetString(o, "default"), allowed))
+        causes->push_back({path + ".default", *err});
+    }
+  }
+}
+
+void ValidateProfileRules(const json::object& spec, std::vector<FieldCause>* causes) {
+  const json::value* vars = FindPath(spec, "variables");
+  if (vars && vars->is_array()) {
+    std::set<std::string> seen;
+    for (size_t i = 0; i < vars->get_array().size(); ++i) {
+      const auto& v = vars->get_array()[i];
+      if (!v.is_object()) continue;
+      const auto& o = v.get_object();
+      std::string path = "spec.variables[" + std::to_string(i) + "]";
+      std::string name = GetString(o, "name");
+      if (!name.empty() && !seen.insert(name).second)
+        causes->push_back({path + ".name", "Duplicate value: \"" + name + "\"",
+                           "FieldValueDuplicate"});
+      std::string override_policy = GetString(o, "override", "allowed");
+      auto allowed = Strings(FindPath(o, "allowedValues"));
+      if (override_policy == "restricted" && allowed.empty())
+        causes->push_back({path + ".allowedValues",
+                           "override \"restricted\" needs the list of allowed values",
+                           "FieldValueRequired"});
+      if (override_policy != "restricted" && !allowed.empty())
+        causes->push_back({path + ".allowedValues",
+                           "may only be set when override is \"restricted\"",
+                           "FieldValueForbidden"});
+      if (override_policy == "restricted" && o.contains("default") &&
+          !Contains(allowed, GetString(o, "default")))
+        causes->push_back({path + ".default",
+                           "\"" + GetString(o, "default") + "\" is not one of the allowed values " +
+                               Quoted(allowed)});
+    }
+  }
+  const json::value* gpu = FindPath(spec, "resources.gpu");
+  if (gpu && gpu->is_object()) {
+    int64_t count = GetInt(gpu->get_object(), "count", 0);
+    if (count < 0) causes->push_back({"spec.resources.gpu.count", "must be greater than or equal to 0"});
+    if (count > 0 && GetString(gpu->get_object(), "type").empty())
+      causes->push_back({"spec.resources.gpu.type", "Required value when count is set",
+                         "FieldValueRequired"});
+  }
+  for (const char* f : {"cpu", "memoryGiB"}) {
+    const json::value* v = FindPath(spec, std::string("resources.") + f);
+    if (v && v->is_number() && v->to_number<double>() < 0)
+      causes->push_back({std::string("spec.resources.") + f, "must be greater than or equal to 0"});
+  }
+}
+
+void ValidateTemplateDriver(const json::object& spec, std::vector<FieldCause>* causes) {
+  std::string driver = GetString(spec, "driver");
+  if (driver.empty()) return;  // the schema reported it
+  if (!spec.contains(driver) || !spec.at(driver).is_object()) {
+    causes->push_back({"spec." + driver,
+                       "Required value: driver \"" + driver + "\" needs its configuration in spec." +
+                           driver,
+                       "FieldValueRequired"});
+    return;
+  }
+  for (const char* other : {"exec", "local", "slurm"}) {
+    if (other != driver && spec.contains(other))
+      causes->push_back({std::string("spec.") + other,
+                         "may only be set when driver is \"" + std::string(other) + "\"",
+                         "FieldValueForbidden"});
+  }
+  if (driver == "exec") {
+    const auto& exec = spec.at("exec").get_object();
+    if (Strings(FindPath(exec, "command")).empty())
+      causes->push_back({"spec.exec.command", "Required value: the program to run",
+                         "FieldValueRequired"});
+    if (exec.contains("timeoutSeconds") && GetInt(exec, "timeoutSeconds") <= 0)
+      causes->push_back({"spec.exec.timeoutSeconds", "must be greater than 0"});
+  }
+}
+
+}  // namespace
+
+void ValidateMetadata(const json::object& metadata, std::vector<FieldCause>* causes) {
+  std::string name = GetString(metadata, "name");
+  if (name.empty()) {
+    causes->push_back({"metadata.name", "Required value: name is required", "FieldValueRequired"});
+  } else if (auto err = Dns1123LabelError(name)) {
+    causes->push_back({"metadata.name", "Invalid value: \"" + name + "\": " + *err});
+  }
+  if (const json::value* labels = FindPath(metadata, "labels"); labels && labels->is_object()) {
+    for (const auto& kv : labels->get_object()) {
+      std::string key(kv.key());
+      if (auto err = LabelKeyError(key))
+        causes->push_back({"metadata.labels", "Invalid value: \"" + key + "\": " + *err});
+      if (kv.value().is_string())
+        if (auto err = LabelValueError(kv.value().get_string()))
+          causes->push_back({"metadata.labels." + key,
+                             "Invalid value: \"" + std::string(kv.value().get_string()) + "\": " + *err});
+    }
+  }
+  if (const json::value* ann = FindPath(metadata, "annotations"); ann && ann->is_object()) {
+    size_t total = 0;
+    for (const auto& kv : ann->get_object()) {
+      std::string key(kv.key());
+      if (auto err = LabelKeyError(key))
+        causes->push_back({"metadata.annotations", "Invalid value: \"" + key + "\": " + *err});
+      total += key.size() + (kv.value().is_string() ? kv.value().get_string().size() : 0);
+    }
+    if (total > kMaxAnnotationBytes)
+      causes->push_back({"metadata.annotations",
+                         "Too long: must have at most 262144 bytes", "FieldValueTooLong"});
+  }
+}
+
+void ValidateSpec(const KindInfo& kind, const json::object& spec, std::vector<FieldCause>* causes) {
+  ValidateSharing(spec, causes);
+  if (kind.kind == "EnvironmentTemplate") {
+    ValidateTemplateVariables(spec, causes);
+    ValidateTemplateDriver(spec, causes);
+  } else if (kind.kind == "ComputeProfile") {
+    ValidateProfileRules(spec, causes);
+  } else if (kind.kind == "ComputeInstance") {
+    std::string ns = GetString(spec, "profileRef.namespace");
+    if (!ns.empty())
+      if (auto err = Dns1123LabelError(ns))
+        causes->push_back({"spec.profileRef.namespace", "Invalid value: \"" + ns + "\": " + *err});
+  }
+}
+
+void ValidateProfileAgainstTemplate(const json::object& profile_spec,
+                                    const json::object& template_spec,
+                                    std::vector<FieldCause>* causes) {
+  std::map<std::string, const json::object*> declared;
+  if (const json::value* vars = FindPath(template_spec, "variables"); vars && vars->is_array())
+    for (const auto& v : vars->get_array())
+      if (v.is_object()) declared[GetString(v.get_object(), "name")] = &v.get_object();
+  const json::value* rules = FindPath(profile_spec, "variables");
+  if (!rules || !rules->is_array()) return;
+  for (size_t i = 0; i < rules->get_array().size(); ++i) {
+    const auto& r = rules->get_array()[i];
+    if (!r.is_object()) continue;
+    std::string name = GetString(r.get_object(), "name");
+    std::string path = "spec.variables[" + std::to_string(i) + "]";
+    auto it = declared.find(name);
+    if (it == declared.end()) {
+      std::vector<std::string> names;
+      for (const auto& d : declared) names.push_back(d.first);
+      causes->push_back({path + ".name",
+                         "the template declares no variable \"" + name + "\"" +
+                             (names.empty() ? "" : " (it declares " + Quoted(names) + ")"),
+                         "FieldValueNotFound"});
+      continue;
+    }
+    std::string type = GetString(*it->second, "type", "string");
+    auto enum_values = Strings(FindPath(*it->second, "allowedValues"));
+    std::vector<std::string> values = Strings(FindPath(r.get_object(), "allowedValues"));
+    if (r.get_object().contains("default")) values.push_back(GetString(r.get_object(), "default"));
+    for (const auto& value : values)
+      if (auto err = TypeError(type, value, enum_values))
+        causes->push_back({path, "variable \"" + name + "\": " + *err});
+  }
+}
+
+std::map<std::string, ResolvedVariable> ResolveVariables(const json::object& template_spec,
+                                                         const json::object& profile_spec,
+                                                         const json::object& instance_variables,
+                                                         std::vector<FieldCause>* causes) {
+  std::map<std::string, ResolvedVariable> out;
+  std::map<std::string, const json::object*> rules;
+  if (const json::value* v = FindPath(profile_spec, "variables"); v && v->is_array())
+    for (const auto& r : v->get_array())
+      if (r.is_object()) rules[GetString(r.get_object(), "name")] = &r.get_object();
+
+  std::set<std::string> declared;
+  const json::value* decls = FindPath(template_spec, "variables");
+  if (decls && decls->is_array()) {
+    for (const auto& d : decls->get_array()) {
+      if (!d.is_object()) continue;
+      const auto& decl = d.get_object();
+      std::string name = GetString(decl, "name");
+      declared.insert(name);
+      std::string type = GetString(decl, "type", "string");
+      auto enum_values = Strings(FindPath(decl, "allowedValues"));
+      const json::object* rule = rules.count(name) ? rules[name] : nullptr;
+      std::string path = "spec.variables." + name;
+
+      std::optional<std::string> value;
+      if (decl.contains("default")) value = GetString(decl, "default");
+      if (rule && rule->contains("default")) value = GetString(*rule, "default");
+      bool required = (decl.contains("required") && decl.at("required").is_bool() &&
+                       decl.at("required").get_bool()) ||
+                      (rule && rule->contains("required") && rule->at("required").is_bool() &&
+                       rule->at("required").get_bool());
+      bool sensitive = (decl.contains("sensitive") && decl.at("sensitive").is_bool() &&
+                        decl.at("sensitive").get_bool()) ||
+                       (rule && rule->contains("sensitive") && rule->at("sensitive").is_bool() &&
+                        rule->at("sensitive").get_bool());
+
+      auto given = instance_variables.find(name);
+      if (given != instance_variables.end()) {
+        std::string v = given->value().is_string() ? std::string(given->value().get_string())
+                                                   : json::serialize(given->value());
+        std::string policy = rule ? GetString(*rule, "override", "allowed") : "allowed";
+        if (policy == "notallowed") {
+          causes->push_back({path,
+                             "Forbidden: the profile does not allow overriding variable \"" +
+                                 name + "\"",
+                             "FieldValueForbidden"});
+        } else if (policy == "restricted" &&
+                   !Contains(Strings(FindPath(*rule, "allowedValues")), v)) {
+          causes->push_back({path, "Unsupported value: \"" + v + "\": supported values: " +
+                                       Quoted(Strings(FindPath(*rule, "allowedValues"))),
+                             "FieldValueNotSupported"});
+        } else if (auto err = TypeError(type, v, enum_values)) {
+          causes->push_back({path, "Invalid value: " + *err});
+        } else {
+          value = v;
+        }
+      }
+      if (!value && required) {
+        causes->push_back({path, "Required value: variable \"" + name + "\" has no default",
+                           "FieldValueRequired"});
+        continue;
+      }
+      if (value) out[name] = ResolvedVariable{*value, sensitive};
+    }
+  }
+  for (const auto& kv : instance_variables) {
+    std::string name(kv.key());
+    if (!declared.count(name)) {
+      std::vector<std::string> names(declared.begin(), declared.end());
+      causes->push_back({"spec.variables." + name,
+                         "Not found: the profile has no variable \"" + name + "\"" +
+                             (names.empty() ? "" : " (it has " + Quoted(names) + ")"),
+                         "FieldValueNotFound"});
+    }
+  }
+  return out;
+}
+
+void NormalizeVariableValues(json::object& variables) {
+  for (auto& kv : variables) {
+    if (kv.value().is_string()) continue;
+    if (kv.value().is_bool()) {
+      kv.value() = kv.value().get_bool() ? "true" : "false";
+    } else if (kv.value().is_number()) {
+      kv.value() = json::serialize(kv.value());
+    }
+  }
+}
+
+}  // namespace gantry::model

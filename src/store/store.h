@@ -1,0 +1,130 @@
+// Store: durable storage of API objects, their revisions and the event history that watch
+// resumes from. The one seam between Gantry's logic and its database (STYLE.md #1):
+// sqlite/ is the embedded default; postgres/ comes next behind the same interface.
+//
+// Model: every object is a JSON document keyed by (kind, namespace, name); cluster-scoped
+// kinds use namespace "". Every committed change gets the next value of one global,
+// strictly increasing resourceVersion and one event row, in the same transaction, so a
+// watcher that resumes from resourceVersion N sees exactly the changes after N.
+//
+// Thread-safety: every method may be called from any thread concurrently. Writes are
+// serialised; reads do not wait for writes (WAL). Commit observers are called after the
+// transaction is durable, in resourceVersion order, one commit at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "model/label_selector.h"
+
+namespace gantry::store {
+
+// One operation of a transaction.
+struct Write {
+  enum class Op {
+    kCreate,       // insert; ALREADY_EXISTS (409 AlreadyExists) when the name is taken
+    kUpdate,       // replace; NOT_FOUND when absent; 409 Conflict on resourceVersion mismatch
+    kDelete,       // remove; NOT_FOUND when absent; 409 Conflict on resourceVersion mismatch
+    kPutRevision,  // record an immutable revision of a versioned object
+  };
+  Op op = Op::kCreate;
+  std::string kind;
+  // kCreate/kUpdate: the whole object; the store sets metadata.resourceVersion.
+  // kDelete: needs metadata.namespace and metadata.name.
+  // kPutRevision: the object whose spec is recorded; `revision` says which.
+  boost::json::object object;
+  // kUpdate/kDelete: when non-zero, the change applies only if the stored object still has
+  // this resourceVersion.
+  int64_t expected_resource_version = 0;
+  int64_t revision = 0;  // kPutRevision only
+};
+
+// A committed change, as watchers see it.
+struct Event {
+  int64_t resource_version = 0;
+  std::string type;  // ADDED, MODIFIED, DELETED
+  std::string kind;
+  std::string ns;
+  std::string name;
+  boost::json::object object;  // for DELETED: the last state, with the delete's resourceVersion
+};
+
+struct FieldFilter {
+  std::string field;  // metadata.name, metadata.namespace, status.phase, spec.profileRef.name,
+                      // spec.templateRef.name
+  bool equals = true;
+  std::string value;
+};
+
+struct ListOptions {
+  std::string kind;
+  std::optional<std::string> ns;  // nullopt: every project
+  model::LabelSelector labels;
+  std::vector<FieldFilter> fields;
+  std::string search;  // case-insensitive substring of name, displayName, description
+  int64_t limit = 0;   // 0: no limit
+  std::string continue_token;
+};
+
+struct ListResult {
+  std::vector<boost::json::object> items;  // newest first
+  int64_t resource_version = 0;            // the store's resourceVersion when listed
+  std::string continue_token;              // empty on the last page
+};
+
+struct Revision {
+  int64_t revision = 0;
+  std::string created;  // RFC 3339
+  boost::json::object spec;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // The object, or NOT_FOUND ("computeinstances \"x\" not found").
+  virtual absl::StatusOr<boost::json::object> Get(const std::string& kind, const std::string& ns,
+                                                  const std::string& name) = 0;
+
+  // A page of objects, newest first. INVALID_ARGUMENT for a malformed continue token.
+  virtual absl::StatusOr<ListResult> List(const ListOptions& options) = 0;
+
+  // Applies every write or none. Returns the stored objects (with their new
+  // resourceVersion) in the order of `writes` (kPutRevision yields an empty object).
+  // UNAVAILABLE once the database failed in a way that leaves its state unknown: such a
+  // failure is sticky (STYLE.md #5) and every later write is refused.
+  virtual absl::StatusOr<std::vector<boost::json::object>> Commit(std::vector<Write> writes) = 0;
+
+  // Events with resourceVersion > `after`, oldest first, at most `max` of them.
+  // OUT_OF_RANGE (410 Expired) when events after `after` were already compacted away.
+  virtual absl::StatusOr<std::vector<Event>> EventsSince(int64_t after, size_t max) = 0;
+
+  // The highest resourceVersion committed.
+  virtual int64_t CurrentResourceVersion() = 0;
+
+  // Revisions of a versioned object, newest first / one of them.
+  virtual absl::StatusOr<std::vector<Revision>> ListRevisions(const std::string& kind,
+                                                              const std::string& ns,
+                                                              const std::string& name) = 0;
+  virtual absl::StatusOr<Revision> GetRevision(const std::string& kind, const std::string& ns,
+                                               const std::string& name, int64_t revision) = 0;
+
+  // Counts objects of `kind` in `ns` (all projects when nullopt) matching `fields`.
+  virtual absl::StatusOr<int64_t> Count(const std::string& kind, std::optional<std::string> ns,
+                                        const std::vector<FieldFilter>& fields) = 0;
+
+  // Registers the function called with the events of each commit. Set once at start-up,
+  // before any write.
+  virtual void SetCommitObserver(std::function<void(const std::vector<Event>&)> observer) = 0;
+
+  // OK when the database answers a trivial query (for /readyz).
+  virtual absl::Status Ping() = 0;
+};
+
+}  // namespace gantry::store
