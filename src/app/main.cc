@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   std::string sync = "FULL";
   size_t body_limit = 3 * 1024 * 1024;
   int threads = 4;
+  int64_t event_retention = 100000;
   app.add_option("--listen", listen, "HOST:PORT to serve HTTP on (port 0 picks a free port)")
       ->capture_default_str();
   app.add_option("--data-dir", data_dir, "Directory of the SQLite database and keys")
@@ -87,6 +88,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--threads", threads, "HTTP handler threads")->check(CLI::Range(1, 256))
       ->capture_default_str();
+  app.add_option("--event-retention", event_retention,
+                 "Changes kept for watch resumption; older resourceVersions get 410 Expired")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   SetUpLogging(log_format, log_level);
@@ -125,6 +129,7 @@ int main(int argc, char** argv) {
   gantry::store::SqliteOptions store_options;
   store_options.path = (std::filesystem::path(data_dir) / "gantry.db").string();
   store_options.synchronous = sync;
+  store_options.event_retention = event_retention;
   auto store = gantry::store::SqliteStore::Open(store_options);
   if (!store.ok()) {
     spdlog::critical("{}", std::string(store.status().message()));

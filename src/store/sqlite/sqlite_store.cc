@@ -14,7 +14,7 @@ namespace {
 namespace json = boost::json;
 
 constexpr int kSchemaVersion = 1;
-constexpr int64_t kCompactEvery = 1000;
+constexpr int64_t kCompactEvery = 100;
 constexpr size_t kMaxReaders = 16;
 
 // Migrations, applied in order; migration i brings the schema to user_version i + 1.
