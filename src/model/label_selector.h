@@ -41,6 +41,9 @@ struct LabelSelector {
 // Parses `text`. Errors are INVALID_ARGUMENT (BadRequest) with a message that quotes the
 // offending part, e.g. `unable to parse requirement: found '=', expected: identifier`
 // or `invalid label key "-x": ...`. Keys and values are validated with the functions below.
+// Where this differs from Kubernetes (see label_selector.cc): `key in ()` / `key notin ()` are
+// refused rather than read as {""}, and the gt/lt operators (`key>1`) are not supported.
+// Requirements come back sorted by key, values sorted and de-duplicated, as Kubernetes does.
 absl::StatusOr<LabelSelector> ParseLabelSelector(std::string_view text);
 
 struct FieldRequirement {
@@ -51,6 +54,7 @@ struct FieldRequirement {
 
 // Parses a field selector; a field not in `supported` is refused with
 // `field label not supported: <field>` (INVALID_ARGUMENT, as Kubernetes answers 400).
+// Values may escape ',', '=' and '\\' with a backslash; terms come back sorted by their text.
 absl::StatusOr<std::vector<FieldRequirement>> ParseFieldSelector(
     std::string_view text, const std::vector<std::string>& supported);
 
