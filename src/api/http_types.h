@@ -10,7 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "common/line_stream.h"
+
 namespace gantry::api {
+
+using ::gantry::LineStream;
 
 struct Request {
   std::string method;       // GET, POST, PUT, PATCH, DELETE, ...
@@ -20,36 +24,6 @@ struct Request {
   std::string authorization;
   std::string body;
   std::string remote;       // peer address, for logs and audit
-};
-
-// A stream of newline-delimited chunks (watch events, followed logs) that outlives the
-// handler call. Producers Push from any thread; the transport drains it and writes.
-class LineStream {
- public:
-  // Appends a line (a trailing newline is added). Returns false when the consumer is too
-  // slow (more than `max_pending` lines queued): the stream is then closed, and the client
-  // resumes from the last resourceVersion it saw, as Kubernetes clients do.
-  bool Push(std::string line);
-  // Marks the end of the stream after what was pushed.
-  void Close();
-  // Takes what is queued; `closed` tells whether the stream has ended.
-  std::vector<std::string> Drain(bool* closed);
-  // Called (from any thread) whenever lines are pushed or the stream closes. The transport
-  // sets it before it starts draining.
-  void SetWakeup(std::function<void()> wakeup);
-  // Called by the transport when it stops reading (client gone, timeout, shutdown).
-  void SetOnCancel(std::function<void()> on_cancel);
-  void Cancel();
-
-  std::chrono::seconds timeout{1800};
-  size_t max_pending = 100000;
-
- private:
-  std::mutex mu_;
-  std::vector<std::string> pending_;
-  bool closed_ = false;
-  std::function<void()> wakeup_;
-  std::function<void()> on_cancel_;
 };
 
 struct Response {

@@ -68,8 +68,54 @@ std::string QueryValue(const Query& q, const std::string& key) {
 
 }  // namespace
 
-ResourceService::ResourceService(store::Store& store, WatchHub& hub, const Clock& clock)
-    : store_(store), hub_(hub), clock_(clock) {}
+ResourceService::ResourceService(store::Store& store, WatchHub& hub, const Clock& clock,
+                                 const SecretBox& secrets)
+    : store_(store), hub_(hub), clock_(clock), secrets_(secrets) {}
+
+absl::Status ResourceService::CheckAndSealVariables(const std::string& name,
+                                                    const json::object& template_spec,
+                                                    const json::object& profile_spec,
+                                                    const json::object* current,
+                                                    json::object& variables) {
+  std::vector<FieldCause> causes;
+  json::object plain = variables;
+  for (auto& kv : plain) {
+    if (!kv.value().is_string()) continue;
+    std::string v(kv.value().get_string());
+    std::string path = "spec.variables." + std::string(kv.key());
+    if (v == kRedacted) {
+      // The client sent back what the API showed: keep the stored secret.
+      std::string stored = current ? GetString(ObjectAt(*current, "spec.variables"),
+                                               std::string(kv.key()))
+                                   : "";
+      if (!SecretBox::IsSealed(stored)) {
+        causes.push_back({path, "Required value: give the value itself, not " +
+                                    std::string(kRedacted), "FieldValueRequired"});
+        continue;
+      }
+      variables[kv.key()] = stored;
+      v = stored;
+    }
+    if (SecretBox::IsSealed(v)) {
+      auto unsealed = secrets_.Unseal(v);
+      if (!unsealed.ok()) {
+        causes.push_back({path, "Invalid value: a sealed value must come from this server"});
+        continue;
+      }
+      kv.value() = *unsealed;
+    }
+  }
+  if (!causes.empty()) return InvalidError(kInstance, name, std::move(causes));
+  auto resolved = model::ResolveVariables(template_spec, profile_spec, plain, &causes);
+  if (!causes.empty()) return InvalidError(kInstance, name, std::move(causes));
+  for (auto& kv : variables) {
+    auto it = resolved.find(std::string(kv.key()));
+    if (it == resolved.end() || !it->second.sensitive) continue;
+    if (kv.value().is_string() && SecretBox::IsSealed(kv.value().get_string())) continue;
+    kv.value() = secrets_.Seal(it->second.value);
+  }
+  return absl::OkStatus();
+}
 
 std::string ResourceService::Now() const { return FormatRfc3339(clock_.Now()); }
 
@@ -229,9 +275,10 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
                                       trev);
   if (!trevision.ok()) return trevision.status();
   template_spec = trevision->spec;
-  std::vector<FieldCause> causes;
-  model::ResolveVariables(template_spec, profile_spec, ObjectAt(spec, "variables"), &causes);
-  if (!causes.empty()) return InvalidError(kind, name, std::move(causes));
+  json::object& next_spec = model::EnsureObject(next, "spec");
+  json::object variables = ObjectAt(next_spec, "variables");
+  RETURN_IF_ERROR(CheckAndSealVariables(name, template_spec, profile_spec, current, variables));
+  if (!variables.empty()) next_spec["variables"] = std::move(variables);
   return absl::OkStatus();
 }
 
@@ -334,6 +381,26 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
     }
     const json::value* spec = incoming.if_contains("spec");
     next["spec"] = spec && spec->is_object() ? *spec : json::value(json::object());
+    if (t.kind->kind == kInstance) {
+      // A secret sent again in plaintext (or as shown, redacted) is the stored one: keep
+      // the sealed value so that re-applying the same manifest changes nothing.
+      const json::object& old_vars = ObjectAt(current, "spec.variables");
+      json::value* new_vars = next["spec"].as_object().if_contains("variables");
+      if (new_vars && new_vars->is_object()) {
+        for (auto& kv : new_vars->get_object()) {
+          auto old = old_vars.find(kv.key());
+          if (old == old_vars.end() || !old->value().is_string() || !kv.value().is_string() ||
+              !SecretBox::IsSealed(old->value().get_string()))
+            continue;
+          if (kv.value().get_string() == kRedacted) {
+            kv.value() = old->value();
+          } else if (auto plain = secrets_.Unseal(old->value().get_string());
+                     plain.ok() && *plain == kv.value().get_string()) {
+            kv.value() = old->value();
+          }
+        }
+      }
+    }
     bool spec_changed = ObjectAt(current, "spec") != ObjectAt(next, "spec");
     if (next == current) return current;  // nothing to change: no new resourceVersion
     if (t.kind->kind == kInstance)
@@ -451,6 +518,22 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
       *accepted = true;
       return teardown_(t);
     }
+    // The record goes with the history of its runs (their names restart with a new
+    // instance of the same name).
+    store::ListOptions q;
+    q.kind = "Run";
+    q.ns = t.ns;
+    q.fields = {{"spec.instanceRef.name", true, t.name}};
+    ASSIGN_OR_RETURN(auto runs, store_.List(q));
+    std::vector<store::Write> writes;
+    for (auto& r : runs.items) writes.push_back({store::Write::Op::kDelete, "Run", std::move(r), 0, 0});
+    writes.push_back({store::Write::Op::kDelete, kind, current,
+                      expected_rv ? expected_rv
+                                  : std::stoll(GetString(current, "metadata.resourceVersion", "0")),
+                      0});
+    ASSIGN_OR_RETURN(auto stored, store_.Commit(std::move(writes)));
+    if (on_runs_removed_) for (const auto& r : runs.items) on_runs_removed_(r);
+    return std::move(stored.back());
   } else if (kind == kProfile) {
     ASSIGN_OR_RETURN(auto names, users(kInstance, "spec.profileRef.name", std::nullopt));
     if (!names.empty())
@@ -590,6 +673,50 @@ absl::StatusOr<std::shared_ptr<LineStream>> ResourceService::Watch(const Target&
   }
   hub_.Start(sub, after);
   return stream;
+}
+
+absl::StatusOr<json::object> ResourceService::Upgrade(const Target& t) {
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(json::object current, Get(t));
+    ASSIGN_OR_RETURN(model::Effect effect, model::Decide(model::Action::kUpgrade, current));
+    (void)effect;
+    std::string pns = GetString(current, "spec.profileRef.namespace", t.ns);
+    std::string pname = GetString(current, "spec.profileRef.name");
+    auto profile = store_.Get(kProfile, pns, pname);
+    if (!profile.ok()) {
+      if (absl::IsNotFound(profile.status()))
+        return ConflictError("compute profile " + pname + " of instance " + t.name +
+                                 " no longer exists; there is nothing to upgrade to",
+                             "ProfileGone");
+      return profile.status();
+    }
+    int64_t latest = GetInt(*profile, "status.revision", 1);
+    int64_t latest_t = GetInt(*profile, "status.templateRevision", 1);
+    if (latest == GetInt(current, "status.profileRevision", 1) &&
+        latest_t == GetInt(current, "status.templateRevision", 1))
+      return current;  // already on the latest revision
+    const json::object& profile_spec = ObjectAt(*profile, "spec");
+    std::string tns = GetString(profile_spec, "templateRef.namespace", pns);
+    ASSIGN_OR_RETURN(auto trev, store_.GetRevision(kTemplate, tns,
+                                                   GetString(profile_spec, "templateRef.name"),
+                                                   latest_t));
+    json::object next = current;
+    json::object& spec = model::EnsureObject(next, "spec");
+    json::object variables = ObjectAt(spec, "variables");
+    RETURN_IF_ERROR(CheckAndSealVariables(t.name, trev.spec, profile_spec, &current, variables));
+    json::object& status = model::EnsureObject(next, "status");
+    status["profileRevision"] = latest;
+    status["templateRevision"] = latest_t;
+    // The desired state changed: what is deployed is now behind (deployedGeneration).
+    model::EnsureObject(next, "metadata")["generation"] = GetInt(current, "metadata.generation", 1) + 1;
+    std::vector<store::Write> writes;
+    writes.push_back({store::Write::Op::kUpdate, kInstance, std::move(next),
+                      std::stoll(GetString(current, "metadata.resourceVersion", "0")), 0});
+    auto stored = store_.Commit(std::move(writes));
+    if (stored.ok()) return std::move((*stored)[0]);
+    if (ReasonOf(stored.status()) == "Conflict" && attempt < kMaxRetries) continue;
+    return stored.status();
+  }
 }
 
 absl::Status ResourceService::EnsureProject(const std::string& name,

@@ -19,6 +19,7 @@
 #include "api/http_types.h"
 #include "api/watch_hub.h"
 #include "common/clock.h"
+#include "common/secrets.h"
 #include "model/schema.h"
 #include "store/store.h"
 
@@ -41,7 +42,8 @@ using TeardownHook = std::function<absl::StatusOr<boost::json::object>(const Tar
 
 class ResourceService {
  public:
-  ResourceService(store::Store& store, WatchHub& hub, const Clock& clock);
+  ResourceService(store::Store& store, WatchHub& hub, const Clock& clock,
+                  const SecretBox& secrets);
 
   absl::StatusOr<boost::json::object> Create(const Target& t, std::string_view body);
   absl::StatusOr<boost::json::object> Get(const Target& t);
@@ -56,10 +58,18 @@ class ResourceService {
   // Opens a watch; the stream gets the history asked for, then live events.
   absl::StatusOr<std::shared_ptr<LineStream>> Watch(const Target& t, const Query& q);
 
+  // Moves an instance to its profile's latest revision (and that revision's template
+  // revision). 409 while Waiting or InProgress; 422 when its variables no longer fit.
+  absl::StatusOr<boost::json::object> Upgrade(const Target& t);
+
   // Creates the project if it does not exist (start-up bootstrap of "default").
   absl::Status EnsureProject(const std::string& name, const std::string& display_name);
 
   void SetTeardownHook(TeardownHook hook) { teardown_ = std::move(hook); }
+  // Called with each Run removed together with its instance (the engine drops its log).
+  void SetRunsRemovedHook(std::function<void(const boost::json::object&)> hook) {
+    on_runs_removed_ = std::move(hook);
+  }
 
  private:
   absl::Status CheckProjectExists(const std::string& ns);
@@ -73,11 +83,19 @@ class ResourceService {
                                                  int64_t expected_rv);
   absl::StatusOr<store::ListOptions> ListOptionsFor(const Target& t, const Query& q);
   std::string Now() const;
+  // Checks an instance's variables against the given revisions, unsealing stored secrets and
+  // sealing the values of sensitive variables in `variables` (in place).
+  absl::Status CheckAndSealVariables(const std::string& name, const boost::json::object& template_spec,
+                                     const boost::json::object& profile_spec,
+                                     const boost::json::object* current,
+                                     boost::json::object& variables);
 
   store::Store& store_;
   WatchHub& hub_;
   const Clock& clock_;
+  const SecretBox& secrets_;
   TeardownHook teardown_;
+  std::function<void(const boost::json::object&)> on_runs_removed_;
 };
 
 }  // namespace gantry::api

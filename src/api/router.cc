@@ -5,6 +5,7 @@
 #include "api/openapi.h"
 #include "api/status_http.h"
 #include "common/errors.h"
+#include "model/codec.h"
 #include "model/schema.h"
 
 namespace gantry::api {
@@ -29,6 +30,13 @@ Response Text(int status, std::string body) {
 
 Response FromStatusOr(absl::StatusOr<json::object> result, int ok_status = 200) {
   if (!result.ok()) return ErrorResponse(result.status());
+  // Secrets never leave the server, in objects or in lists.
+  if (json::value* items = result->if_contains("items"); items && items->is_array()) {
+    for (auto& item : items->get_array())
+      if (item.is_object()) model::RedactSealedValues(item.get_object());
+  } else {
+    model::RedactSealedValues(*result);
+  }
   return JsonResponse(ok_status, *result);
 }
 
@@ -59,10 +67,57 @@ bool IsTrue(const Query& q, const std::string& key) {
 
 }  // namespace
 
-Router::Router(ResourceService& resources, std::function<absl::Status()> ready)
-    : resources_(resources), ready_(std::move(ready)) {}
+Router::Router(ResourceService& resources, engine::Engine& engine, engine::RunLogs& logs,
+               Metrics& metrics, std::function<absl::Status()> ready)
+    : resources_(resources), engine_(engine), logs_(logs), metrics_(metrics),
+      ready_(std::move(ready)) {
+  metrics_.Describe("gantry_http_requests_total", "counter", "HTTP requests by route, method and code.");
+  metrics_.Describe("gantry_http_request_duration_seconds", "histogram",
+                    "HTTP request latency by route (streams: until the stream starts).",
+                    {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
+}
 
 Response Router::Handle(const Request& request) {
+  auto start = std::chrono::steady_clock::now();
+  std::string route = "other";
+  Response response = Route(request, &route);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  metrics_.Add("gantry_http_requests_total",
+               {{"route", route}, {"method", request.method}, {"code", std::to_string(response.status)}});
+  metrics_.Observe("gantry_http_request_duration_seconds", {{"route", route}}, secs);
+  return response;
+}
+
+Response Router::InstanceAction(const Target& t, const std::string& action) {
+  absl::StatusOr<json::object> out;
+  if (action == "deploy") out = engine_.Deploy(t.ns, t.name);
+  else if (action == "destroy") out = engine_.Destroy(t.ns, t.name);
+  else if (action == "cancel") out = engine_.Cancel(t.ns, t.name);
+  else out = resources_.Upgrade(t);
+  if (!out.ok() && absl::IsNotFound(out.status())) {
+    auto check = resources_.Get(t);  // names the missing project or instance precisely
+    if (!check.ok()) return ErrorResponse(check.status());
+  }
+  return FromStatusOr(std::move(out), action == "upgrade" ? 200 : 202);
+}
+
+Response Router::RunLog(const Target& t, const Query& query) {
+  auto run = resources_.Get(t);
+  if (!run.ok()) return ErrorResponse(run.status());
+  std::string uid = model::GetString(*run, "metadata.uid");
+  std::string phase = model::GetString(*run, "status.phase");
+  bool active = phase == "Queued" || phase == "Running";
+  if (IsTrue(query, "follow")) {
+    Response r;
+    r.content_type = "text/plain; charset=utf-8";
+    r.stream = std::make_shared<LineStream>();
+    logs_.Follow(uid, active, r.stream);
+    return r;
+  }
+  return Text(200, logs_.Read(uid));
+}
+
+Response Router::Route(const Request& request, std::string* route) {
   auto parsed = boost::urls::parse_origin_form(request.target);
   if (!parsed) return ErrorResponse(BadRequestError("the request path is not a valid URL path"));
   std::vector<std::string> segments;
@@ -89,6 +144,13 @@ Response Router::Handle(const Request& request) {
     absl::Status s = ready_ ? ready_() : absl::OkStatus();
     return s.ok() ? Text(200, "ok") : Text(503, "not ready: " + std::string(s.message()));
   }
+  if (path == "/metrics" && get) {
+    *route = "/metrics";
+    metrics_.Set("gantry_run_queue_depth", {}, static_cast<double>(engine_.QueueDepth()));
+    Response r = Text(200, metrics_.Render());
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return r;
+  }
   if (path == "/version" && get)
     return JsonResponse(200, json::object{{"major", "1"}, {"minor", "0"},
                                           {"gitVersion", "v0.1.0+gantry"}, {"platform", "linux/amd64"}});
@@ -101,12 +163,12 @@ Response Router::Handle(const Request& request) {
   if (segments.size() > 3 && segments[0] == "apis" && segments[1] == model::kGroup &&
       segments[2] == model::kVersion)
     return HandleApi(request, std::vector<std::string>(segments.begin() + 3, segments.end()),
-                     query);
+                     query, route);
   return NotFoundPath(path);
 }
 
 Response Router::HandleApi(const Request& request, const std::vector<std::string>& segs,
-                           const Query& query) {
+                           const Query& query, std::string* route) {
   Target t;
   size_t i = 0;
   if (segs[0] == "namespaces") {
@@ -138,7 +200,20 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
                                        model::kApiVersion + "/namespaces/PROJECT/" +
                                        t.kind->plural + "/" + t.name));
   const std::string& m = request.method;
+  *route = std::string(t.all_namespaces ? "/" : "/namespaces/{ns}/") + t.kind->plural +
+           (t.name.empty() ? "" : "/{name}") + (sub.empty() ? "" : "/" + sub);
 
+  if (!sub.empty() && t.kind->kind == "ComputeInstance" &&
+      (sub == "deploy" || sub == "destroy" || sub == "cancel" || sub == "upgrade")) {
+    if (!subname.empty()) return NotFoundPath(request.target);
+    if (m != "POST") return ErrorResponse(MethodNotAllowedError(sub + " is an action: use POST"));
+    return InstanceAction(t, sub);
+  }
+  if (!sub.empty() && t.kind->kind == "Run" && sub == "log") {
+    if (!subname.empty()) return NotFoundPath(request.target);
+    if (m != "GET") return ErrorResponse(MethodNotAllowedError("the log is read-only"));
+    return RunLog(t, query);
+  }
   if (!sub.empty()) {
     if (sub != "revisions") return NotFoundPath(request.target);
     if (m != "GET") return ErrorResponse(MethodNotAllowedError("revisions are read-only"));

@@ -13,21 +13,31 @@
 #include "absl/status/status.h"
 #include "api/http_types.h"
 #include "api/resources.h"
+#include "common/metrics.h"
+#include "engine/engine.h"
+#include "engine/run_log.h"
 
 namespace gantry::api {
 
 class Router {
  public:
   // `ready` answers /readyz: OK when the server can serve (store reachable, engine running).
-  Router(ResourceService& resources, std::function<absl::Status()> ready);
+  Router(ResourceService& resources, engine::Engine& engine, engine::RunLogs& logs,
+         Metrics& metrics, std::function<absl::Status()> ready);
 
   Response Handle(const Request& request);
 
  private:
+  Response Route(const Request& request, std::string* route);
   Response HandleApi(const Request& request, const std::vector<std::string>& segments,
-                     const Query& query);
+                     const Query& query, std::string* route);
+  Response InstanceAction(const Target& t, const std::string& action);
+  Response RunLog(const Target& t, const Query& query);
 
   ResourceService& resources_;
+  engine::Engine& engine_;
+  engine::RunLogs& logs_;
+  Metrics& metrics_;
   std::function<absl::Status()> ready_;
 };
 

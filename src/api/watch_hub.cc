@@ -41,6 +41,7 @@ bool WatchFilter::Matches(const store::Event& e) const {
 
 std::string WatchLine(std::string_view type, const json::object& object) {
   json::object line{{"type", type}, {"object", object}};
+  model::RedactSealedValues(line["object"].as_object());
   return json::serialize(line);
 }
 

@@ -3,7 +3,10 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -14,6 +17,13 @@
 #include "api/server.h"
 #include "api/watch_hub.h"
 #include "common/clock.h"
+#include "common/ids.h"
+#include "common/metrics.h"
+#include "common/secrets.h"
+#include "drivers/exec/exec_driver.h"
+#include "engine/engine.h"
+#include "engine/run_log.h"
+#include "model/codec.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace {
@@ -73,6 +83,8 @@ int main(int argc, char** argv) {
   size_t body_limit = 3 * 1024 * 1024;
   int threads = 4;
   int64_t event_retention = 100000;
+  int workers = 4;
+  int drain_seconds = 10;
   app.add_option("--listen", listen, "HOST:PORT to serve HTTP on (port 0 picks a free port)")
       ->capture_default_str();
   app.add_option("--data-dir", data_dir, "Directory of the SQLite database and keys")
@@ -91,6 +103,11 @@ int main(int argc, char** argv) {
   app.add_option("--event-retention", event_retention,
                  "Changes kept for watch resumption; older resourceVersions get 410 Expired")
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}))->capture_default_str();
+  app.add_option("--workers", workers, "Runs executed at once")->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--drain-seconds", drain_seconds,
+                 "On SIGTERM, how long in-flight requests and runs may take to finish")
+      ->check(CLI::Range(0, 3600))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   SetUpLogging(log_format, log_level);
@@ -118,6 +135,7 @@ int main(int argc, char** argv) {
   }
   server_options.body_limit = body_limit;
   server_options.threads = threads;
+  server_options.drain_seconds = drain_seconds;
 
   std::error_code fs_ec;
   std::filesystem::create_directories(data_dir, fs_ec);
@@ -126,6 +144,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   ::chmod(data_dir.c_str(), 0700);
+  // One gantryd per data directory: the SQLite store has a single owner, which is what lets
+  // the engine recover runs of a dead predecessor at once.
+  std::string lock_path = (std::filesystem::path(data_dir) / "gantryd.lock").string();
+  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    spdlog::critical("another gantryd is using {} (lock {})", data_dir, lock_path);
+    return 1;
+  }
   gantry::store::SqliteOptions store_options;
   store_options.path = (std::filesystem::path(data_dir) / "gantry.db").string();
   store_options.synchronous = sync;
@@ -136,16 +162,50 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  auto secrets = gantry::SecretBox::Open((std::filesystem::path(data_dir) / "secret.key").string());
+  if (!secrets.ok()) {
+    spdlog::critical("{}", std::string(secrets.status().message()));
+    return 1;
+  }
   gantry::SystemClock clock;
+  gantry::Metrics metrics;
   gantry::api::WatchHub hub;
-  (*store)->SetCommitObserver(
-      [&hub](const std::vector<gantry::store::Event>& events) { hub.Publish(events); });
-  gantry::api::ResourceService resources(**store, hub, clock);
+  gantry::engine::RunLogs logs((std::filesystem::path(data_dir) / "runs").string());
+  gantry::drivers::DriverRegistry drivers;
+  drivers.Register(std::make_unique<gantry::drivers::exec::ExecDriver>());
+  gantry::engine::EngineOptions engine_options;
+  engine_options.workers = workers;
+  engine_options.holder = "gantryd-" + gantry::NewUid().substr(0, 8);
+  engine_options.drain = std::chrono::seconds(drain_seconds);
+  engine_options.state_dir = (std::filesystem::path(data_dir) / "instances").string();
+  gantry::engine::Engine engine(**store, drivers, **secrets, logs, clock, metrics, engine_options);
+  (*store)->SetCommitObserver([&hub, &engine](const std::vector<gantry::store::Event>& events) {
+    hub.Publish(events);
+    for (const auto& e : events)
+      if (e.kind == "Run" && e.type != "DELETED") {
+        engine.Notify();
+        break;
+      }
+  });
+  gantry::api::ResourceService resources(**store, hub, clock, **secrets);
+  resources.SetTeardownHook([&engine](const gantry::api::Target& t) {
+    return engine.DeleteDeployed(t.ns, t.name);
+  });
+  resources.SetRunsRemovedHook([&logs](const boost::json::object& run) {
+    logs.Remove(gantry::model::GetString(run, "metadata.uid"));
+  });
   if (auto s = resources.EnsureProject("default", "Default project"); !s.ok()) {
     spdlog::critical("cannot create the default project: {}", std::string(s.message()));
     return 1;
   }
-  gantry::api::Router router(resources, [&store] { return (*store)->Ping(); });
+  if (auto s = engine.Start(); !s.ok()) {
+    spdlog::critical("the deploy engine cannot start: {}", std::string(s.message()));
+    return 1;
+  }
+  gantry::api::Router router(resources, engine, logs, metrics, [&store, &engine]() -> absl::Status {
+    if (!engine.Running()) return absl::UnavailableError("the deploy engine is not running");
+    return (*store)->Ping();
+  });
   gantry::api::Server server(router, server_options);
   auto port = server.Listen();
   if (!port.ok()) {
@@ -158,6 +218,12 @@ int main(int argc, char** argv) {
   spdlog::info("data in {}", store_options.path);
   spdlog::info("listening on http://{}:{}", shown_host, *port);
   server.Run([&hub] { hub.CloseAll(); });
+  bool drained = engine.Stop();
   spdlog::info("stopped");
+  if (!drained) {
+    // Runs still executing are left for the next start to recover; do not wait for them.
+    std::fflush(nullptr);
+    ::_exit(0);
+  }
   return 0;
 }

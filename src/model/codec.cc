@@ -1,10 +1,31 @@
 #include "model/codec.h"
 
+#include <cmath>
+
 #include "common/errors.h"
 
 namespace gantry::model {
 
 namespace json = boost::json;
+
+namespace {
+// Boost.JSON reads numbers beyond a double's range as infinity, which cannot be written
+// back as JSON: such a body is refused rather than stored.
+bool AllFinite(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::double_: return std::isfinite(v.get_double());
+    case json::kind::array:
+      for (const auto& e : v.get_array())
+        if (!AllFinite(e)) return false;
+      return true;
+    case json::kind::object:
+      for (const auto& kv : v.get_object())
+        if (!AllFinite(kv.value())) return false;
+      return true;
+    default: return true;
+  }
+}
+}  // namespace
 
 absl::StatusOr<json::object> ParseObjectJson(std::string_view body) {
   if (body.empty()) return BadRequestError("the request body is empty; expected a JSON object");
@@ -24,6 +45,8 @@ absl::StatusOr<json::object> ParseObjectJson(std::string_view body) {
   }
   json::value v = p.release();
   if (!v.is_object()) return BadRequestError("the request body must be a JSON object");
+  if (!AllFinite(v))
+    return BadRequestError("the request body holds a number too large to represent");
   return std::move(v.get_object());
 }
 
@@ -43,6 +66,16 @@ void ApplyMergePatch(json::value& target, const json::value& patch) {
       ApplyMergePatch(t[kv.key()], kv.value());
     }
   }
+}
+
+void RedactSealedValues(json::object& obj) {
+  json::value* spec = obj.if_contains("spec");
+  if (!spec || !spec->is_object()) return;
+  json::value* vars = spec->get_object().if_contains("variables");
+  if (!vars || !vars->is_object()) return;
+  for (auto& kv : vars->get_object())
+    if (kv.value().is_string() && kv.value().get_string().starts_with("sealed:v1:"))
+      kv.value() = "<sensitive>";
 }
 
 const json::value* FindPath(const json::object& obj, std::string_view dotted) {

@@ -28,6 +28,10 @@ std::string ToJson(const boost::json::value& v);
 // objects merge recursively, anything else replaces).
 void ApplyMergePatch(boost::json::value& target, const boost::json::value& patch);
 
+// Replaces every sealed (encrypted, "sealed:v1:...") value of spec.variables with
+// "<sensitive>": what the API shows instead of secrets.
+void RedactSealedValues(boost::json::object& obj);
+
 // Looks up a dotted path ("spec.profileRef.name") in `obj`; nullptr when absent.
 const boost::json::value* FindPath(const boost::json::object& obj, std::string_view dotted);
 // The string at `dotted`, or `fallback` when absent or not a string.

@@ -169,10 +169,36 @@ std::vector<KindInfo> BuildKinds() {
        Str("reason", "Why it is Waiting or Failed."), Str("message", "Details for a person."),
        Conditions(), StrMap("outputs", "What the driver produced."),
        Obj("lastRunRef", "The current or last run.", {Str("name", "")}),
+       Int("runCount", "Runs made for this instance so far (names the next run)."),
+       Int("templateRevision", "The template revision this instance uses."),
        Obj("sharedFrom", "Set on objects listed in a project they are shared into.",
            {Str("namespace", "")})});
   instance.field_selectors = {"status.phase", "spec.profileRef.name"};
   kinds.push_back(instance);
+
+  KindInfo run;
+  run.kind = "Run";
+  run.plural = "runs";
+  run.singular = "run";
+  run.read_only = true;
+  run.spec = Obj(
+      "spec", "One deploy or destroy of an instance.",
+      {Obj("instanceRef", "The instance.", {Str("name", ""), Str("uid", "")}),
+       Enum("action", "What the run does.", {"deploy", "destroy"}),
+       Int("generation", "The instance spec generation the run deploys."),
+       Int("profileRevision", ""), Int("templateRevision", ""),
+       Str("previousPhase", "The instance phase before the run was queued."),
+       Bool("deleteInstance", "Remove the instance record after a successful destroy.")});
+  run.status = Obj(
+      "status", "Progress of the run.",
+      {Enum("phase", "", {"Queued", "Running", "Succeeded", "Failed", "Canceled"}),
+       Str("reason", ""), Str("message", ""), Int("attempt", ""), Str("startTime", ""),
+       Str("completionTime", ""), StrMap("outputs", ""),
+       Obj("lease", "Which gantryd replica runs it, until when.",
+           {Str("holder", ""), Str("renewTime", ""), Int("durationSeconds", "")}),
+       Free("driverState", "What the driver needs to re-adopt or clean up the run.")});
+  run.field_selectors = {"status.phase", "spec.instanceRef.name"};
+  kinds.push_back(run);
 
   return kinds;
 }

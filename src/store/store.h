@@ -57,7 +57,7 @@ struct Event {
 
 struct FieldFilter {
   std::string field;  // metadata.name, metadata.namespace, status.phase, spec.profileRef.name,
-                      // spec.templateRef.name
+                      // spec.templateRef.name, spec.instanceRef.name
   bool equals = true;
   std::string value;
 };
@@ -70,6 +70,7 @@ struct ListOptions {
   std::string search;  // case-insensitive substring of name, displayName, description
   int64_t limit = 0;   // 0: no limit
   std::string continue_token;
+  bool oldest_first = false;  // the run queue reads first-come-first-served
 };
 
 struct ListResult {

@@ -35,6 +35,7 @@ CREATE TABLE objects (
 );
 CREATE INDEX objects_by_kind_ns ON objects (kind, namespace, id);
 CREATE INDEX objects_by_kind ON objects (kind, id);
+CREATE INDEX objects_by_kind_phase ON objects (kind, phase, id);
 CREATE TABLE events (
   rv        INTEGER PRIMARY KEY,
   type      TEXT NOT NULL,
@@ -136,8 +137,9 @@ Columns ColumnsOf(const json::object& obj) {
   const json::value* labels = model::FindPath(obj, "metadata.labels");
   c.labels = labels && labels->is_object() ? json::serialize(*labels) : "{}";
   c.phase = model::GetString(obj, "status.phase");
-  c.ref_name = model::GetString(obj, "spec.profileRef.name",
-                                model::GetString(obj, "spec.templateRef.name"));
+  c.ref_name = model::GetString(obj, "spec.profileRef.name");
+  if (c.ref_name.empty()) c.ref_name = model::GetString(obj, "spec.templateRef.name");
+  if (c.ref_name.empty()) c.ref_name = model::GetString(obj, "spec.instanceRef.name");
   c.search = Lower(model::GetString(obj, "metadata.name") + "\n" +
                    model::GetString(obj, "spec.displayName") + "\n" +
                    model::GetString(obj, "spec.description"));
@@ -195,7 +197,8 @@ absl::Status AppendFields(const std::vector<FieldFilter>& fields, std::string* s
     if (f.field == "metadata.name") column = "name";
     else if (f.field == "metadata.namespace") column = "namespace";
     else if (f.field == "status.phase") column = "phase";
-    else if (f.field == "spec.profileRef.name" || f.field == "spec.templateRef.name")
+    else if (f.field == "spec.profileRef.name" || f.field == "spec.templateRef.name" ||
+             f.field == "spec.instanceRef.name")
       column = "ref_name";
     else return BadRequestError("field label not supported: " + f.field);
     binds->push_back(f.value);
@@ -347,7 +350,8 @@ absl::StatusOr<ListResult> SqliteStore::List(const ListOptions& options) {
     if (!ok) return BadRequestError("continue token \"" + t + "\" is not valid; start the list again");
     after_id = std::stoll(t.substr(3));
     binds.push_back(std::to_string(after_id));
-    sql += " AND id < CAST(?" + std::to_string(binds.size()) + " AS INTEGER)";
+    sql += std::string(" AND id ") + (options.oldest_first ? ">" : "<") + " CAST(?" +
+           std::to_string(binds.size()) + " AS INTEGER)";
   }
   AppendSelector(options.labels, &sql, &binds);
   RETURN_IF_ERROR(AppendFields(options.fields, &sql, &binds));
@@ -355,7 +359,7 @@ absl::StatusOr<ListResult> SqliteStore::List(const ListOptions& options) {
     binds.push_back(Lower(options.search));
     sql += " AND instr(search, ?" + std::to_string(binds.size()) + ") > 0";
   }
-  sql += " ORDER BY id DESC";
+  sql += options.oldest_first ? " ORDER BY id ASC" : " ORDER BY id DESC";
   if (options.limit > 0) sql += " LIMIT " + std::to_string(options.limit + 1);
 
   Reader r = AcquireReader();

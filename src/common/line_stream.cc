@@ -1,6 +1,6 @@
-#include "api/http_types.h"
+#include "common/line_stream.h"
 
-namespace gantry::api {
+namespace gantry {
 
 bool LineStream::Push(std::string line) {
   std::function<void()> wake;
@@ -58,4 +58,4 @@ void LineStream::Cancel() {
   if (cancel) cancel();
 }
 
-}  // namespace gantry::api
+}  // namespace gantry

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what Gantry needs, builds everything with AddressSanitizer + UndefinedBehaviorSanitizer,
+# runs every unit and integration test with ctest, then runs each fuzz target briefly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+JOBS="${JOBS:-$(nproc)}"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGANTRY_SANITIZE=ON >/dev/null
+ninja -C build-asan -j"$JOBS"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+status=0
+(cd build-asan && ctest --output-on-failure -j"$JOBS" --timeout 900) || status=$?
+if [ -f scripts/fuzz.sh ]; then
+  bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || status=$?
+fi
+exit $status

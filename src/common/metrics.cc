@@ -1,0 +1,91 @@
+#include "common/metrics.h"
+
+#include <cstdio>
+
+namespace gantry {
+namespace {
+
+std::string Escape(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string Metrics::RenderLabels(const MetricLabels& labels, const std::string& extra) {
+  std::string out;
+  for (const auto& [k, v] : labels) out += (out.empty() ? "" : ",") + k + "=\"" + Escape(v) + "\"";
+  if (!extra.empty()) out += (out.empty() ? "" : ",") + extra;
+  return out.empty() ? "" : "{" + out + "}";
+}
+
+void Metrics::Describe(const std::string& name, const std::string& type, const std::string& help,
+                       std::vector<double> buckets) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Family& f = families_[name];
+  f.type = type;
+  f.help = help;
+  f.buckets = std::move(buckets);
+}
+
+void Metrics::Add(const std::string& name, const MetricLabels& labels, double value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  families_[name].values[RenderLabels(labels)] += value;
+}
+
+void Metrics::Set(const std::string& name, const MetricLabels& labels, double value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  families_[name].values[RenderLabels(labels)] = value;
+}
+
+void Metrics::Observe(const std::string& name, const MetricLabels& labels, double value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Family& f = families_[name];
+  std::string key;
+  for (const auto& [k, v] : labels) key += (key.empty() ? "" : ",") + k + "=\"" + Escape(v) + "\"";
+  auto& counts = f.counts[key];
+  counts.resize(f.buckets.size() + 1);
+  for (size_t i = 0; i < f.buckets.size(); ++i)
+    if (value <= f.buckets[i]) counts[i] += 1;
+  counts.back() += 1;
+  f.sums[key] += value;
+}
+
+std::string Metrics::Render() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  for (const auto& [name, f] : families_) {
+    if (!f.help.empty()) out += "# HELP " + name + " " + f.help + "\n";
+    out += "# TYPE " + name + " " + (f.type.empty() ? "untyped" : f.type) + "\n";
+    for (const auto& [labels, v] : f.values) out += name + labels + " " + Num(v) + "\n";
+    for (const auto& [key, counts] : f.counts) {
+      auto with = [&](const std::string& extra) {
+        std::string l = key;
+        if (!extra.empty()) l += (l.empty() ? "" : ",") + extra;
+        return l.empty() ? std::string() : "{" + l + "}";
+      };
+      for (size_t i = 0; i < f.buckets.size(); ++i)
+        out += name + "_bucket" + with("le=\"" + Num(f.buckets[i]) + "\"") + " " + Num(counts[i]) + "\n";
+      out += name + "_bucket" + with("le=\"+Inf\"") + " " + Num(counts.back()) + "\n";
+      out += name + "_sum" + with("") + " " + Num(f.sums.at(key)) + "\n";
+      out += name + "_count" + with("") + " " + Num(counts.back()) + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace gantry

@@ -1,0 +1,84 @@
+// Driver: how an instance is deployed and destroyed on real infrastructure (exec scripts,
+// local processes, Slurm jobs). Drivers are extensions (STYLE.md #10): one folder and
+// namespace each, registered by name in a DriverRegistry; they know no store and no HTTP.
+//
+// The engine calls Apply or Destroy on a worker thread with everything the driver needs in
+// a DeployRequest, and a RunContext to stream log lines, observe cancellation, and persist a
+// small JSON "driver state" (pid, job id) that survives a crash of gantryd so that Recover
+// can re-adopt or clean up after a restart.
+//
+// Error contract: Apply/Destroy return the outputs on success, else a Status whose
+// canonical code the engine maps to the run's reason:
+//   DEADLINE_EXCEEDED -> Timeout, CANCELLED -> Canceled, UNAVAILABLE -> DriverUnavailable,
+//   anything else -> DriverError. The message is shown to the user.
+//
+// Thread-safety: a driver is shared by all workers; Apply/Destroy/Recover may run
+// concurrently for different runs.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <boost/json.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace gantry::drivers {
+
+struct DeployRequest {
+  std::string action;      // "apply" or "destroy"
+  std::string run_name;    // e.g. gpu-1-7
+  std::string run_uid;
+  int attempt = 1;         // > 1 when the run is re-run after a control-plane restart
+  boost::json::object instance;   // name, project, uid, labels, annotations, displayName
+  std::map<std::string, std::string> variables;  // resolved, plaintext
+  boost::json::object resources;  // the profile's spec.resources
+  boost::json::object config;     // the template's spec.<driver>
+  boost::json::object previous_outputs;
+  std::string state_dir;   // a private directory per instance that persists across runs
+  std::chrono::seconds timeout{3600};
+};
+
+class RunContext {
+ public:
+  virtual ~RunContext() = default;
+  // One line of the run's log (no trailing newline). Sensitive values are scrubbed.
+  virtual void Log(std::string_view line) = 0;
+  // True once the run should stop (cancel, shutdown); drivers poll it.
+  virtual bool Canceled() const = 0;
+  // Durably records what Recover needs (e.g. {"pid": 123, "startTime": 456}).
+  virtual void SaveDriverState(const boost::json::object& state) = 0;
+};
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  virtual std::string_view Name() const = 0;
+
+  // Deploys; returns the outputs (string values).
+  virtual absl::StatusOr<boost::json::object> Apply(const DeployRequest& request,
+                                                    RunContext& context) = 0;
+  // Tears down what Apply made; idempotent.
+  virtual absl::Status Destroy(const DeployRequest& request, RunContext& context) = 0;
+
+  // After a crash of gantryd: `state` is what the interrupted run saved. Cleans up what is
+  // left of it (e.g. kills the orphaned process group). Returns true when re-running the
+  // action from the start is safe (the exec contract: apply and destroy are idempotent).
+  virtual bool Recover(const boost::json::object& state) = 0;
+};
+
+// Drivers by name. Filled at start-up, read-only afterwards.
+class DriverRegistry {
+ public:
+  void Register(std::unique_ptr<Driver> driver);
+  // nullptr when no driver has that name.
+  Driver* Find(std::string_view name) const;
+
+ private:
+  std::map<std::string, std::unique_ptr<Driver>, std::less<>> drivers_;
+};
+
+}  // namespace gantry::drivers

@@ -1,0 +1,30 @@
+// The exec driver: runs a template's program with `apply` or `destroy` appended.
+//
+// Contract with the program (docs/drivers.md):
+//   - stdin: JSON {"action", "instance": {name, project, uid, labels, annotations, ...},
+//     "variables": {...}, "resources": {...}, "previousOutputs": {...}, "run": {name, attempt}}
+//   - environment: GANTRY_ACTION, GANTRY_INSTANCE, GANTRY_PROJECT, GANTRY_RUN,
+//     GANTRY_OUTPUTS (a file to write outputs to, as one JSON object),
+//     GANTRY_STATE_DIR (private to the instance, kept across runs), GANTRY_LABEL_<KEY>.
+//   - stdout/stderr stream into the run log; exit 0 is success.
+//   - apply and destroy must be idempotent: after a crash of gantryd the interrupted run is
+//     re-run from the start.
+#pragma once
+
+#include "drivers/driver.h"
+
+namespace gantry::drivers::exec {
+
+class ExecDriver final : public Driver {
+ public:
+  std::string_view Name() const override { return "exec"; }
+  absl::StatusOr<boost::json::object> Apply(const DeployRequest& request,
+                                            RunContext& context) override;
+  absl::Status Destroy(const DeployRequest& request, RunContext& context) override;
+  bool Recover(const boost::json::object& state) override;
+
+ private:
+  absl::StatusOr<boost::json::object> Run(const DeployRequest& request, RunContext& context);
+};
+
+}  // namespace gantry::drivers::exec

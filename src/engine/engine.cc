@@ -1,0 +1,664 @@
+#include "engine/engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "common/errors.h"
+#include "common/ids.h"
+#include "common/status_macros.h"
+#include "model/codec.h"
+#include "model/lifecycle.h"
+#include "model/validation.h"
+
+namespace gantry::engine {
+namespace {
+
+namespace json = boost::json;
+using model::GetInt;
+using model::GetString;
+
+constexpr char kInstance[] = "ComputeInstance";
+constexpr char kRun[] = "Run";
+constexpr char kProfile[] = "ComputeProfile";
+constexpr char kTemplate[] = "EnvironmentTemplate";
+constexpr int kMaxRetries = 20;
+
+int64_t Rv(const json::object& o) {
+  std::string rv = GetString(o, "metadata.resourceVersion", "0");
+  return rv.empty() ? 0 : std::stoll(rv);
+}
+
+const json::object& At(const json::object& o, std::string_view path) {
+  static const json::object kEmpty;
+  const json::value* v = model::FindPath(o, path);
+  return v && v->is_object() ? v->get_object() : kEmpty;
+}
+
+bool IsConflict(const absl::Status& s) { return ReasonOf(s) == "Conflict"; }
+
+// The run's reason for a driver's Status (driver.h's error contract).
+std::string ReasonFor(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kOk: return "";
+    case absl::StatusCode::kDeadlineExceeded: return "Timeout";
+    case absl::StatusCode::kCancelled: return "Canceled";
+    case absl::StatusCode::kUnavailable: return "DriverUnavailable";
+    default: return "DriverError";
+  }
+}
+
+void SetCondition(json::object& status, const std::string& type, bool ok, const std::string& reason,
+                  const std::string& message, const std::string& now) {
+  json::array conditions;
+  if (const json::value* c = status.if_contains("conditions"); c && c->is_array())
+    conditions = c->get_array();
+  json::object cond{{"type", type}, {"status", ok ? "True" : "False"}, {"reason", reason},
+                    {"message", message}, {"lastTransitionTime", now}};
+  bool replaced = false;
+  for (auto& c : conditions) {
+    if (c.is_object() && GetString(c.get_object(), "type") == type) {
+      if (GetString(c.get_object(), "status") == (ok ? "True" : "False"))
+        cond["lastTransitionTime"] = GetString(c.get_object(), "lastTransitionTime", now);
+      c = cond;
+      replaced = true;
+    }
+  }
+  if (!replaced) conditions.push_back(cond);
+  status["conditions"] = std::move(conditions);
+}
+
+}  // namespace
+
+// The RunContext a driver sees: log lines scrubbed of sensitive values, cancellation, and
+// durable driver state.
+class Engine::Context final : public drivers::RunContext {
+ public:
+  Context(Engine& engine, const json::object& run, std::shared_ptr<Active> active,
+          std::vector<std::string> secrets)
+      : engine_(engine), run_(run), active_(std::move(active)), secrets_(std::move(secrets)) {}
+
+  void Log(std::string_view line) override {
+    std::string out(line);
+    for (const auto& s : secrets_) {
+      if (s.size() < 3) continue;
+      for (size_t pos; (pos = out.find(s)) != std::string::npos;) out.replace(pos, s.size(), "******");
+    }
+    engine_.logs_.Append(GetString(run_, "metadata.uid"), out);
+  }
+  bool Canceled() const override { return active_->cancel.load(); }
+  void SaveDriverState(const json::object& state) override {
+    absl::Status s = engine_.UpdateRun(active_->ns, active_->name, [&](json::object& run) {
+      model::EnsureObject(run, "status")["driverState"] = state;
+    });
+    if (!s.ok()) spdlog::warn("run {}: cannot save driver state: {}", active_->name, std::string(s.message()));
+  }
+
+ private:
+  Engine& engine_;
+  const json::object run_;
+  std::shared_ptr<Active> active_;
+  const std::vector<std::string> secrets_;
+};
+
+Engine::Engine(store::Store& store, drivers::DriverRegistry& drivers, const SecretBox& secrets,
+               RunLogs& logs, const Clock& clock, Metrics& metrics, EngineOptions options)
+    : store_(store), drivers_(drivers), secrets_(secrets), logs_(logs), clock_(clock),
+      metrics_(metrics), options_(std::move(options)) {
+  metrics_.Describe("gantry_runs_total", "counter", "Runs finished, by action and phase.");
+  metrics_.Describe("gantry_run_duration_seconds", "histogram", "Time from claim to end of a run.",
+                    {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600});
+  metrics_.Describe("gantry_run_queue_depth", "gauge", "Runs queued and not yet claimed.");
+  metrics_.Describe("gantry_runs_active", "gauge", "Runs executing on this replica.");
+}
+
+Engine::~Engine() { Stop(); }
+
+std::string Engine::Now() const { return FormatRfc3339(clock_.Now()); }
+
+void Engine::Notify() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    notified_ = true;
+  }
+  wake_.notify_all();
+}
+
+int64_t Engine::QueueDepth() {
+  auto n = store_.Count(kRun, std::nullopt, {{"status.phase", true, "Queued"}});
+  return n.ok() ? *n : 0;
+}
+
+absl::Status Engine::Start() {
+  RETURN_IF_ERROR(Recover());
+  running_ = true;
+  threads_.emplace_back([this] { DispatchLoop(); });
+  for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+  threads_.emplace_back([this] { HeartbeatLoop(); });
+  return absl::OkStatus();
+}
+
+bool Engine::Stop() {
+  if (!running_.exchange(false)) return true;
+  bool drained = true;
+  stopping_ = true;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    // Claimed but not started runs go back to the queue.
+    std::vector<json::object> unstarted;
+    unstarted.swap(claimed_);
+    lock.unlock();
+    for (auto& run : unstarted) {
+      UpdateRun(GetString(run, "metadata.namespace"), GetString(run, "metadata.name"),
+                [](json::object& r) {
+                  auto& st = model::EnsureObject(r, "status");
+                  st["phase"] = "Queued";
+                  st.erase("lease");
+                }).IgnoreError();
+    }
+    lock.lock();
+    drained = idle_.wait_for(lock, options_.drain, [this] { return busy_ == 0; });
+    if (!drained)
+      spdlog::warn("engine: {} runs still running at shutdown; the next start recovers them", busy_);
+  }
+  wake_.notify_all();
+  work_ready_.notify_all();
+  for (auto& t : threads_) {
+    if (!t.joinable()) continue;
+    // Workers still inside a driver call are detached: the process exits under them and the
+    // next start recovers their runs from the store.
+    if (drained) t.join();
+    else t.detach();
+  }
+  threads_.clear();
+  return drained;
+}
+
+absl::StatusOr<json::object> Engine::Queue(const std::string& ns, const std::string& name,
+                                           const std::string& action, bool delete_instance) {
+  if (stopping_) return absl::UnavailableError("gantryd is shutting down; try again shortly");
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(json::object instance, store_.Get(kInstance, ns, name));
+    model::Action a = action == "deploy" ? model::Action::kDeploy
+                      : delete_instance  ? model::Action::kDelete
+                                         : model::Action::kDestroy;
+    ASSIGN_OR_RETURN(model::Effect effect, model::Decide(a, instance));
+    if (effect == model::Effect::kCancelQueuedRun) return Cancel(ns, name);
+    int64_t count = GetInt(instance, "status.runCount", 0) + 1;
+    std::string run_name = name + "-" + std::to_string(count);
+    std::string now = Now();
+    json::object& status = model::EnsureObject(instance, "status");
+    std::string previous = GetString(status, "phase", "NotDeployed");
+    json::object run{
+        {"apiVersion", model::kApiVersion},
+        {"kind", kRun},
+        {"metadata", json::object{{"name", run_name}, {"namespace", ns}, {"uid", NewUid()},
+                                  {"generation", 1}, {"creationTimestamp", now},
+                                  {"labels", json::object{{"paas.gantry.dev/instance", name}}}}},
+        {"spec", json::object{{"instanceRef", json::object{{"name", name},
+                                                           {"uid", GetString(instance, "metadata.uid")}}},
+                              {"action", action},
+                              {"generation", GetInt(instance, "metadata.generation", 1)},
+                              {"profileRevision", GetInt(status, "profileRevision", 1)},
+                              {"templateRevision", GetInt(status, "templateRevision", 1)},
+                              {"previousPhase", previous},
+                              {"deleteInstance", delete_instance}}},
+        {"status", json::object{{"phase", "Queued"}, {"attempt", 0}}}};
+    status["phase"] = "Waiting";
+    status["action"] = action;
+    status["reason"] = "Queued";
+    status["message"] = action + " run " + run_name + " is queued";
+    status["runCount"] = count;
+    status["lastRunRef"] = json::object{{"name", run_name}};
+    std::vector<store::Write> writes;
+    writes.push_back({store::Write::Op::kUpdate, kInstance, instance, Rv(instance), 0});
+    writes.push_back({store::Write::Op::kCreate, kRun, std::move(run), 0, 0});
+    auto stored = store_.Commit(std::move(writes));
+    if (stored.ok()) {
+      Notify();
+      return std::move((*stored)[0]);
+    }
+    if (IsConflict(stored.status()) && attempt < kMaxRetries) continue;
+    return stored.status();
+  }
+}
+
+absl::StatusOr<json::object> Engine::Deploy(const std::string& ns, const std::string& name) {
+  return Queue(ns, name, "deploy", false);
+}
+
+absl::StatusOr<json::object> Engine::Destroy(const std::string& ns, const std::string& name) {
+  return Queue(ns, name, "destroy", false);
+}
+
+absl::StatusOr<json::object> Engine::DeleteDeployed(const std::string& ns, const std::string& name) {
+  return Queue(ns, name, "destroy", true);
+}
+
+absl::StatusOr<json::object> Engine::Cancel(const std::string& ns, const std::string& name) {
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(json::object instance, store_.Get(kInstance, ns, name));
+    ASSIGN_OR_RETURN(model::Effect effect, model::Decide(model::Action::kCancel, instance));
+    (void)effect;
+    std::string run_name = GetString(instance, "status.lastRunRef.name");
+    ASSIGN_OR_RETURN(json::object run, store_.Get(kRun, ns, run_name));
+    if (GetString(run, "status.phase") != "Queued") {
+      if (attempt < kMaxRetries) continue;  // claimed meanwhile: the instance moves on
+      return ConflictError("run " + run_name + " has already started", "RunStarted");
+    }
+    std::string now = Now();
+    json::object& rs = model::EnsureObject(run, "status");
+    rs["phase"] = "Canceled";
+    rs["reason"] = "Canceled";
+    rs["message"] = "canceled before it started; nothing ran";
+    rs["completionTime"] = now;
+    json::object& is = model::EnsureObject(instance, "status");
+    is["phase"] = GetString(run, "spec.previousPhase", "NotDeployed");
+    is["reason"] = "Canceled";
+    is["message"] = GetString(run, "spec.action") + " run " + run_name + " was canceled before it started";
+    std::vector<store::Write> writes;
+    writes.push_back({store::Write::Op::kUpdate, kInstance, instance, Rv(instance), 0});
+    writes.push_back({store::Write::Op::kUpdate, kRun, run, Rv(run), 0});
+    auto stored = store_.Commit(std::move(writes));
+    if (stored.ok()) {
+      metrics_.Add("gantry_runs_total", {{"action", GetString(run, "spec.action")}, {"phase", "Canceled"}});
+      return std::move((*stored)[0]);
+    }
+    if (IsConflict(stored.status()) && attempt < kMaxRetries) continue;
+    return stored.status();
+  }
+}
+
+absl::Status Engine::UpdateRun(const std::string& ns, const std::string& name,
+                               const std::function<void(json::object&)>& mutate) {
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(json::object run, store_.Get(kRun, ns, name));
+    int64_t rv = Rv(run);
+    mutate(run);
+    std::vector<store::Write> writes;
+    writes.push_back({store::Write::Op::kUpdate, kRun, std::move(run), rv, 0});
+    auto stored = store_.Commit(std::move(writes));
+    if (stored.ok()) return absl::OkStatus();
+    if (IsConflict(stored.status()) && attempt < kMaxRetries) continue;
+    return stored.status();
+  }
+}
+
+void Engine::DispatchLoop() {
+  while (running_) {
+    size_t free_slots;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait_for(lock, std::chrono::seconds(1), [this] {
+        return !running_ || (notified_ && busy_ + static_cast<int>(claimed_.size()) < options_.workers);
+      });
+      if (!running_) return;
+      notified_ = false;
+      int used = busy_ + static_cast<int>(claimed_.size());
+      free_slots = used < options_.workers ? static_cast<size_t>(options_.workers - used) : 0;
+    }
+    if (free_slots == 0) continue;
+    store::ListOptions q;
+    q.kind = kRun;
+    q.fields = {{"status.phase", true, "Queued"}};
+    q.oldest_first = true;
+    q.limit = static_cast<int64_t>(free_slots);
+    auto page = store_.List(q);
+    metrics_.Set("gantry_run_queue_depth", {}, static_cast<double>(QueueDepth()));
+    if (!page.ok()) {
+      spdlog::warn("engine: cannot read the run queue: {}", std::string(page.status().message()));
+      continue;
+    }
+    size_t claimed = 0;
+    for (auto& run : page->items) {
+      if (!running_) return;
+      if (Claim(run)) ++claimed;
+    }
+    // More may be waiting: look again at once when something was claimed or lost.
+    if (!page->items.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      notified_ = true;
+    }
+  }
+}
+
+bool Engine::Claim(const json::object& queued) {
+  std::string ns = GetString(queued, "metadata.namespace");
+  std::string instance_name = GetString(queued, "spec.instanceRef.name");
+  auto instance = store_.Get(kInstance, ns, instance_name);
+  json::object run = queued;
+  std::string now = Now();
+  json::object& rs = model::EnsureObject(run, "status");
+  rs["phase"] = "Running";
+  rs["attempt"] = GetInt(queued, "status.attempt", 0) + 1;
+  rs["startTime"] = now;
+  rs["lease"] = json::object{{"holder", options_.holder}, {"renewTime", now},
+                             {"durationSeconds", options_.lease.count()}};
+  std::vector<store::Write> writes;
+  writes.push_back({store::Write::Op::kUpdate, kRun, run, Rv(queued), 0});
+  if (instance.ok()) {
+    json::object& is = model::EnsureObject(*instance, "status");
+    is["phase"] = "InProgress";
+    is["reason"] = "";
+    is["message"] = GetString(queued, "spec.action") + " run " +
+                    GetString(queued, "metadata.name") + " is running";
+    writes.push_back({store::Write::Op::kUpdate, kInstance, *instance, Rv(*instance), 0});
+  }
+  auto stored = store_.Commit(std::move(writes));
+  if (!stored.ok()) return false;  // another claimer (or a cancel) won
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    claimed_.push_back((*stored)[0]);
+  }
+  work_ready_.notify_one();
+  return true;
+}
+
+void Engine::WorkerLoop() {
+  while (true) {
+    json::object run;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_ready_.wait(lock, [this] { return !running_ || !claimed_.empty(); });
+      if (!running_) return;
+      run = std::move(claimed_.front());
+      claimed_.erase(claimed_.begin());
+      ++busy_;
+    }
+    metrics_.Set("gantry_runs_active", {}, busy_);
+    Execute(std::move(run));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --busy_;
+      notified_ = true;
+    }
+    idle_.notify_all();
+    wake_.notify_all();
+  }
+}
+
+void Engine::Execute(json::object run) {
+  auto started = std::chrono::steady_clock::now();
+  std::string ns = GetString(run, "metadata.namespace");
+  std::string run_name = GetString(run, "metadata.name");
+  std::string uid = GetString(run, "metadata.uid");
+  auto active = std::make_shared<Active>();
+  active->ns = ns;
+  active->name = run_name;
+  active->uid = uid;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_[uid] = active;
+  }
+  auto done = [&](const absl::Status& result, const json::object& outputs) {
+    Finish(run, result, outputs);
+    logs_.Finish(uid);
+    std::lock_guard<std::mutex> lock(mu_);
+    active_.erase(uid);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    metrics_.Observe("gantry_run_duration_seconds", {{"action", GetString(run, "spec.action")}}, secs);
+  };
+
+  // Everything the driver needs, from the revisions the instance pinned.
+  auto instance = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+  if (!instance.ok()) return done(absl::FailedPreconditionError("the instance is gone"), {});
+  const json::object& ispec = At(*instance, "spec");
+  std::string pns = GetString(ispec, "profileRef.namespace", ns);
+  std::string pname = GetString(ispec, "profileRef.name");
+  auto profile = store_.GetRevision(kProfile, pns, pname, GetInt(run, "spec.profileRevision", 1));
+  if (!profile.ok())
+    return done(absl::FailedPreconditionError("revision " +
+                                              std::to_string(GetInt(run, "spec.profileRevision", 1)) +
+                                              " of compute profile " + pname + " is gone"), {});
+  std::string tns = GetString(profile->spec, "templateRef.namespace", pns);
+  std::string tname = GetString(profile->spec, "templateRef.name");
+  auto tmpl = store_.GetRevision(kTemplate, tns, tname, GetInt(run, "spec.templateRevision", 1));
+  if (!tmpl.ok())
+    return done(absl::FailedPreconditionError("revision of environment template " + tname +
+                                              " is gone"), {});
+  json::object given = At(ispec, "variables");
+  for (auto& kv : given) {
+    if (kv.value().is_string() && SecretBox::IsSealed(kv.value().get_string())) {
+      auto plain = secrets_.Unseal(kv.value().get_string());
+      if (!plain.ok())
+        return done(absl::FailedPreconditionError("variable " + std::string(kv.key()) +
+                                                  " cannot be decrypted: " +
+                                                  std::string(plain.status().message())), {});
+      kv.value() = *plain;
+    }
+  }
+  std::vector<FieldCause> causes;
+  auto resolved = model::ResolveVariables(tmpl->spec, profile->spec, given, &causes);
+  if (!causes.empty())
+    return done(absl::FailedPreconditionError("variables no longer valid: " + causes[0].field +
+                                              ": " + causes[0].message), {});
+  std::string driver_name = GetString(tmpl->spec, "driver");
+  drivers::Driver* driver = drivers_.Find(driver_name);
+  if (!driver)
+    return done(absl::UnavailableError("driver \"" + driver_name +
+                                       "\" is not available in this gantryd"), {});
+
+  drivers::DeployRequest req;
+  req.action = GetString(run, "spec.action") == "deploy" ? "apply" : "destroy";
+  req.run_name = run_name;
+  req.run_uid = uid;
+  req.attempt = static_cast<int>(GetInt(run, "status.attempt", 1));
+  const json::object& meta = At(*instance, "metadata");
+  req.instance = json::object{{"name", GetString(meta, "name")}, {"project", ns},
+                              {"uid", GetString(meta, "uid")},
+                              {"labels", At(meta, "labels")}, {"annotations", At(meta, "annotations")},
+                              {"displayName", GetString(ispec, "displayName")},
+                              {"description", GetString(ispec, "description")}};
+  std::vector<std::string> secrets;
+  for (auto& [k, v] : resolved) {
+    req.variables[k] = v.value;
+    if (v.sensitive) secrets.push_back(v.value);
+  }
+  req.resources = At(profile->spec, "resources");
+  req.config = At(tmpl->spec, driver_name);
+  req.previous_outputs = At(*instance, "status.outputs");
+  req.state_dir = options_.state_dir + "/" + GetString(meta, "uid");
+  int64_t timeout = GetInt(req.config, "timeoutSeconds", 0);
+  req.timeout = timeout > 0 ? std::chrono::seconds(timeout) : options_.default_timeout;
+
+  Context ctx(*this, run, active, std::move(secrets));
+  ctx.Log("gantry: " + GetString(run, "spec.action") + " run " + run_name + " (attempt " +
+          std::to_string(req.attempt) + ") of instance " + GetString(meta, "name") +
+          " with driver " + driver_name);
+  absl::Status result;
+  json::object outputs;
+  if (req.action == "apply") {
+    auto out = driver->Apply(req, ctx);
+    if (out.ok()) outputs = std::move(*out);
+    else result = out.status();
+  } else {
+    result = driver->Destroy(req, ctx);
+  }
+  ctx.Log(result.ok() ? "gantry: run succeeded"
+                      : "gantry: run failed (" + ReasonFor(result) + "): " + std::string(result.message()));
+  done(result, outputs);
+}
+
+void Engine::Finish(const json::object& claimed, const absl::Status& result,
+                    const json::object& outputs) {
+  std::string ns = GetString(claimed, "metadata.namespace");
+  std::string run_name = GetString(claimed, "metadata.name");
+  std::string action = GetString(claimed, "spec.action");
+  bool ok = result.ok();
+  std::string reason = ReasonFor(result);
+  std::string message(result.message());
+  for (int attempt = 0; attempt < kMaxRetries * 5; ++attempt) {
+    auto run = store_.Get(kRun, ns, run_name);
+    if (!run.ok()) return;
+    std::string now = Now();
+    json::object& rs = model::EnsureObject(*run, "status");
+    rs["phase"] = ok ? "Succeeded" : "Failed";
+    rs["reason"] = reason;
+    rs["message"] = ok ? action + " succeeded" : message;
+    rs["completionTime"] = now;
+    rs.erase("lease");
+    if (ok && action == "deploy") rs["outputs"] = outputs;
+    std::vector<store::Write> writes;
+    writes.push_back({store::Write::Op::kUpdate, kRun, *run, Rv(*run), 0});
+    auto instance = store_.Get(kInstance, ns, GetString(claimed, "spec.instanceRef.name"));
+    bool remove = ok && action == "destroy" && model::FindPath(claimed, "spec.deleteInstance") &&
+                  model::FindPath(claimed, "spec.deleteInstance")->is_bool() &&
+                  model::FindPath(claimed, "spec.deleteInstance")->get_bool();
+    std::vector<json::object> runs_to_remove;
+    if (instance.ok() && GetString(*instance, "metadata.uid") == GetString(claimed, "spec.instanceRef.uid")) {
+      if (remove) {
+        store::ListOptions q;
+        q.kind = kRun;
+        q.ns = ns;
+        q.fields = {{"spec.instanceRef.name", true, GetString(claimed, "spec.instanceRef.name")}};
+        auto runs = store_.List(q);
+        if (runs.ok()) runs_to_remove = std::move(runs->items);
+        writes.clear();
+        for (const auto& r : runs_to_remove)
+          writes.push_back({store::Write::Op::kDelete, kRun, r, 0, 0});
+        writes.push_back({store::Write::Op::kDelete, kInstance, *instance, Rv(*instance), 0});
+      } else {
+        json::object& is = model::EnsureObject(*instance, "status");
+        if (ok && action == "deploy") {
+          is["phase"] = "Success";
+          is["reason"] = "";
+          is["message"] = "deployed by run " + run_name;
+          is["outputs"] = outputs;
+          is["deployedGeneration"] = GetInt(claimed, "spec.generation", 1);
+          SetCondition(is, "Deployed", true, "RunSucceeded", "deployed by run " + run_name, now);
+        } else if (ok) {
+          is["phase"] = "NotDeployed";
+          is["reason"] = "";
+          is["message"] = "destroyed by run " + run_name;
+          is.erase("outputs");
+          is.erase("deployedGeneration");
+          SetCondition(is, "Deployed", false, "Destroyed", "destroyed by run " + run_name, now);
+        } else {
+          is["phase"] = "Failed";
+          is["reason"] = reason;
+          is["message"] = action + " run " + run_name + " failed: " + message;
+          SetCondition(is, "Deployed", false, reason, is["message"].as_string().c_str(), now);
+        }
+        writes.push_back({store::Write::Op::kUpdate, kInstance, *instance, Rv(*instance), 0});
+      }
+    }
+    auto stored = store_.Commit(std::move(writes));
+    if (stored.ok()) {
+      metrics_.Add("gantry_runs_total", {{"action", action}, {"phase", ok ? "Succeeded" : "Failed"}});
+      for (const auto& r : runs_to_remove) logs_.Remove(GetString(r, "metadata.uid"));
+      return;
+    }
+    if (!IsConflict(stored.status()) && !absl::IsNotFound(stored.status())) {
+      spdlog::error("run {}: cannot record its end: {}", run_name, std::string(stored.status().message()));
+      if (absl::IsUnavailable(stored.status())) return;  // the store is gone: recovery finishes it
+    }
+  }
+}
+
+absl::Status Engine::Recover() {
+  store::ListOptions q;
+  q.kind = kRun;
+  q.fields = {{"status.phase", true, "Running"}};
+  q.oldest_first = true;
+  ASSIGN_OR_RETURN(auto page, store_.List(q));
+  auto now = clock_.Now();
+  for (const auto& run : page.items) {
+    std::string holder = GetString(run, "status.lease.holder");
+    if (holder == options_.holder) continue;
+    if (!options_.sole_owner) {
+      // Another replica may be alive: only take over expired leases.
+      std::string renew = GetString(run, "status.lease.renewTime");
+      (void)renew;
+      (void)now;
+      continue;  // multi-replica lease takeover arrives with the PostgreSQL store
+    }
+    std::string ns = GetString(run, "metadata.namespace");
+    std::string name = GetString(run, "metadata.name");
+    // The driver cleans up what the dead run left (its process group) and says whether
+    // running the action again from the start is safe.
+    bool resume = false;
+    auto instance = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+    std::string driver_name;
+    if (instance.ok()) {
+      auto prof = store_.GetRevision(kProfile, GetString(*instance, "spec.profileRef.namespace", ns),
+                                     GetString(*instance, "spec.profileRef.name"),
+                                     GetInt(run, "spec.profileRevision", 1));
+      if (prof.ok()) {
+        auto tmpl = store_.GetRevision(
+            kTemplate, GetString(prof->spec, "templateRef.namespace", ns),
+            GetString(prof->spec, "templateRef.name"), GetInt(run, "spec.templateRevision", 1));
+        if (tmpl.ok()) driver_name = GetString(tmpl->spec, "driver");
+      }
+    }
+    if (drivers::Driver* d = drivers_.Find(driver_name))
+      resume = d->Recover(At(run, "status.driverState"));
+    int64_t attempts = GetInt(run, "status.attempt", 1);
+    std::string uid = GetString(run, "metadata.uid");
+    if (resume && attempts < kMaxAttempts) {
+      logs_.Append(uid, "gantry: gantryd restarted during attempt " + std::to_string(attempts) +
+                            "; the run is queued again (the driver says re-running is safe)");
+      RETURN_IF_ERROR(UpdateRun(ns, name, [](json::object& r) {
+        auto& st = model::EnsureObject(r, "status");
+        st["phase"] = "Queued";
+        st.erase("lease");
+        st.erase("driverState");
+      }));
+      if (instance.ok()) {
+        for (int i = 0; i < kMaxRetries; ++i) {
+          auto inst = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+          if (!inst.ok()) break;
+          auto& is = model::EnsureObject(*inst, "status");
+          is["phase"] = "Waiting";
+          is["reason"] = "ControlPlaneRestarted";
+          is["message"] = "gantryd restarted while run " + name + " was running; it is queued again";
+          std::vector<store::Write> w;
+          w.push_back({store::Write::Op::kUpdate, kInstance, *inst, Rv(*inst), 0});
+          if (store_.Commit(std::move(w)).ok()) break;
+        }
+      }
+      spdlog::info("recovery: run {}/{} re-queued", ns, name);
+    } else {
+      logs_.Append(uid, "gantry: gantryd restarted during the run; it cannot be resumed safely");
+      Finish(run, absl::AbortedError("gantryd restarted while the run was in progress"), {});
+      // Finish maps the code to DriverError; say precisely why.
+      UpdateRun(ns, name, [](json::object& r) {
+        model::EnsureObject(r, "status")["reason"] = "ControlPlaneRestarted";
+      }).IgnoreError();
+      for (int i = 0; i < kMaxRetries; ++i) {
+        auto inst = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+        if (!inst.ok() || GetString(*inst, "status.phase") != "Failed") break;
+        auto& is = model::EnsureObject(*inst, "status");
+        is["reason"] = "ControlPlaneRestarted";
+        std::vector<store::Write> w;
+        w.push_back({store::Write::Op::kUpdate, kInstance, *inst, Rv(*inst), 0});
+        if (store_.Commit(std::move(w)).ok()) break;
+      }
+      spdlog::info("recovery: run {}/{} failed with reason ControlPlaneRestarted", ns, name);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Engine::HeartbeatLoop() {
+  auto period = std::max<std::chrono::seconds>(std::chrono::seconds(1), options_.lease / 3);
+  while (running_) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait_for(lock, period, [this] { return !running_; });
+      if (!running_) return;
+    }
+    std::vector<std::shared_ptr<Active>> active;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [uid, a] : active_) active.push_back(a);
+    }
+    std::string now = Now();
+    for (auto& a : active)
+      UpdateRun(a->ns, a->name, [&](json::object& r) {
+        if (GetString(r, "status.phase") != "Running") return;
+        model::EnsureObject(r, "status.lease")["renewTime"] = now;
+      }).IgnoreError();
+  }
+}
+
+}  // namespace gantry::engine

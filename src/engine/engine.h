@@ -1,0 +1,134 @@
+// Engine: the durable deploy engine. "Deploy" is as dependable as a database commit:
+//
+//   POST …/deploy      one store transaction: instance -> Waiting + a Run (Queued)
+//   dispatcher         claims the oldest Queued run (optimistic commit on its
+//                      resourceVersion: exactly one claimer wins, also across replicas),
+//                      instance -> InProgress, run -> Running with a lease
+//   worker             calls the Driver, streams the log, then one transaction writes the
+//                      run's end and the instance's status (Success / Failed / NotDeployed,
+//                      outputs, deployedGeneration, conditions, reason, message)
+//   heartbeat          renews the leases of running runs
+//   Start (recovery)   runs left Running by a dead gantryd: the driver cleans up (kills the
+//                      orphaned process group) and the run is re-queued when the driver says
+//                      re-running is safe (at most kMaxAttempts), else it ends Failed with
+//                      reason ControlPlaneRestarted
+//   Stop               stops claiming, gives running runs the drain period, and leaves the
+//                      rest Running for the next start to recover
+//
+// At most one active run per instance holds because every action changes the instance's
+// phase in the same transaction that queues or claims the run, guarded by the instance's
+// resourceVersion (model/lifecycle.h decides what is allowed).
+//
+// Thread-safety: public methods are safe from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "common/secrets.h"
+#include "drivers/driver.h"
+#include "engine/run_log.h"
+#include "store/store.h"
+
+namespace gantry::engine {
+
+struct EngineOptions {
+  int workers = 4;
+  std::string holder;                          // this replica's identity in leases
+  std::chrono::seconds lease{30};
+  bool sole_owner = true;                      // SQLite: no other replica can hold leases
+  std::chrono::seconds drain{10};              // how long Stop waits for running runs
+  std::string state_dir;                       // per-instance driver state lives below it
+  std::chrono::seconds default_timeout{3600};  // when a template sets none
+};
+
+inline constexpr int kMaxAttempts = 3;
+
+class Engine {
+ public:
+  Engine(store::Store& store, drivers::DriverRegistry& drivers, const SecretBox& secrets,
+         RunLogs& logs, const Clock& clock, Metrics& metrics, EngineOptions options);
+  ~Engine();
+
+  // Recovers interrupted runs, then starts the dispatcher, workers and heartbeat.
+  absl::Status Start();
+  // Graceful stop (see above). Idempotent. Returns false when runs were still executing
+  // after the drain period (their threads are left to die with the process).
+  bool Stop();
+  bool Running() const { return running_; }
+
+  // The actions of API.md's lifecycle table. Each returns the instance after the change,
+  // or a 409 from model::Decide, 404, or UNAVAILABLE when the engine is stopping.
+  absl::StatusOr<boost::json::object> Deploy(const std::string& ns, const std::string& name);
+  absl::StatusOr<boost::json::object> Destroy(const std::string& ns, const std::string& name);
+  absl::StatusOr<boost::json::object> Cancel(const std::string& ns, const std::string& name);
+  // DELETE of a deployed instance: a destroy run that removes the record when it succeeds.
+  absl::StatusOr<boost::json::object> DeleteDeployed(const std::string& ns,
+                                                     const std::string& name);
+
+  // Store commit observer hook: wakes the dispatcher when runs are queued.
+  void Notify();
+  // Queued runs right now (for /metrics).
+  int64_t QueueDepth();
+
+ private:
+  struct Active {
+    std::string ns, name, uid;
+    std::atomic<bool> cancel{false};
+  };
+  class Context;
+
+  absl::StatusOr<boost::json::object> Queue(const std::string& ns, const std::string& name,
+                                            const std::string& action, bool delete_instance);
+  void DispatchLoop();
+  void WorkerLoop();
+  void HeartbeatLoop();
+  // Tries to claim `run`; true when this replica now owns it.
+  bool Claim(const boost::json::object& run);
+  void Execute(boost::json::object run);
+  // Writes the end of a run and the instance's resulting status, retrying on conflicts.
+  void Finish(const boost::json::object& run, const absl::Status& result,
+              const boost::json::object& outputs);
+  absl::Status Recover();
+  // Updates a run with `mutate`, re-reading on conflict.
+  absl::Status UpdateRun(const std::string& ns, const std::string& name,
+                         const std::function<void(boost::json::object&)>& mutate);
+  std::string Now() const;
+
+  // Constant after construction.
+  store::Store& store_;
+  drivers::DriverRegistry& drivers_;
+  const SecretBox& secrets_;
+  RunLogs& logs_;
+  const Clock& clock_;
+  Metrics& metrics_;
+  const EngineOptions options_;
+
+  std::atomic<bool> running_{false};
+  std::atomic<bool> stopping_{false};
+
+  std::mutex mu_;
+  std::condition_variable wake_;       // dispatcher: runs queued / a worker freed
+  std::condition_variable work_ready_; // workers: claimed runs to execute
+  std::condition_variable idle_;       // Stop: active runs finished
+  bool notified_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<boost::json::object> claimed_ ABSL_GUARDED_BY(mu_);
+  int busy_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::shared_ptr<Active>> active_ ABSL_GUARDED_BY(mu_);
+
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace gantry::engine
