@@ -1,0 +1,170 @@
+#include "cli/cli.h"
+
+#include <iostream>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/apply.h"
+#include "cli/context.h"
+#include "cli/get.h"
+
+namespace gantry::cli {
+namespace {
+
+// What a command does once its flags are parsed.
+using Runner = std::function<int(CommandContext&)>;
+
+struct CommandSpec {
+  const char* name;
+  const char* summary;
+  // Declares the subcommand's flags and positionals on `sub`; returns the runner, which reads
+  // the parsed values (captured by the setup function).
+  Runner (*setup)(CLI::App& sub);
+};
+
+Runner SetupGet(CLI::App& sub) {
+  auto o = std::make_shared<GetOptions>();
+  auto args = std::make_shared<std::vector<std::string>>();
+  sub.add_option("args", *args, "KIND [NAME...]")->required();
+  sub.add_flag("-A,--all-projects", o->all_projects, "List across every project you can see");
+  sub.add_option("-l,--selector", o->label_selector, "Label selector (env=prod,tier!=gpu)");
+  sub.add_option("--field-selector", o->field_selector, "Field selector (status.phase=Success)");
+  sub.add_option("--search", o->search, "Case-insensitive substring of name/display name");
+  sub.add_option("-o,--output", o->output, "Output format: json, yaml, wide, name");
+  sub.add_flag("--revisions", o->revisions, "List the revisions of a versioned object");
+  return [o, args](CommandContext& ctx) {
+    o->kind = (*args)[0];
+    o->names.assign(args->begin() + 1, args->end());
+    return RunGet(ctx, *o);
+  };
+}
+
+Runner SetupDescribe(CLI::App& sub) {
+  auto args = std::make_shared<std::vector<std::string>>();
+  sub.add_option("args", *args, "KIND NAME...")->required();
+  return [args](CommandContext& ctx) {
+    DescribeOptions o{(*args)[0], {args->begin() + 1, args->end()}};
+    return RunDescribe(ctx, o);
+  };
+}
+
+Runner SetupApply(CLI::App& sub) {
+  auto o = std::make_shared<ApplyOptions>();
+  sub.add_option("-f,--filename", o->files, "File, directory or - (stdin); repeatable")
+      ->required()
+      ->allow_extra_args(false);
+  sub.add_flag("-R,--recursive", o->recursive, "Also read subdirectories of a -f directory");
+  return [o](CommandContext& ctx) { return RunApply(ctx, *o); };
+}
+
+Runner SetupDelete(CLI::App& sub) {
+  auto o = std::make_shared<DeleteOptions>();
+  auto args = std::make_shared<std::vector<std::string>>();
+  sub.add_option("args", *args, "KIND NAME...");
+  sub.add_option("-f,--filename", o->files, "File, directory or - (stdin); repeatable")
+      ->allow_extra_args(false);
+  sub.add_flag("-R,--recursive", o->recursive, "Also read subdirectories of a -f directory");
+  return [o, args](CommandContext& ctx) {
+    if (!args->empty()) {
+      o->kind = (*args)[0];
+      o->names.assign(args->begin() + 1, args->end());
+    }
+    return RunDelete(ctx, *o);
+  };
+}
+
+// The command table. Later: deploy, destroy, cancel, upgrade, logs, login, share.
+const CommandSpec kCommands[] = {
+    {"get", "List objects or show some (tables, -o json|yaml|wide|name)", SetupGet},
+    {"describe", "Show one object in detail", SetupDescribe},
+    {"apply", "Create or update objects from YAML/JSON files", SetupApply},
+    {"delete", "Delete objects by name or from files", SetupDelete},
+};
+
+}  // namespace
+
+CliEnvironment SystemEnvironment() {
+  CliEnvironment env;
+  env.out = &std::cout;
+  env.err = &std::cerr;
+  env.in = &std::cin;
+  env.getenv = SystemGetEnv;
+  env.read_file = ReadWholeFile;
+  env.now = [] { return absl::Now(); };
+  env.connect = [](const std::string& server, const std::string& token) {
+    return std::unique_ptr<client::HttpTransport>(new client::HttpClient(server, token));
+  };
+  return env;
+}
+
+int RunCli(int argc, const char* const* argv, const CliEnvironment& env) {
+  CLI::App app{"gantry: the command line for Gantry, a self-hosted GPU PaaS", "gantry"};
+  app.require_subcommand(1);
+  app.fallthrough();
+
+  std::string server, token, project, config;
+  CLI::Option* server_opt =
+      app.add_option("--server", server, "gantryd URL (default from config, else " +
+                                             std::string(kDefaultServer) + ")");
+  CLI::Option* token_opt = app.add_option("--token", token, "Bearer token");
+  CLI::Option* project_opt =
+      app.add_option("-n,--project", project, "Project (default from config, else default)");
+  CLI::Option* config_opt = app.add_option(
+      "--config", config, "Config file (default $GANTRY_CONFIG or ~/.config/gantry/config.yaml)");
+
+  std::vector<Runner> runners(std::size(kCommands));
+  std::vector<CLI::App*> subs;
+  for (size_t i = 0; i < std::size(kCommands); ++i) {
+    CLI::App* sub = app.add_subcommand(kCommands[i].name, kCommands[i].summary);
+    sub->fallthrough();
+    runners[i] = kCommands[i].setup(*sub);
+    subs.push_back(sub);
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    *env.out << app.help();
+    return kExitOk;
+  } catch (const CLI::CallForAllHelp& e) {
+    *env.out << app.help("", CLI::AppFormatMode::All);
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      // --help on a subcommand: CLI11 reports it through app.exit.
+      app.exit(e, *env.out, *env.err);
+      return kExitOk;
+    }
+    *env.err << "error: " << e.what() << "\nRun 'gantry --help' for usage.\n";
+    return kExitUsage;
+  }
+
+  GlobalFlags flags;
+  if (*server_opt) flags.server = server;
+  if (*token_opt) flags.token = token;
+  if (*project_opt) flags.project = project;
+  if (*config_opt) flags.config = config;
+  absl::StatusOr<Settings> settings = ResolveSettings(flags, env.getenv, env.read_file);
+  if (!settings.ok()) {
+    *env.err << "error: " << settings.status().message() << "\n";
+    return kExitUsage;
+  }
+
+  std::unique_ptr<client::HttpTransport> api = env.connect(settings->server, settings->token);
+  CommandContext ctx;
+  ctx.settings = *settings;
+  ctx.api = api.get();
+  ctx.out = env.out;
+  ctx.err = env.err;
+  ctx.in = env.in;
+  ctx.now = env.now();
+  ctx.read_file = env.read_file;
+  for (size_t i = 0; i < subs.size(); ++i) {
+    if (subs[i]->parsed()) return runners[i](ctx);
+  }
+  *env.err << "error: no command given\nRun 'gantry --help' for usage.\n";
+  return kExitUsage;
+}
+
+}  // namespace gantry::cli

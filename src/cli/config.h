@@ -1,0 +1,49 @@
+// Where the CLI's connection settings come from. Precedence, highest first: flags, the
+// environment (GANTRY_SERVER, GANTRY_TOKEN), the config file, built-in defaults
+// (http://127.0.0.1:8080, project "default").
+//
+// The config file is YAML with keys `server`, `token`, `project`; it is --config FILE, else
+// $GANTRY_CONFIG, else ~/.config/gantry/config.yaml (which may be absent).
+//
+// Thread-safety: free functions; the environment is read through the injected getter.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace gantry::cli {
+
+inline constexpr char kDefaultServer[] = "http://127.0.0.1:8080";
+inline constexpr char kDefaultProject[] = "default";
+
+struct Settings {
+  std::string server;
+  std::string token;
+  std::string project;
+  bool project_explicit = false;  // -n/--project was given
+};
+
+struct GlobalFlags {
+  std::optional<std::string> server;
+  std::optional<std::string> token;
+  std::optional<std::string> project;
+  std::optional<std::string> config;
+};
+
+using EnvGetter = std::function<std::optional<std::string>(const std::string& name)>;
+// Reads a whole file; NOT_FOUND when it does not exist.
+using FileReader = std::function<absl::StatusOr<std::string>(const std::string& path)>;
+
+// Errors: NOT_FOUND when a config file named by --config or $GANTRY_CONFIG is missing;
+// INVALID_ARGUMENT when the file is not a YAML mapping or a key is not a string.
+absl::StatusOr<Settings> ResolveSettings(const GlobalFlags& flags, const EnvGetter& getenv,
+                                         const FileReader& read_file);
+
+// std::getenv and std::ifstream, for main.
+std::optional<std::string> SystemGetEnv(const std::string& name);
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+
+}  // namespace gantry::cli

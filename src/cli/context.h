@@ -1,0 +1,61 @@
+// What a CLI command runs with, and the API calls every command shares (GET one object, list
+// all pages, error printing).
+//
+// Commands take a CommandContext instead of reaching for globals (STYLE.md #1): tests pass a
+// fake HttpTransport, string streams and a fixed clock.
+//
+// Thread-safety: a CommandContext is used by one command on one thread.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cli/config.h"
+#include "client/http_client.h"
+
+namespace gantry::cli {
+
+// Process exit codes.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;  // the server refused, or a call failed
+inline constexpr int kExitUsage = 2;  // the command line itself is wrong
+
+struct CommandContext {
+  Settings settings;
+  client::HttpTransport* api = nullptr;  // not owned
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+  std::istream* in = nullptr;  // for `-f -`
+  absl::Time now;
+  FileReader read_file;
+};
+
+// Prints "error: <message>" on ctx.err.
+void PrintError(CommandContext& ctx, const absl::Status& status);
+void PrintError(CommandContext& ctx, std::string_view message);
+
+// GET `path` → the object. Non-2xx answers become the server's Status (kube_status.h);
+// INVALID_ARGUMENT (Internal) when the body is not a JSON object.
+absl::StatusOr<boost::json::object> GetObject(client::HttpTransport& api, const std::string& path);
+
+struct ListResult {
+  std::vector<boost::json::object> items;
+  std::string resource_version;
+};
+
+// GETs `path` with `query` ("labelSelector=...&search=..." already encoded, may be empty) in
+// pages of kListPageSize, following metadata.continue until the last page.
+inline constexpr int kListPageSize = 500;
+absl::StatusOr<ListResult> ListAll(client::HttpTransport& api, const std::string& path,
+                                   const std::string& query);
+
+// Parses a response body as one JSON object.
+absl::StatusOr<boost::json::object> ParseObject(const client::HttpResponse& response);
+
+}  // namespace gantry::cli

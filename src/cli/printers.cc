@@ -1,0 +1,286 @@
+#include "cli/printers.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <boost/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "cli/table.h"
+#include "client/yaml_json.h"
+
+namespace gantry::cli {
+namespace {
+
+namespace json = boost::json;
+
+std::string OrNone(std::string s) { return s.empty() ? "<none>" : s; }
+
+std::string Name(const json::object& o) { return FieldText(o, "metadata.name"); }
+
+std::string Age(const json::object& o, absl::Time now) {
+  return FormatAge(FieldText(o, "metadata.creationTimestamp"), now);
+}
+
+std::string ProfileColumn(const json::object& o) {
+  std::string name = FieldText(o, "spec.profileRef.name");
+  std::string ns = FieldText(o, "spec.profileRef.namespace");
+  std::string own = FieldText(o, "metadata.namespace");
+  if (name.empty()) return "<none>";
+  if (!ns.empty() && ns != own) return absl::StrCat(ns, "/", name);
+  return name;
+}
+
+std::string GpuColumn(const json::object& o) {
+  std::string type = FieldText(o, "spec.resources.gpu.type");
+  std::string count = FieldText(o, "spec.resources.gpu.count");
+  if (type.empty() && count.empty()) return "<none>";
+  if (count.empty()) return type;
+  return absl::StrCat(type.empty() ? "gpu" : type, " x ", count);
+}
+
+}  // namespace
+
+std::string RenderTable(const KindInfo& kind, const std::vector<json::object>& items,
+                        const TableOptions& options) {
+  // Each column: header and how to compute the cell.
+  using Cell = std::function<std::string(const json::object&)>;
+  std::vector<std::pair<std::string, Cell>> cols;
+  const absl::Time now = options.now;
+  if (options.all_projects && kind.namespaced) {
+    cols.push_back({"PROJECT", [](const json::object& o) {
+                      return OrNone(FieldText(o, "metadata.namespace"));
+                    }});
+  }
+  cols.push_back({"NAME", [](const json::object& o) { return OrNone(Name(o)); }});
+  auto display = [](const json::object& o) { return OrNone(FieldText(o, "spec.displayName")); };
+  auto age = [now](const json::object& o) { return Age(o, now); };
+  auto revision = [](const json::object& o) { return OrNone(FieldText(o, "status.revision")); };
+  if (kind.plural == "computeinstances") {
+    cols.push_back({"DISPLAY NAME", display});
+    cols.push_back({"PROFILE", ProfileColumn});
+    cols.push_back({"CREATED", age});
+    cols.push_back({"STATUS", [](const json::object& o) {
+                      return PhaseWords(FieldText(o, "status.phase"));
+                    }});
+    cols.push_back({"SHARING", SharingSummary});
+    if (options.wide) {
+      cols.push_back({"PROFILE REVISION", [](const json::object& o) {
+                        return OrNone(FieldText(o, "status.profileRevision"));
+                      }});
+      cols.push_back({"REASON", [](const json::object& o) {
+                        return OrNone(FieldText(o, "status.reason"));
+                      }});
+    }
+  } else if (kind.plural == "computeprofiles") {
+    cols.push_back({"DISPLAY NAME", display});
+    cols.push_back({"TEMPLATE", [](const json::object& o) {
+                      return OrNone(FieldText(o, "spec.templateRef.name"));
+                    }});
+    cols.push_back({"GPU", GpuColumn});
+    cols.push_back({"REVISION", revision});
+    cols.push_back({"SHARING", SharingSummary});
+    cols.push_back({"AGE", age});
+  } else if (kind.plural == "environmenttemplates") {
+    cols.push_back({"DISPLAY NAME", display});
+    cols.push_back({"DRIVER", [](const json::object& o) {
+                      return OrNone(FieldText(o, "spec.driver"));
+                    }});
+    cols.push_back({"REVISION", revision});
+    cols.push_back({"AGE", age});
+  } else if (kind.plural == "projects") {
+    cols.push_back({"DISPLAY NAME", display});
+    cols.push_back({"AGE", age});
+  } else {
+    cols.push_back({"AGE", age});
+  }
+  if (options.wide) {
+    cols.push_back({"CREATED AT", [](const json::object& o) {
+                      return OrNone(FieldText(o, "metadata.creationTimestamp"));
+                    }});
+  }
+  std::vector<std::string> headers;
+  for (const auto& c : cols) headers.push_back(c.first);
+  Table table(std::move(headers));
+  for (const json::object& item : items) {
+    std::vector<std::string> row;
+    for (const auto& c : cols) row.push_back(c.second(item));
+    table.AddRow(std::move(row));
+  }
+  return table.Render();
+}
+
+std::string RenderNames(const KindInfo& kind, const std::vector<json::object>& items) {
+  std::string out;
+  for (const json::object& o : items) absl::StrAppend(&out, kind.singular, "/", Name(o), "\n");
+  return out;
+}
+
+std::string RenderDocument(const KindInfo& kind, const std::vector<json::object>& items,
+                           bool as_list, const std::string& format) {
+  json::value doc;
+  auto complete = [&](json::object o) {
+    if (!kind.kind.empty()) {
+      if (!o.contains("apiVersion")) o["apiVersion"] = json::string_view(
+          kApiGroupVersion.data(), kApiGroupVersion.size());
+      if (!o.contains("kind")) o["kind"] = kind.kind;
+    }
+    return o;
+  };
+  if (!as_list && items.size() == 1) {
+    doc = complete(items[0]);
+  } else {
+    json::array arr;
+    for (const json::object& o : items) arr.push_back(complete(o));
+    doc = json::object{{"apiVersion", "v1"},
+                       {"kind", "List"},
+                       {"metadata", json::object{{"resourceVersion", ""}}},
+                       {"items", std::move(arr)}};
+  }
+  return format == "yaml" ? client::JsonToYaml(doc) : client::PrettyJson(doc);
+}
+
+std::string RenderRevisions(const std::vector<json::object>& items, const TableOptions& options) {
+  std::vector<std::string> headers = {"REVISION", "CREATED"};
+  if (options.wide) headers.push_back("CREATED AT");
+  Table table(std::move(headers));
+  for (const json::object& o : items) {
+    std::string rev = FieldText(o, "revision");
+    if (rev.empty()) rev = FieldText(o, "status.revision");
+    if (rev.empty()) rev = FieldText(o, "spec.revision");
+    std::string ts = FieldText(o, "creationTimestamp");
+    if (ts.empty()) ts = FieldText(o, "metadata.creationTimestamp");
+    std::vector<std::string> row = {OrNone(rev), FormatAge(ts, options.now)};
+    if (options.wide) row.push_back(OrNone(ts));
+    table.AddRow(std::move(row));
+  }
+  return table.Render();
+}
+
+namespace {
+
+// "prefix.key: value" lines for every scalar leaf under `v`; empty maps and lists print as
+// "{}" / "[]" so that they are visible.
+void Flatten(const json::value& v, const std::string& prefix,
+             std::vector<std::pair<std::string, std::string>>& out) {
+  if (v.is_object()) {
+    if (v.get_object().empty() && !prefix.empty()) out.push_back({prefix, "{}"});
+    for (const auto& kv : v.get_object()) {
+      std::string key = prefix.empty() ? std::string(kv.key())
+                                       : absl::StrCat(prefix, ".", std::string(kv.key()));
+      Flatten(kv.value(), key, out);
+    }
+  } else if (v.is_array()) {
+    if (v.get_array().empty()) out.push_back({prefix, "[]"});
+    for (size_t i = 0; i < v.get_array().size(); ++i) {
+      Flatten(v.get_array()[i], absl::StrCat(prefix, "[", i, "]"), out);
+    }
+  } else {
+    out.push_back({prefix, v.is_null() ? "null" : ScalarText(v)});
+  }
+}
+
+// Aligned "key:  value" lines, indented by `indent`.
+void AppendFields(const std::vector<std::pair<std::string, std::string>>& fields, int indent,
+                  std::string& out) {
+  size_t width = 0;
+  for (const auto& f : fields) width = std::max(width, f.first.size() + 1);
+  for (const auto& f : fields) {
+    out.append(static_cast<size_t>(indent), ' ');
+    out += f.first;
+    out += ':';
+    std::string value = f.second;
+    // Continuation lines of multi-line values line up under the first.
+    std::string pad(static_cast<size_t>(indent) + width + 2, ' ');
+    size_t pos = 0;
+    while ((pos = value.find('\n', pos)) != std::string::npos && pos + 1 < value.size()) {
+      value.insert(pos + 1, pad);
+      pos += pad.size() + 1;
+    }
+    if (!value.empty() && value.back() == '\n') value.pop_back();
+    out.append(width - f.first.size() - 1 + 2, ' ');
+    out += value;
+    out += '\n';
+  }
+}
+
+std::string MapLines(const json::object& o, std::string_view path, size_t indent) {
+  const json::value* v = Lookup(o, path);
+  if (v == nullptr || !v->is_object() || v->get_object().empty()) return "<none>\n";
+  std::string out;
+  bool first = true;
+  for (const auto& kv : v->get_object()) {
+    if (!first) out.append(indent, ' ');
+    first = false;
+    absl::StrAppend(&out, std::string(kv.key()), "=", ScalarText(kv.value()), "\n");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderDescribe(const KindInfo& kind, const json::object& object, absl::Time now) {
+  std::string out;
+  constexpr size_t kCol = 14;  // width of the "Annotations:  " label column
+  auto line = [&](std::string_view label, const std::string& value) {
+    std::string l = absl::StrCat(std::string(label), ":");
+    l.append(kCol > l.size() ? kCol - l.size() : 1, ' ');
+    absl::StrAppend(&out, l, value, value.empty() || value.back() != '\n' ? "\n" : "");
+  };
+  line("Name", OrNone(Name(object)));
+  if (kind.namespaced) line("Project", OrNone(FieldText(object, "metadata.namespace")));
+  std::string k = FieldText(object, "kind");
+  line("Kind", OrNone(k.empty() ? kind.kind : k));
+  line("Labels", MapLines(object, "metadata.labels", kCol));
+  line("Annotations", MapLines(object, "metadata.annotations", kCol));
+  std::string created = FieldText(object, "metadata.creationTimestamp");
+  line("Created", created.empty() ? "<unknown>"
+                                  : absl::StrCat(created, " (", FormatAge(created, now), " ago)"));
+  if (std::string uid = FieldText(object, "metadata.uid"); !uid.empty()) line("UID", uid);
+  if (std::string rv = FieldText(object, "metadata.resourceVersion"); !rv.empty()) {
+    line("Resource Version", rv);
+  }
+  if (std::string g = FieldText(object, "metadata.generation"); !g.empty()) line("Generation", g);
+
+  for (const char* section : {"spec", "status"}) {
+    const json::value* v = object.if_contains(section);
+    std::vector<std::pair<std::string, std::string>> fields;
+    if (v != nullptr && v->is_object()) {
+      json::object copy = v->get_object();
+      if (std::string_view(section) == "status") copy.erase("conditions");
+      Flatten(copy, "", fields);
+    }
+    out += section[0] == 's' && section[1] == 'p' ? "Spec:\n" : "Status:\n";
+    if (fields.empty()) {
+      out += "  <none>\n";
+    } else {
+      AppendFields(fields, 2, out);
+    }
+  }
+
+  const json::value* conds = Lookup(object, "status.conditions");
+  out += "Conditions:\n";
+  if (conds == nullptr || !conds->is_array() || conds->get_array().empty()) {
+    out += "  <none>\n";
+  } else {
+    Table t({"Type", "Status", "Reason", "Message", "Last Transition"});
+    for (const json::value& c : conds->get_array()) {
+      if (!c.is_object()) continue;
+      const json::object& co = c.get_object();
+      std::string when = FieldText(co, "lastTransitionTime");
+      t.AddRow({OrNone(FieldText(co, "type")), OrNone(FieldText(co, "status")),
+                OrNone(FieldText(co, "reason")), OrNone(FieldText(co, "message")),
+                when.empty() ? "<unknown>" : absl::StrCat(FormatAge(when, now), " ago")});
+    }
+    std::string rendered = t.Render();
+    size_t start = 0;
+    while (start < rendered.size()) {
+      size_t nl = rendered.find('\n', start);
+      absl::StrAppend(&out, "  ", rendered.substr(start, nl - start + 1));
+      start = nl + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace gantry::cli

@@ -1,0 +1,126 @@
+#include "cli/printers.h"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "client/yaml_json.h"
+
+namespace gantry::cli {
+namespace {
+
+namespace json = boost::json;
+
+const absl::Time kNow = absl::FromUnixSeconds(1'800'000'000);  // 2027-01-15T08:00:00Z
+
+std::vector<json::object> Instances() {
+  return {
+      json::parse(R"({"metadata":{"name":"gpu-1","namespace":"ml","creationTimestamp":)"
+                  R"("2027-01-15T07:55:00Z"},"spec":{"displayName":"GPU one","profileRef":)"
+                  R"({"name":"h100-x8","namespace":"platform"},"sharing":{"mode":"Selected",)"
+                  R"("projects":["a"]}},"status":{"phase":"InProgress","profileRevision":4}})")
+          .as_object(),
+      json::parse(R"({"metadata":{"name":"cpu","namespace":"ml","creationTimestamp":)"
+                  R"("2027-01-13T08:00:00Z"},"spec":{"profileRef":{"name":"small",)"
+                  R"("namespace":"ml"}},"status":{"phase":"NotDeployed"}})")
+          .as_object(),
+  };
+}
+
+TEST(RenderTable, ComputeInstances) {
+  EXPECT_EQ(RenderTable(*ResolveKind("ci"), Instances(), {false, false, kNow}),
+            "NAME   DISPLAY NAME  PROFILE           CREATED  STATUS        SHARING\n"
+            "gpu-1  GPU one       platform/h100-x8  5m       In Progress   Selected(1)\n"
+            "cpu    <none>        small             2d       Not Deployed  None\n");
+}
+
+TEST(RenderTable, AllProjectsAndWide) {
+  std::string t = RenderTable(*ResolveKind("ci"), Instances(), {true, true, kNow});
+  EXPECT_EQ(t.substr(0, t.find('\n')),
+            "PROJECT  NAME   DISPLAY NAME  PROFILE           CREATED  STATUS        SHARING      "
+            "PROFILE REVISION  REASON  CREATED AT");
+  EXPECT_NE(t.find("ml       gpu-1"), std::string::npos) << t;
+  EXPECT_NE(t.find("2027-01-15T07:55:00Z"), std::string::npos) << t;
+}
+
+TEST(RenderTable, ProfilesTemplatesProjectsAndOthers) {
+  auto profile = json::parse(
+      R"({"metadata":{"name":"h100-x8","creationTimestamp":"2027-01-15T05:00:00Z"},)"
+      R"("spec":{"displayName":"8x H100","templateRef":{"name":"train"},"resources":{"gpu":)"
+      R"({"type":"h100","count":8}},"sharing":{"mode":"All"}},"status":{"revision":4}})")
+                     .as_object();
+  EXPECT_EQ(RenderTable(*ResolveKind("cp"), {profile}, {false, false, kNow}),
+            "NAME     DISPLAY NAME  TEMPLATE  GPU       REVISION  SHARING  AGE\n"
+            "h100-x8  8x H100       train     h100 x 8  4         All      3h\n");
+  auto tmpl = json::parse(R"({"metadata":{"name":"train"},"spec":{"driver":"exec"},)"
+                          R"("status":{"revision":1}})")
+                  .as_object();
+  EXPECT_EQ(RenderTable(*ResolveKind("et"), {tmpl}, {false, false, kNow}),
+            "NAME   DISPLAY NAME  DRIVER  REVISION  AGE\n"
+            "train  <none>        exec    1         <unknown>\n");
+  auto proj = json::parse(R"({"metadata":{"name":"ml","creationTimestamp":"2027-01-15T07:59:30Z"},)"
+                          R"("spec":{"displayName":"ML research"}})")
+                  .as_object();
+  EXPECT_EQ(RenderTable(*ResolveKind("proj"), {proj}, {false, true, kNow}),
+            "NAME  DISPLAY NAME  AGE\nml    ML research   30s\n");
+  EXPECT_EQ(RenderTable(*ResolveKind("runs"), {proj}, {false, false, kNow}),
+            "NAME  AGE\nml    30s\n");
+}
+
+TEST(RenderNames, KindSlashName) {
+  EXPECT_EQ(RenderNames(*ResolveKind("ci"), Instances()),
+            "computeinstance/gpu-1\ncomputeinstance/cpu\n");
+}
+
+TEST(RenderDocument, ObjectAndList) {
+  auto items = Instances();
+  std::string one = RenderDocument(*ResolveKind("ci"), {items[0]}, false, "json");
+  auto parsed = json::parse(one).as_object();
+  EXPECT_EQ(parsed["kind"], "ComputeInstance");
+  EXPECT_EQ(parsed["apiVersion"], "paas.gantry.dev/v1");
+  std::string list = RenderDocument(*ResolveKind("ci"), items, true, "yaml");
+  auto docs = client::YamlToJsonObjects(list);
+  ASSERT_TRUE(docs.ok()) << docs.status();
+  ASSERT_EQ(docs->size(), 2u);  // a List expands back into its items
+  EXPECT_EQ((*docs)[1]["metadata"].at("name"), "cpu");
+  EXPECT_EQ(list.substr(0, 24), "apiVersion: v1\nkind: Lis");
+}
+
+TEST(RenderRevisions, BothShapes) {
+  std::vector<json::object> revs = {
+      json::parse(R"({"revision":2,"creationTimestamp":"2027-01-15T07:00:00Z"})").as_object(),
+      json::parse(R"({"metadata":{"creationTimestamp":"2027-01-14T08:00:00Z"},)"
+                  R"("status":{"revision":1}})")
+          .as_object()};
+  EXPECT_EQ(RenderRevisions(revs, {false, false, kNow}), "REVISION  CREATED\n2         1h\n1         1d\n");
+}
+
+TEST(RenderDescribe, FlattensSpecAndStatus) {
+  auto obj = json::parse(
+      R"({"kind":"ComputeInstance","metadata":{"name":"gpu-1","namespace":"ml",)"
+      R"("labels":{"env":"prod","team":"llm"},"creationTimestamp":"2027-01-15T07:55:00Z"},)"
+      R"("spec":{"displayName":"GPU one","profileRef":{"name":"h100"},"variables":{"nodes":"12"},)"
+      R"("tags":["a"]},"status":{"phase":"Success","conditions":[{"type":"Ready",)"
+      R"("status":"True","reason":"Deployed","lastTransitionTime":"2027-01-15T07:58:00Z"}]}})")
+                 .as_object();
+  EXPECT_EQ(RenderDescribe(*ResolveKind("ci"), obj, kNow),
+            "Name:         gpu-1\n"
+            "Project:      ml\n"
+            "Kind:         ComputeInstance\n"
+            "Labels:       env=prod\n"
+            "              team=llm\n"
+            "Annotations:  <none>\n"
+            "Created:      2027-01-15T07:55:00Z (5m ago)\n"
+            "Spec:\n"
+            "  displayName:      GPU one\n"
+            "  profileRef.name:  h100\n"
+            "  variables.nodes:  12\n"
+            "  tags[0]:          a\n"
+            "Status:\n"
+            "  phase:  Success\n"
+            "Conditions:\n"
+            "  TYPE   STATUS  REASON    MESSAGE  LAST TRANSITION\n"
+            "  Ready  True    Deployed  <none>   2m ago\n");
+}
+
+}  // namespace
+}  // namespace gantry::cli

@@ -1,0 +1,247 @@
+#include "client/http_client.h"
+
+#include <cctype>
+#include <cstdint>
+#include <limits>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/url/parse.hpp>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "client/absl_compat.h"
+#include "client/kube_status.h"
+#include "common/status_macros.h"
+
+namespace gantry::client {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// Answers larger than this are refused rather than buffered (a full list page is far smaller).
+constexpr std::uint64_t kMaxBodyBytes = 256ull << 20;
+
+std::string Describe(const beast::error_code& ec) {
+  std::string m = ec.message();
+  if (!m.empty()) m[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(m[0])));
+  return m;
+}
+
+// The errors that mean "the peer closed this connection", as opposed to a protocol failure.
+bool IsDeadConnection(const beast::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == net::error::eof ||
+         ec == net::error::connection_reset || ec == net::error::broken_pipe ||
+         ec == net::error::connection_aborted || ec == http::error::partial_message;
+}
+
+template <class Fields>
+void CopyHeaders(const Fields& fields, HttpResponse& out) {
+  for (const auto& f : fields) {
+    std::string name = absl::AsciiStrToLower(std::string(f.name_string()));
+    auto [it, inserted] = out.headers.emplace(name, std::string(f.value()));
+    if (!inserted) absl::StrAppend(&it->second, ", ", std::string(f.value()));
+  }
+  auto ct = out.headers.find("content-type");
+  if (ct != out.headers.end()) out.content_type = ct->second;
+}
+
+}  // namespace
+
+struct HttpClient::Impl {
+  net::io_context ioc;
+  tcp::socket socket{ioc};
+  beast::flat_buffer buffer;
+  bool connected = false;
+
+  void Close() {
+    beast::error_code ignored;
+    socket.shutdown(tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
+    buffer.consume(buffer.size());
+    connected = false;
+  }
+};
+
+HttpClient::HttpClient(std::string base_url, std::string token)
+    : base_url_(std::move(base_url)), token_(std::move(token)), impl_(std::make_unique<Impl>()) {
+  while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
+  auto parsed = boost::urls::parse_uri(base_url_);
+  if (!parsed) {
+    init_status_ = absl::InvalidArgumentError(
+        absl::StrCat("invalid server URL \"", base_url_, "\": want http://host:port"));
+    return;
+  }
+  std::string scheme = absl::AsciiStrToLower(std::string(parsed->scheme()));
+  if (scheme == "https") {
+    init_status_ = absl::InvalidArgumentError(absl::StrCat(
+        "invalid server URL \"", base_url_, "\": https is not supported yet; use http://"));
+    return;
+  }
+  if (scheme != "http" || parsed->host().empty()) {
+    init_status_ = absl::InvalidArgumentError(
+        absl::StrCat("invalid server URL \"", base_url_, "\": want http://host:port"));
+    return;
+  }
+  host_ = std::string(parsed->host_address());  // without the [] around an IPv6 address
+  port_ = parsed->has_port() ? std::string(parsed->port()) : "80";
+  host_header_ = std::string(parsed->encoded_host_and_port());
+  path_prefix_ = std::string(parsed->encoded_path());
+  while (!path_prefix_.empty() && path_prefix_.back() == '/') path_prefix_.pop_back();
+}
+
+HttpClient::~HttpClient() {
+  if (impl_) impl_->Close();
+}
+
+namespace {
+
+absl::Status ConnectSocket(net::io_context& ioc, tcp::socket& socket, const std::string& host,
+                           const std::string& port, const std::string& base_url) {
+  tcp::resolver resolver(ioc);
+  beast::error_code ec;
+  auto results = resolver.resolve(host, port, ec);
+  if (!ec) net::connect(socket, results, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach gantryd at ", base_url, ": ", Describe(ec)));
+  }
+  socket.set_option(tcp::no_delay(true), ec);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<HttpResponse> HttpClient::Send(std::string_view method, std::string_view target,
+                                              std::string_view body,
+                                              std::string_view content_type) {
+  RETURN_IF_ERROR(init_status_);
+  http::verb verb = http::string_to_verb(method);
+  if (verb == http::verb::unknown) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown HTTP method \"", Sv(method), "\""));
+  }
+  http::request<http::string_body> req{verb, absl::StrCat(path_prefix_, Sv(target)), 11};
+  req.set(http::field::host, host_header_);
+  req.set(http::field::user_agent, "gantry-cli");
+  req.set(http::field::accept, "application/json");
+  if (!token_.empty()) req.set(http::field::authorization, absl::StrCat("Bearer ", token_));
+  if (!body.empty() || verb == http::verb::post || verb == http::verb::put ||
+      verb == http::verb::patch) {
+    req.set(http::field::content_type, content_type);
+    req.body() = std::string(body);
+  }
+  req.keep_alive(true);
+  req.prepare_payload();
+
+  for (int attempt = 0;; ++attempt) {
+    const bool reused = impl_->connected;
+    if (!reused) {
+      RETURN_IF_ERROR(ConnectSocket(impl_->ioc, impl_->socket, host_, port_, base_url_));
+      impl_->connected = true;
+      ++connections_opened_;
+    }
+    beast::error_code ec;
+    http::write(impl_->socket, req, ec);
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(kMaxBodyBytes);
+    if (!ec) http::read(impl_->socket, impl_->buffer, parser, ec);
+    if (ec) {
+      impl_->Close();
+      // A kept-alive connection the server dropped while idle: the request never reached it,
+      // so sending it again on a fresh connection is safe (once).
+      if (reused && attempt == 0 && !parser.got_some() && IsDeadConnection(ec)) continue;
+      return absl::UnavailableError(
+          absl::StrCat("lost connection to gantryd at ", base_url_, ": ", Describe(ec)));
+    }
+    auto& res = parser.get();
+    HttpResponse out;
+    out.status = static_cast<int>(res.result_int());
+    CopyHeaders(res, out);
+    out.body = std::move(res.body());
+    if (!res.keep_alive()) impl_->Close();
+    return out;
+  }
+}
+
+absl::Status HttpClient::Stream(std::string_view target,
+                                const std::function<bool(std::string_view line)>& on_line) {
+  RETURN_IF_ERROR(init_status_);
+  tcp::socket socket(impl_->ioc);
+  RETURN_IF_ERROR(ConnectSocket(impl_->ioc, socket, host_, port_, base_url_));
+  ++connections_opened_;
+  struct Closer {
+    tcp::socket& s;
+    ~Closer() {
+      beast::error_code ignored;
+      s.shutdown(tcp::socket::shutdown_both, ignored);
+      s.close(ignored);
+    }
+  } closer{socket};
+
+  http::request<http::empty_body> req{http::verb::get, absl::StrCat(path_prefix_, Sv(target)), 11};
+  req.set(http::field::host, host_header_);
+  req.set(http::field::user_agent, "gantry-cli");
+  req.set(http::field::accept, "application/json");
+  if (!token_.empty()) req.set(http::field::authorization, absl::StrCat("Bearer ", token_));
+  beast::error_code ec;
+  http::write(socket, req, ec);
+
+  beast::flat_buffer buffer;
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(boost::none);  // a watch has no natural end
+  if (!ec) http::read_header(socket, buffer, parser, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("lost connection to gantryd at ", base_url_, ": ", Describe(ec)));
+  }
+
+  const int status = static_cast<int>(parser.get().result_int());
+  const bool ok = status >= 200 && status < 300;
+  std::string pending;  // bytes after the last newline
+  std::string error_body;
+  char chunk[16 * 1024];
+  while (!parser.is_done()) {
+    parser.get().body().data = chunk;
+    parser.get().body().size = sizeof(chunk);
+    http::read(socket, buffer, parser, ec);
+    if (ec == http::error::need_buffer) ec = {};
+    const size_t n = sizeof(chunk) - parser.get().body().size;
+    if (!ok) {
+      if (error_body.size() < 1 << 20) error_body.append(chunk, n);
+    } else {
+      pending.append(chunk, n);
+      size_t start = 0;
+      for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+        std::string_view line(pending.data() + start, nl - start);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (!on_line(line)) return absl::OkStatus();
+      }
+      pending.erase(0, start);
+    }
+    if (ec) {
+      return absl::UnavailableError(
+          absl::StrCat("lost connection to gantryd at ", base_url_, ": ", Describe(ec)));
+    }
+  }
+  if (!ok) {
+    HttpResponse res;
+    res.status = status;
+    CopyHeaders(parser.get(), res);
+    res.body = std::move(error_body);
+    return StatusFromResponse(res);
+  }
+  if (!pending.empty()) {
+    std::string_view line(pending);
+    if (line.back() == '\r') line.remove_suffix(1);
+    on_line(line);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gantry::client
