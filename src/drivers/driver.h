@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/json.hpp>
 
@@ -40,6 +41,33 @@ struct DeployRequest {
   boost::json::object previous_outputs;
   std::string state_dir;   // a private directory per instance that persists across runs
   std::chrono::seconds timeout{3600};
+  // GPUs assigned to the instance on this host by the engine (local driver): nvidia-smi
+  // indices as strings, and their UUIDs when known (same order). Empty when none.
+  std::vector<std::string> gpu_indices;
+  std::vector<std::string> gpu_uuids;
+};
+
+// What a long-running workload did after Apply returned (local driver): the engine records
+// it in the instance's status (conditions, restart count, message with the last log lines).
+struct WorkloadEvent {
+  enum class Kind {
+    kRunning,     // (re)started and ready
+    kRestarting,  // exited; restarting after a backoff per the restart policy
+    kFailed,      // exited and will not be restarted (policy Never, or gave up)
+  };
+  Kind kind = Kind::kRunning;
+  std::string ns, name, instance_uid;  // the instance
+  int restart_count = 0;
+  std::string reason;   // CamelCase: WorkloadExited, CrashLoopBackOff, WorkloadLost, ...
+  std::string message;  // for a person; ends with the last log lines on exits
+  boost::json::object driver_state;  // current state (new pid after a restart)
+};
+
+class WorkloadObserver {
+ public:
+  virtual ~WorkloadObserver() = default;
+  // Called from the driver's supervision thread; must not block for long.
+  virtual void OnWorkloadEvent(const WorkloadEvent& event) = 0;
 };
 
 class RunContext {
@@ -68,6 +96,17 @@ class Driver {
   // left of it (e.g. kills the orphaned process group). Returns true when re-running the
   // action from the start is safe (the exec contract: apply and destroy are idempotent).
   virtual bool Recover(const boost::json::object& state) = 0;
+
+  // Long-running drivers: the engine registers itself once, before any run.
+  virtual void SetObserver(WorkloadObserver* observer) {}
+  // After a gantryd restart, for each deployed instance of this driver (`request` as for a
+  // deploy, with `instance` naming it): resume supervising the workload `state` describes
+  // when it is still the same process (pid and start time). Returns false when it is gone.
+  virtual bool Adopt(const DeployRequest& request, const boost::json::object& state) {
+    return true;
+  }
+  // Stops supervision threads (shutdown); workloads keep running for the next start.
+  virtual void Shutdown() {}
 };
 
 // Drivers by name. Filled at start-up, read-only afterwards.
