@@ -18,6 +18,12 @@
 #include "model/codec.h"
 #include "model/label_selector.h"
 
+namespace boost::json {
+// Readable JSON in gtest failure messages (gtest would otherwise dump the bytes).
+inline void PrintTo(const object& o, std::ostream* os) { *os << serialize(o); }
+inline void PrintTo(const value& v, std::ostream* os) { *os << serialize(v); }
+}  // namespace boost::json
+
 namespace gantry::store {
 namespace {
 
@@ -129,11 +135,14 @@ class SqliteStoreTest : public ::testing::Test {
     std::filesystem::remove_all(dir_, ec);
   }
 
-  void Reopen(int64_t retention = 100000) {
+  // synchronous=NORMAL keeps the suite fast: a closed store's commits survive either way
+  // (DataSurvivesCloseAndReopen uses the FULL default).
+  void Reopen(int64_t retention = 100000, std::string synchronous = "NORMAL") {
     store_.reset();
     SqliteOptions options;
     options.path = path_;
     options.event_retention = retention;
+    options.synchronous = std::move(synchronous);
     auto s = SqliteStore::Open(options);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = std::move(*s);
@@ -1009,6 +1018,7 @@ TEST_F(SqliteStoreTest, ObserverEventsMatchEventsSince) {
 // Durability across reopen
 
 TEST_F(SqliteStoreTest, DataSurvivesCloseAndReopen) {
+  Reopen(100000, "FULL");
   MustCreate(Make({.name = "keep", .labels = {{"env", "prod"}}, .phase = "Success",
                    .display_name = "Kept Instance"}));
   MustCreate(Named("gone"));
@@ -1023,7 +1033,7 @@ TEST_F(SqliteStoreTest, DataSurvivesCloseAndReopen) {
   const int64_t rv = store_->CurrentResourceVersion();
   EXPECT_EQ(rv, 5);
 
-  Reopen();
+  Reopen(100000, "FULL");
   EXPECT_EQ(store_->CurrentResourceVersion(), rv);
   auto after = store_->Get(kInstance, "ml-research", "keep");
   ASSERT_TRUE(after.ok()) << after.status();

@@ -1,0 +1,253 @@
+#include "model/lifecycle.h"
+
+#include <string>
+#include <tuple>
+
+#include <boost/json.hpp>
+
+#include "absl/status/status.h"
+#include "common/errors.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gantry::model {
+namespace {
+
+namespace json = boost::json;
+
+// An instance in `phase`; `run`/`action` fill status.lastRunRef.name / status.action when set.
+json::object Instance(std::string_view phase, std::string_view run = "",
+                      std::string_view action = "", std::string_view name = "gpu-1") {
+  json::object o;
+  o["metadata"] = json::object{{"name", name}, {"namespace", "ml-research"}};
+  json::object status;
+  if (!phase.empty()) status["phase"] = phase;
+  if (!run.empty()) status["lastRunRef"] = json::object{{"name", run}};
+  if (!action.empty()) status["action"] = action;
+  o["status"] = std::move(status);
+  return o;
+}
+
+// The effect of an allowed action; fails the test when refused.
+Effect Allowed(Action action, const json::object& instance) {
+  auto effect = Decide(action, instance);
+  EXPECT_TRUE(effect.ok()) << effect.status();
+  return effect.ok() ? *effect : Effect::kSaveSpec;
+}
+
+struct Refusal {
+  std::string reason;
+  std::string message;
+};
+
+// The refusal of a forbidden action; also checks it is a 409 FAILED_PRECONDITION.
+Refusal Refused(Action action, const json::object& instance) {
+  auto effect = Decide(action, instance);
+  if (effect.ok()) return {"<allowed>", ""};
+  EXPECT_EQ(effect.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(HttpCodeOf(effect.status()), 409);
+  return {ReasonOf(effect.status()), std::string(effect.status().message())};
+}
+
+MATCHER_P2(IsRefusal, reason, message, "") {
+  *result_listener << "reason " << arg.reason << ", message \"" << arg.message << "\"";
+  return arg.reason == reason && arg.message == message;
+}
+
+// ------------------------------------------------------------------------------------------
+// Names.
+
+TEST(Phase, ParseAndNameRoundTrip) {
+  for (Phase p : {Phase::kNotDeployed, Phase::kWaiting, Phase::kInProgress, Phase::kSuccess,
+                  Phase::kFailed}) {
+    EXPECT_EQ(ParsePhase(PhaseName(p)), p) << PhaseName(p);
+  }
+  EXPECT_EQ(PhaseName(Phase::kNotDeployed), "NotDeployed");
+  EXPECT_EQ(PhaseName(Phase::kWaiting), "Waiting");
+  EXPECT_EQ(PhaseName(Phase::kInProgress), "InProgress");
+  EXPECT_EQ(PhaseName(Phase::kSuccess), "Success");
+  EXPECT_EQ(PhaseName(Phase::kFailed), "Failed");
+}
+
+TEST(Phase, UnknownStringsReadAsNotDeployed) {
+  EXPECT_EQ(ParsePhase(""), Phase::kNotDeployed);
+  EXPECT_EQ(ParsePhase("inprogress"), Phase::kNotDeployed);
+  EXPECT_EQ(ParsePhase("In Progress"), Phase::kNotDeployed);
+  EXPECT_EQ(ParsePhase("Running"), Phase::kNotDeployed);
+}
+
+TEST(Phase, Words) {
+  EXPECT_EQ(PhaseWords(Phase::kNotDeployed), "Not Deployed");
+  EXPECT_EQ(PhaseWords(Phase::kWaiting), "Waiting");
+  EXPECT_EQ(PhaseWords(Phase::kInProgress), "In Progress");
+  EXPECT_EQ(PhaseWords(Phase::kSuccess), "Success");
+  EXPECT_EQ(PhaseWords(Phase::kFailed), "Failed");
+}
+
+TEST(Action, Verbs) {
+  EXPECT_EQ(ActionVerb(Action::kUpdate), "updated");
+  EXPECT_EQ(ActionVerb(Action::kDeploy), "deployed");
+  EXPECT_EQ(ActionVerb(Action::kDestroy), "destroyed");
+  EXPECT_EQ(ActionVerb(Action::kCancel), "canceled");
+  EXPECT_EQ(ActionVerb(Action::kUpgrade), "upgraded");
+  EXPECT_EQ(ActionVerb(Action::kDelete), "deleted");
+}
+
+// ------------------------------------------------------------------------------------------
+// API.md's lifecycle table, one test per phase, every action.
+
+TEST(Decide, NotDeployed) {
+  json::object i = Instance("NotDeployed");
+  EXPECT_EQ(Allowed(Action::kUpdate, i), Effect::kSaveSpec);
+  EXPECT_EQ(Allowed(Action::kDeploy, i), Effect::kQueueRun);
+  EXPECT_THAT(Refused(Action::kDestroy, i),
+              IsRefusal("InstanceNotDeployed",
+                        "instance gpu-1 is Not Deployed; there is nothing to destroy"));
+  EXPECT_THAT(Refused(Action::kCancel, i),
+              IsRefusal("NothingToCancel",
+                        "instance gpu-1 is Not Deployed; only a Waiting run can be canceled"));
+  EXPECT_EQ(Allowed(Action::kUpgrade, i), Effect::kRepin);
+  EXPECT_EQ(Allowed(Action::kDelete, i), Effect::kRemoveNow);
+}
+
+TEST(Decide, NoStatusIsNotDeployed) {
+  json::object i = json::parse(R"({"metadata": {"name": "fresh"}})").as_object();
+  EXPECT_EQ(Allowed(Action::kDeploy, i), Effect::kQueueRun);
+  EXPECT_EQ(Allowed(Action::kDelete, i), Effect::kRemoveNow);
+  EXPECT_THAT(Refused(Action::kDestroy, i),
+              IsRefusal("InstanceNotDeployed",
+                        "instance fresh is Not Deployed; there is nothing to destroy"));
+}
+
+TEST(Decide, Waiting) {
+  json::object i = Instance("Waiting", "gpu-1-3", "deploy");
+  EXPECT_EQ(Allowed(Action::kUpdate, i), Effect::kSaveSpec);
+  EXPECT_THAT(Refused(Action::kDeploy, i),
+              IsRefusal("InstanceWaiting",
+                        "instance gpu-1 is Waiting (deploy run gpu-1-3); it is already queued to "
+                        "deploy (cancel the queued run first)"));
+  EXPECT_EQ(Allowed(Action::kDestroy, i), Effect::kCancelQueuedRun);
+  EXPECT_EQ(Allowed(Action::kCancel, i), Effect::kCancelQueuedRun);
+  EXPECT_THAT(Refused(Action::kUpgrade, i),
+              IsRefusal("InstanceWaiting",
+                        "instance gpu-1 is Waiting (deploy run gpu-1-3); it cannot be upgraded "
+                        "until the run ends"));
+  EXPECT_THAT(Refused(Action::kDelete, i),
+              IsRefusal("InstanceWaiting",
+                        "instance gpu-1 is Waiting (deploy run gpu-1-3); cancel the queued run "
+                        "before deleting it"));
+}
+
+TEST(Decide, WaitingForAQueuedDestroy) {
+  json::object i = Instance("Waiting", "gpu-1-4", "destroy");
+  EXPECT_THAT(Refused(Action::kDeploy, i),
+              IsRefusal("InstanceWaiting",
+                        "instance gpu-1 is Waiting (destroy run gpu-1-4); it is already queued to "
+                        "destroy (cancel the queued run first)"));
+  EXPECT_EQ(Allowed(Action::kCancel, i), Effect::kCancelQueuedRun);
+}
+
+TEST(Decide, WaitingWithoutARunNamesNoRun) {
+  json::object i = Instance("Waiting");
+  EXPECT_THAT(Refused(Action::kDelete, i),
+              IsRefusal("InstanceWaiting",
+                        "instance gpu-1 is Waiting; cancel the queued run before deleting it"));
+  // status.action defaults to deploy.
+  EXPECT_THAT(Refused(Action::kDeploy, i),
+              IsRefusal("InstanceWaiting",
+                        "instance gpu-1 is Waiting; it is already queued to deploy (cancel the "
+                        "queued run first)"));
+}
+
+TEST(Decide, InProgressRefusesEveryAction) {
+  json::object i = Instance("InProgress", "gpu-1-7", "deploy");
+  const std::tuple<Action, const char*> cases[] = {
+      {Action::kUpdate, "updated"},   {Action::kDeploy, "deployed"},
+      {Action::kDestroy, "destroyed"}, {Action::kCancel, "canceled"},
+      {Action::kUpgrade, "upgraded"}, {Action::kDelete, "deleted"}};
+  for (const auto& [action, verb] : cases) {
+    EXPECT_THAT(Refused(action, i),
+                IsRefusal("InstanceInProgress",
+                          std::string("instance gpu-1 is In Progress (deploy run gpu-1-7); it "
+                                      "cannot be ") +
+                              verb + " until the run ends"))
+        << verb;
+  }
+}
+
+TEST(Decide, InProgressDestroyOfTheSeedExample) {
+  json::object i = Instance("InProgress", "gpu-instance-prod-7", "deploy", "gpu-instance-prod");
+  EXPECT_THAT(Refused(Action::kDestroy, i),
+              IsRefusal("InstanceInProgress",
+                        "instance gpu-instance-prod is In Progress (deploy run "
+                        "gpu-instance-prod-7); it cannot be destroyed until the run ends"));
+}
+
+TEST(Decide, InProgressDestroyRunNamesTheDestroy) {
+  json::object i = Instance("InProgress", "gpu-1-8", "destroy");
+  EXPECT_THAT(Refused(Action::kDeploy, i),
+              IsRefusal("InstanceInProgress",
+                        "instance gpu-1 is In Progress (destroy run gpu-1-8); it cannot be "
+                        "deployed until the run ends"));
+}
+
+TEST(Decide, InProgressWithoutARun) {
+  json::object i = Instance("InProgress");
+  EXPECT_THAT(Refused(Action::kDelete, i),
+              IsRefusal("InstanceInProgress",
+                        "instance gpu-1 is In Progress; it cannot be deleted until the run ends"));
+}
+
+TEST(Decide, Success) {
+  json::object i = Instance("Success", "gpu-1-2", "deploy");
+  EXPECT_EQ(Allowed(Action::kUpdate, i), Effect::kSaveSpec);
+  EXPECT_EQ(Allowed(Action::kDeploy, i), Effect::kQueueRun);
+  EXPECT_EQ(Allowed(Action::kDestroy, i), Effect::kQueueRun);
+  EXPECT_THAT(Refused(Action::kCancel, i),
+              IsRefusal("NothingToCancel",
+                        "instance gpu-1 is Success; only a Waiting run can be canceled"));
+  EXPECT_EQ(Allowed(Action::kUpgrade, i), Effect::kRepin);
+  EXPECT_EQ(Allowed(Action::kDelete, i), Effect::kTeardownThenRemove);
+}
+
+TEST(Decide, Failed) {
+  json::object i = Instance("Failed", "gpu-1-2", "deploy");
+  EXPECT_EQ(Allowed(Action::kUpdate, i), Effect::kSaveSpec);
+  EXPECT_EQ(Allowed(Action::kDeploy, i), Effect::kQueueRun);
+  EXPECT_EQ(Allowed(Action::kDestroy, i), Effect::kQueueRun);
+  EXPECT_THAT(Refused(Action::kCancel, i),
+              IsRefusal("NothingToCancel",
+                        "instance gpu-1 is Failed; only a Waiting run can be canceled"));
+  EXPECT_EQ(Allowed(Action::kUpgrade, i), Effect::kRepin);
+  EXPECT_EQ(Allowed(Action::kDelete, i), Effect::kTeardownThenRemove);
+}
+
+TEST(Decide, FailedDestroyCanBeRetried) {
+  // A destroy that failed leaves the instance Failed; destroying again queues another run.
+  json::object i = Instance("Failed", "gpu-1-9", "destroy");
+  EXPECT_EQ(Allowed(Action::kDestroy, i), Effect::kQueueRun);
+  EXPECT_EQ(Allowed(Action::kDelete, i), Effect::kTeardownThenRemove);
+}
+
+// ------------------------------------------------------------------------------------------
+// WasEverDeployed
+
+TEST(WasEverDeployed, FreshInstanceWasNot) {
+  EXPECT_FALSE(WasEverDeployed(json::object{}));
+  EXPECT_FALSE(WasEverDeployed(Instance("NotDeployed")));
+  EXPECT_FALSE(WasEverDeployed(
+      json::parse(R"({"status": {"phase": "NotDeployed", "deployedGeneration": 0,
+                                 "lastRunRef": {"name": ""}}})")
+          .as_object()));
+}
+
+TEST(WasEverDeployed, ARunOrADeployedGenerationMeansItWas) {
+  EXPECT_TRUE(WasEverDeployed(Instance("Waiting", "gpu-1-1")));
+  // Destroyed again: NotDeployed, but a run was made, so profileRef is frozen.
+  EXPECT_TRUE(WasEverDeployed(Instance("NotDeployed", "gpu-1-2", "destroy")));
+  EXPECT_TRUE(WasEverDeployed(
+      json::parse(R"({"status": {"phase": "Success", "deployedGeneration": 2}})").as_object()));
+}
+
+}  // namespace
+}  // namespace gantry::model
