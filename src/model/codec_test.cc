@@ -1,8 +1,7 @@
 #include "model/codec.h"
 
-#include <string>
-
 #include <boost/json.hpp>
+#include <string>
 
 #include "absl/status/status.h"
 #include "common/errors.h"
@@ -55,9 +54,13 @@ TEST(ParseObjectJson, ParsesAnObject) {
 }
 
 TEST(ParseObjectJson, AcceptsValidUtf8) {
-  auto o = ParseObjectJson("{\"displayName\": \"Gr\xC3\xBC\xC3\x9F" "e \xE2\x9C\x93\"}");
+  auto o = ParseObjectJson(
+      "{\"displayName\": \"Gr\xC3\xBC\xC3\x9F"
+      "e \xE2\x9C\x93\"}");
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(GetString(*o, "displayName"), "Gr\xC3\xBC\xC3\x9F" "e \xE2\x9C\x93");
+  EXPECT_EQ(GetString(*o, "displayName"),
+            "Gr\xC3\xBC\xC3\x9F"
+            "e \xE2\x9C\x93");
 }
 
 TEST(ParseObjectJson, EmptyBody) {
@@ -99,10 +102,10 @@ TEST(ParseObjectJson, ValuesThatAreNotObjects) {
 
 TEST(ParseObjectJson, InvalidUtf8) {
   // A lone continuation byte, a truncated sequence, an overlong encoding, a surrogate.
-  for (std::string body : {std::string("{\"a\": \"\xFF\"}"), std::string("{\"a\": \"\x80\"}"),
-                           std::string("{\"a\": \"\xC3\"}"), std::string("{\"a\": \"\xC0\xAF\"}"),
-                           std::string("{\"a\": \"\xED\xA0\x80\"}"),
-                           std::string("{\"\xFE\": 1}")}) {
+  for (std::string body :
+       {std::string("{\"a\": \"\xFF\"}"), std::string("{\"a\": \"\x80\"}"),
+        std::string("{\"a\": \"\xC3\"}"), std::string("{\"a\": \"\xC0\xAF\"}"),
+        std::string("{\"a\": \"\xED\xA0\x80\"}"), std::string("{\"\xFE\": 1}")}) {
     EXPECT_THAT(ParseError(body), StartsWith("the request body is not valid JSON: ")) << body;
   }
 }
@@ -118,7 +121,8 @@ TEST(ParseObjectJson, NestingDeeperThan64IsRefused) {
             "the request body is not valid JSON: nesting deeper than 64 levels");
   // Far deeper input is refused the same way, without recursing into it.
   std::string deep(100000, '[');
-  EXPECT_EQ(ParseError("{\"a\":" + deep), "the request body is not valid JSON: nesting deeper than 64 levels");
+  EXPECT_EQ(ParseError("{\"a\":" + deep),
+            "the request body is not valid JSON: nesting deeper than 64 levels");
 }
 
 TEST(ParseObjectJson, DuplicateKeysKeepTheLast) {

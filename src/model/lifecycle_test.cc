@@ -1,9 +1,8 @@
 #include "model/lifecycle.h"
 
+#include <boost/json.hpp>
 #include <string>
 #include <tuple>
-
-#include <boost/json.hpp>
 
 #include "absl/status/status.h"
 #include "common/errors.h"
@@ -162,9 +161,9 @@ TEST(Decide, WaitingWithoutARunNamesNoRun) {
 TEST(Decide, InProgressRefusesEveryAction) {
   json::object i = Instance("InProgress", "gpu-1-7", "deploy");
   const std::tuple<Action, const char*> cases[] = {
-      {Action::kUpdate, "updated"},   {Action::kDeploy, "deployed"},
+      {Action::kUpdate, "updated"},    {Action::kDeploy, "deployed"},
       {Action::kDestroy, "destroyed"}, {Action::kCancel, "canceled"},
-      {Action::kUpgrade, "upgraded"}, {Action::kDelete, "deleted"}};
+      {Action::kUpgrade, "upgraded"},  {Action::kDelete, "deleted"}};
   for (const auto& [action, verb] : cases) {
     EXPECT_THAT(Refused(action, i),
                 IsRefusal("InstanceInProgress",
@@ -215,9 +214,9 @@ TEST(Decide, Failed) {
   EXPECT_EQ(Allowed(Action::kUpdate, i), Effect::kSaveSpec);
   EXPECT_EQ(Allowed(Action::kDeploy, i), Effect::kQueueRun);
   EXPECT_EQ(Allowed(Action::kDestroy, i), Effect::kQueueRun);
-  EXPECT_THAT(Refused(Action::kCancel, i),
-              IsRefusal("NothingToCancel",
-                        "instance gpu-1 is Failed; only a Waiting run can be canceled"));
+  EXPECT_THAT(
+      Refused(Action::kCancel, i),
+      IsRefusal("NothingToCancel", "instance gpu-1 is Failed; only a Waiting run can be canceled"));
   EXPECT_EQ(Allowed(Action::kUpgrade, i), Effect::kRepin);
   EXPECT_EQ(Allowed(Action::kDelete, i), Effect::kTeardownThenRemove);
 }
@@ -235,10 +234,10 @@ TEST(Decide, FailedDestroyCanBeRetried) {
 TEST(WasEverDeployed, FreshInstanceWasNot) {
   EXPECT_FALSE(WasEverDeployed(json::object{}));
   EXPECT_FALSE(WasEverDeployed(Instance("NotDeployed")));
-  EXPECT_FALSE(WasEverDeployed(
-      json::parse(R"({"status": {"phase": "NotDeployed", "deployedGeneration": 0,
+  EXPECT_FALSE(
+      WasEverDeployed(json::parse(R"({"status": {"phase": "NotDeployed", "deployedGeneration": 0,
                                  "lastRunRef": {"name": ""}}})")
-          .as_object()));
+                          .as_object()));
 }
 
 TEST(WasEverDeployed, ARunOrADeployedGenerationMeansItWas) {

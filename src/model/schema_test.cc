@@ -1,9 +1,8 @@
 #include "model/schema.h"
 
+#include <boost/json.hpp>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "common/errors.h"
 #include "gmock/gmock.h"
@@ -173,8 +172,7 @@ TEST(CheckSchema, ServerSetMetadataFieldsAreAccepted) {
 
 TEST(CheckSchema, SpecAbsentOrNullIsNotCheckedHere) {
   EXPECT_THAT(Check("ComputeInstance", R"({"metadata": {"name": "x"}})"), IsEmpty());
-  EXPECT_THAT(Check("ComputeInstance", R"({"metadata": {"name": "x"}, "spec": null})"),
-              IsEmpty());
+  EXPECT_THAT(Check("ComputeInstance", R"({"metadata": {"name": "x"}, "spec": null})"), IsEmpty());
 }
 
 // ------------------------------------------------------------------------------------------
@@ -242,17 +240,17 @@ TEST(CheckSchema, EveryProblemIsReportedNotOnlyTheFirst) {
 // Types.
 
 TEST(CheckSchema, IntegerFieldRefusesString) {
-  EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "exec",
+  EXPECT_THAT(
+      Check("EnvironmentTemplate", R"({"spec": {"driver": "exec",
                         "exec": {"command": ["a"], "timeoutSeconds": "600"}}})"),
-              ElementsAre(WrongType("spec.exec.timeoutSeconds",
-                                    "must be of type integer, not string")));
+      ElementsAre(WrongType("spec.exec.timeoutSeconds", "must be of type integer, not string")));
 }
 
 TEST(CheckSchema, IntegerFieldRefusesFractionsAndAcceptsIntegralNumbers) {
-  EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "exec",
+  EXPECT_THAT(
+      Check("EnvironmentTemplate", R"({"spec": {"driver": "exec",
                         "exec": {"command": ["a"], "timeoutSeconds": 1.5}}})"),
-              ElementsAre(WrongType("spec.exec.timeoutSeconds",
-                                    "must be of type integer, not number")));
+      ElementsAre(WrongType("spec.exec.timeoutSeconds", "must be of type integer, not number")));
   // 600.0 and unsigned 64-bit values are integers.
   EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "exec",
                         "exec": {"command": ["a"], "timeoutSeconds": 600.0}}})"),
@@ -260,8 +258,9 @@ TEST(CheckSchema, IntegerFieldRefusesFractionsAndAcceptsIntegralNumbers) {
   EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "exec",
                         "exec": {"command": ["a"], "timeoutSeconds": 18446744073709551615}}})"),
               IsEmpty());
-  EXPECT_THAT(Check("ComputeInstance", R"({"metadata": {"generation": true}})"),
-              ElementsAre(WrongType("metadata.generation", "must be of type integer, not boolean")));
+  EXPECT_THAT(
+      Check("ComputeInstance", R"({"metadata": {"generation": true}})"),
+      ElementsAre(WrongType("metadata.generation", "must be of type integer, not boolean")));
 }
 
 TEST(CheckSchema, NumberFieldRefusesString) {
@@ -271,10 +270,10 @@ TEST(CheckSchema, NumberFieldRefusesString) {
 }
 
 TEST(CheckSchema, BooleanFieldRefusesString) {
-  EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "local", "local": {},
+  EXPECT_THAT(
+      Check("EnvironmentTemplate", R"({"spec": {"driver": "local", "local": {},
                         "variables": [{"name": "a", "required": "yes"}]}})"),
-              ElementsAre(WrongType("spec.variables[0].required",
-                                    "must be of type boolean, not string")));
+      ElementsAre(WrongType("spec.variables[0].required", "must be of type boolean, not string")));
 }
 
 TEST(CheckSchema, StringFieldRefusesEveryOtherType) {
@@ -447,7 +446,8 @@ TEST(CheckSchema, StatusIsIgnoredInAnyShape) {
 // CheckField directly.
 
 TEST(CheckField, EmptyPathNamesChildrenWithoutADot) {
-  Field f{"", FieldType::kObject, "", false, {}, {Field{"name", FieldType::kString, "", true}}};
+  Field name{"name", FieldType::kString, "", true, {}, {}};
+  Field f{"", FieldType::kObject, "", false, {}, {name}};
   std::vector<FieldCause> causes;
   CheckField(f, json::parse(R"({"other": 1})"), "", &causes);
   EXPECT_THAT(causes, ElementsAre(Unknown("other", "other"), Required("name")));
