@@ -1,20 +1,46 @@
 #!/usr/bin/env bash
-# Installs what Gantry needs, builds it, and starts gantryd on the embedded default
-# (SQLite in ./.gantry, local machine). Extra arguments go to gantryd.
+# Installs what Gantry needs, builds it, and starts gantryd on the embedded default (SQLite in
+# ./.gantry, the local driver on this machine). On first start it loads examples/ so the first
+# thing to do is deploy an instance. Extra arguments go to gantryd.
+#   GANTRY_LISTEN=HOST:PORT   where to listen (default 127.0.0.1:8080)
+#   GANTRY_GPUS=TYPE:COUNT    GPUs to configure when nvidia-smi is absent (default demo-gpu:4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_TESTS=OFF >/dev/null
 ninja -C build-release gantryd gantry
 LISTEN="${GANTRY_LISTEN:-127.0.0.1:8080}"
+SERVER="http://${LISTEN}"
+GANTRY=./build-release/src/cli/gantry
+args=(--listen "$LISTEN" --data-dir .gantry)
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  args+=(--gpus "${GANTRY_GPUS:-demo-gpu:4}")
+fi
+first_start=0
+[ -f .gantry/gantry.db ] || first_start=1
+
+./build-release/src/app/gantryd "${args[@]}" "$@" &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid' INT TERM
+for _ in $(seq 1 100); do
+  curl -sf "$SERVER/readyz" >/dev/null 2>&1 && break
+  kill -0 $pid 2>/dev/null || { wait $pid; exit 1; }
+  sleep 0.1
+done
+if [ "$first_start" = 1 ]; then
+  echo "first start: loading examples/"
+  "$GANTRY" --server "$SERVER" apply -f examples/ || true
+fi
 cat <<MSG
 
-  Gantry is starting on http://${LISTEN}
-  API:   http://${LISTEN}/apis/paas.gantry.dev/v1
-  CLI:   ./build-release/src/cli/gantry --server http://${LISTEN} get instances
-  Tour:  ./build-release/src/cli/gantry --server http://${LISTEN} apply -f examples/
-  Login: none yet: the API is open to anyone who can reach ${LISTEN} (loopback only by default).
-  Data:  ./.gantry/gantry.db    Stop: Ctrl-C (drains in-flight requests)
+  Gantry is running on ${SERVER}
+  API:    ${SERVER}/apis/paas.gantry.dev/v1
+  GPUs:   curl -s ${SERVER}/apis/paas.gantry.dev/v1/nodes
+  Login:  none yet: the API is open to anyone who can reach ${LISTEN} (loopback only by default).
+  Try:    ${GANTRY} get instances -n ml-research
+          ${GANTRY} deploy my-notebook -n ml-research --wait      # then open status.outputs.endpoint
+          ${GANTRY} get instance my-notebook -n ml-research -o yaml
+  Data:   ./.gantry/    Stop: Ctrl-C (drains in-flight requests)
 
 MSG
-exec ./build-release/src/app/gantryd --listen "$LISTEN" --data-dir .gantry "$@"
+wait $pid

@@ -203,6 +203,19 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   *route = std::string(t.all_namespaces ? "/" : "/namespaces/{ns}/") + t.kind->plural +
            (t.name.empty() ? "" : "/{name}") + (sub.empty() ? "" : "/" + sub);
 
+  if (t.kind->kind == "Node") {
+    // Computed from this host's inventory, not stored.
+    if (m != "GET" || !sub.empty())
+      return ErrorResponse(MethodNotAllowedError("nodes are read-only"));
+    json::object node = engine_.NodeView();
+    if (t.name.empty())
+      return JsonResponse(200, json::object{{"apiVersion", model::kApiVersion}, {"kind", "NodeList"},
+                                            {"metadata", json::object{}},
+                                            {"items", json::array{node}}});
+    if (model::GetString(node, "metadata.name") != t.name)
+      return ErrorResponse(NotFoundError("nodes.paas.gantry.dev \"" + t.name + "\" not found"));
+    return JsonResponse(200, node);
+  }
   if (!sub.empty() && t.kind->kind == "ComputeInstance" &&
       (sub == "deploy" || sub == "destroy" || sub == "cancel" || sub == "upgrade")) {
     if (!subname.empty()) return NotFoundPath(request.target);

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include "api/resources.h"
 #include "api/router.h"
@@ -21,6 +22,8 @@
 #include "common/metrics.h"
 #include "common/secrets.h"
 #include "drivers/exec/exec_driver.h"
+#include "drivers/local/local_driver.h"
+#include "engine/inventory.h"
 #include "engine/engine.h"
 #include "engine/run_log.h"
 #include "model/codec.h"
@@ -85,6 +88,9 @@ int main(int argc, char** argv) {
   int64_t event_retention = 100000;
   int workers = 4;
   int drain_seconds = 10;
+  std::string gpus_flag;
+  std::string port_range = "20000-29999";
+  std::string advertise_host = "127.0.0.1";
   app.add_option("--listen", listen, "HOST:PORT to serve HTTP on (port 0 picks a free port)")
       ->capture_default_str();
   app.add_option("--data-dir", data_dir, "Directory of the SQLite database and keys")
@@ -108,9 +114,18 @@ int main(int argc, char** argv) {
   app.add_option("--drain-seconds", drain_seconds,
                  "On SIGTERM, how long in-flight requests and runs may take to finish")
       ->check(CLI::Range(0, 3600))->capture_default_str();
+  app.add_option("--gpus", gpus_flag,
+                 "GPUs of this host as TYPE:COUNT[,TYPE:COUNT] (e.g. h100:8); default: nvidia-smi");
+  app.add_option("--port-range", port_range, "Ports for local instances, MIN-MAX")
+      ->capture_default_str();
+  app.add_option("--advertise-host", advertise_host,
+                 "Host name or address in the endpoints of local instances")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   SetUpLogging(log_format, log_level);
+  // Templates may refer to the directory gantryd runs in (e.g. examples/ scripts).
+  ::setenv("GANTRYD_DIR", std::filesystem::current_path().string().c_str(), 1);
   if (sodium_init() < 0) {
     spdlog::critical("libsodium failed to initialise");
     return 1;
@@ -171,14 +186,54 @@ int main(int argc, char** argv) {
   gantry::Metrics metrics;
   gantry::api::WatchHub hub;
   gantry::engine::RunLogs logs((std::filesystem::path(data_dir) / "runs").string());
+  gantry::engine::Inventory inventory;
+  if (!gpus_flag.empty()) {
+    auto configured = gantry::engine::ParseGpuFlag(gpus_flag);
+    if (!configured.ok()) {
+      spdlog::critical("{}", std::string(configured.status().message()));
+      return 2;
+    }
+    inventory = *configured;
+  } else {
+    std::string why;
+    inventory = gantry::engine::DiscoverGpus(&why);
+    if (inventory.gpus.empty())
+      spdlog::info("no GPUs found ({}); use --gpus TYPE:COUNT to configure them",
+                   why.empty() ? "nvidia-smi lists none" : why);
+  }
+  {
+    std::map<std::string, int> per_type;
+    for (const auto& g : inventory.gpus) ++per_type[g.type];
+    for (const auto& [type, n] : per_type)
+      spdlog::info("GPUs: {} x {} ({})", n, type, inventory.source);
+  }
+  gantry::engine::GpuAllocator allocator(inventory);
+  gantry::drivers::local::LocalDriverOptions local_options;
+  {
+    auto dash = port_range.find('-');
+    try {
+      if (dash == std::string::npos) throw std::invalid_argument("range");
+      local_options.port_min = std::stoi(port_range.substr(0, dash));
+      local_options.port_max = std::stoi(port_range.substr(dash + 1));
+      if (local_options.port_min < 1 || local_options.port_max > 65535 ||
+          local_options.port_min > local_options.port_max)
+        throw std::invalid_argument("range");
+    } catch (const std::exception&) {
+      spdlog::critical("--port-range must be MIN-MAX within 1-65535, not \"{}\"", port_range);
+      return 2;
+    }
+  }
+  local_options.advertise_host = advertise_host;
   gantry::drivers::DriverRegistry drivers;
   drivers.Register(std::make_unique<gantry::drivers::exec::ExecDriver>());
+  drivers.Register(std::make_unique<gantry::drivers::local::LocalDriver>(local_options));
   gantry::engine::EngineOptions engine_options;
   engine_options.workers = workers;
   engine_options.holder = "gantryd-" + gantry::NewUid().substr(0, 8);
   engine_options.drain = std::chrono::seconds(drain_seconds);
   engine_options.state_dir = (std::filesystem::path(data_dir) / "instances").string();
-  gantry::engine::Engine engine(**store, drivers, **secrets, logs, clock, metrics, engine_options);
+  gantry::engine::Engine engine(**store, drivers, **secrets, logs, clock, metrics, allocator,
+                               engine_options);
   (*store)->SetCommitObserver([&hub, &engine](const std::vector<gantry::store::Event>& events) {
     hub.Publish(events);
     for (const auto& e : events)
@@ -219,6 +274,7 @@ int main(int argc, char** argv) {
   spdlog::info("listening on http://{}:{}", shown_host, *port);
   server.Run([&hub] { hub.CloseAll(); });
   bool drained = engine.Stop();
+  drivers.Shutdown();
   spdlog::info("stopped");
   if (!drained) {
     // Runs still executing are left for the next start to recover; do not wait for them.

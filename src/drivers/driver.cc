@@ -12,4 +12,12 @@ Driver* DriverRegistry::Find(std::string_view name) const {
   return it == drivers_.end() ? nullptr : it->second.get();
 }
 
+void DriverRegistry::SetObserver(WorkloadObserver* observer) {
+  for (auto& [name, d] : drivers_) d->SetObserver(observer);
+}
+
+void DriverRegistry::Shutdown() {
+  for (auto& [name, d] : drivers_) d->Shutdown();
+}
+
 }  // namespace gantry::drivers

@@ -115,6 +115,10 @@ class DriverRegistry {
   void Register(std::unique_ptr<Driver> driver);
   // nullptr when no driver has that name.
   Driver* Find(std::string_view name) const;
+  // Registers `observer` with every driver (before any run).
+  void SetObserver(WorkloadObserver* observer);
+  // Stops every driver's supervision (shutdown); workloads keep running.
+  void Shutdown();
 
  private:
   std::map<std::string, std::unique_ptr<Driver>, std::less<>> drivers_;

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "common/errors.h"
@@ -102,9 +104,10 @@ class Engine::Context final : public drivers::RunContext {
 };
 
 Engine::Engine(store::Store& store, drivers::DriverRegistry& drivers, const SecretBox& secrets,
-               RunLogs& logs, const Clock& clock, Metrics& metrics, EngineOptions options)
+               RunLogs& logs, const Clock& clock, Metrics& metrics, GpuAllocator& gpus,
+               EngineOptions options)
     : store_(store), drivers_(drivers), secrets_(secrets), logs_(logs), clock_(clock),
-      metrics_(metrics), options_(std::move(options)) {
+      metrics_(metrics), gpus_(gpus), options_(std::move(options)) {
   metrics_.Describe("gantry_runs_total", "counter", "Runs finished, by action and phase.");
   metrics_.Describe("gantry_run_duration_seconds", "histogram", "Time from claim to end of a run.",
                     {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600});
@@ -130,7 +133,10 @@ int64_t Engine::QueueDepth() {
 }
 
 absl::Status Engine::Start() {
+  drivers_.SetObserver(this);
+  RETURN_IF_ERROR(RebuildGpuAssignments());
   RETURN_IF_ERROR(Recover());
+  AdoptWorkloads();
   running_ = true;
   threads_.emplace_back([this] { DispatchLoop(); });
   for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { WorkerLoop(); });
@@ -302,7 +308,7 @@ void Engine::DispatchLoop() {
     q.kind = kRun;
     q.fields = {{"status.phase", true, "Queued"}};
     q.oldest_first = true;
-    q.limit = static_cast<int64_t>(free_slots);
+    q.limit = 500;
     auto page = store_.List(q);
     metrics_.Set("gantry_run_queue_depth", {}, static_cast<double>(QueueDepth()));
     if (!page.ok()) {
@@ -310,10 +316,28 @@ void Engine::DispatchLoop() {
       continue;
     }
     size_t claimed = 0;
+    std::set<std::string> blocked_types;
     for (auto& run : page->items) {
       if (!running_) return;
-      if (Claim(run)) ++claimed;
+      if (claimed >= free_slots) break;
+      Admission a = Admit(run, &blocked_types);
+      switch (a.decision) {
+        case Admission::Decision::kAdmit:
+          if (Claim(run, a)) {
+            ++claimed;
+          } else if (!a.gpus.empty() && !a.gpus_were_held) {
+            gpus_.Release(a.owner);
+          }
+          break;
+        case Admission::Decision::kWait:
+          NoteWaiting(run, a);
+          break;
+        case Admission::Decision::kFail:
+          Finish(run, absl::FailedPreconditionError(a.message), {}, a.reason);
+          break;
+      }
     }
+    if (claimed == 0) continue;  // nothing moved: wait for a change (or the periodic look)
     // More may be waiting: look again at once when something was claimed or lost.
     if (!page->items.empty()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -322,7 +346,7 @@ void Engine::DispatchLoop() {
   }
 }
 
-bool Engine::Claim(const json::object& queued) {
+bool Engine::Claim(const json::object& queued, const Admission& admission) {
   std::string ns = GetString(queued, "metadata.namespace");
   std::string instance_name = GetString(queued, "spec.instanceRef.name");
   auto instance = store_.Get(kInstance, ns, instance_name);
@@ -334,10 +358,24 @@ bool Engine::Claim(const json::object& queued) {
   rs["startTime"] = now;
   rs["lease"] = json::object{{"holder", options_.holder}, {"renewTime", now},
                              {"durationSeconds", options_.lease.count()}};
+  json::array indices, uuids;
+  for (const auto& g : admission.gpus) {
+    indices.push_back(json::string(std::to_string(g.index)));
+    uuids.push_back(json::string(g.uuid));
+  }
+  if (!admission.gpus.empty()) {
+    rs["gpus"] = indices;
+    rs["gpuUuids"] = uuids;
+  }
   std::vector<store::Write> writes;
   writes.push_back({store::Write::Op::kUpdate, kRun, run, Rv(queued), 0});
   if (instance.ok()) {
     json::object& is = model::EnsureObject(*instance, "status");
+    if (GetString(queued, "spec.action") == "deploy") {
+      if (!admission.resources.empty()) is["resources"] = admission.resources;
+      if (!admission.gpus.empty()) is["gpus"] = indices;
+      else is.erase("gpus");
+    }
     is["phase"] = "InProgress";
     is["reason"] = "";
     is["message"] = GetString(queued, "spec.action") + " run " +
@@ -390,8 +428,9 @@ void Engine::Execute(json::object run) {
     std::lock_guard<std::mutex> lock(mu_);
     active_[uid] = active;
   }
+  std::string driver_name;
   auto done = [&](const absl::Status& result, const json::object& outputs) {
-    Finish(run, result, outputs);
+    Finish(run, result, outputs, "", driver_name);
     logs_.Finish(uid);
     std::lock_guard<std::mutex> lock(mu_);
     active_.erase(uid);
@@ -432,7 +471,7 @@ void Engine::Execute(json::object run) {
   if (!causes.empty())
     return done(absl::FailedPreconditionError("variables no longer valid: " + causes[0].field +
                                               ": " + causes[0].message), {});
-  std::string driver_name = GetString(tmpl->spec, "driver");
+  driver_name = GetString(tmpl->spec, "driver");
   drivers::Driver* driver = drivers_.Find(driver_name);
   if (!driver)
     return done(absl::UnavailableError("driver \"" + driver_name +
@@ -458,6 +497,12 @@ void Engine::Execute(json::object run) {
   req.config = At(tmpl->spec, driver_name);
   req.previous_outputs = At(*instance, "status.outputs");
   req.state_dir = options_.state_dir + "/" + GetString(meta, "uid");
+  if (const json::value* g = model::FindPath(run, "status.gpus"); g && g->is_array())
+    for (const auto& e : g->get_array())
+      if (e.is_string()) req.gpu_indices.emplace_back(e.get_string());
+  if (const json::value* g = model::FindPath(run, "status.gpuUuids"); g && g->is_array())
+    for (const auto& e : g->get_array())
+      if (e.is_string()) req.gpu_uuids.emplace_back(e.get_string());
   int64_t timeout = GetInt(req.config, "timeoutSeconds", 0);
   req.timeout = timeout > 0 ? std::chrono::seconds(timeout) : options_.default_timeout;
 
@@ -480,12 +525,13 @@ void Engine::Execute(json::object run) {
 }
 
 void Engine::Finish(const json::object& claimed, const absl::Status& result,
-                    const json::object& outputs) {
+                    const json::object& outputs, const std::string& reason_override,
+                    const std::string& driver) {
   std::string ns = GetString(claimed, "metadata.namespace");
   std::string run_name = GetString(claimed, "metadata.name");
   std::string action = GetString(claimed, "spec.action");
   bool ok = result.ok();
-  std::string reason = ReasonFor(result);
+  std::string reason = reason_override.empty() ? ReasonFor(result) : reason_override;
   std::string message(result.message());
   for (int attempt = 0; attempt < kMaxRetries * 5; ++attempt) {
     auto run = store_.Get(kRun, ns, run_name);
@@ -505,7 +551,13 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
                   model::FindPath(claimed, "spec.deleteInstance")->is_bool() &&
                   model::FindPath(claimed, "spec.deleteInstance")->get_bool();
     std::vector<json::object> runs_to_remove;
+    std::string owner;
+    bool release_gpus = false;
     if (instance.ok() && GetString(*instance, "metadata.uid") == GetString(claimed, "spec.instanceRef.uid")) {
+      owner = GetString(*instance, "metadata.namespace") + "/" + GetString(*instance, "metadata.name") +
+              "/" + GetString(*instance, "metadata.uid");
+      // GPUs are held from the claim of a deploy until a destroy succeeds or the deploy fails.
+      release_gpus = ok == (action == "destroy");
       if (remove) {
         store::ListOptions q;
         q.kind = kRun;
@@ -526,17 +578,28 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
           is["outputs"] = outputs;
           is["deployedGeneration"] = GetInt(claimed, "spec.generation", 1);
           SetCondition(is, "Deployed", true, "RunSucceeded", "deployed by run " + run_name, now);
+          is.erase("restartCount");
+          // A long-running workload's pid and ports, for re-adoption after a restart.
+          if (driver == "local" && rs.contains("driverState")) is["driverState"] = rs["driverState"];
+          else is.erase("driverState");
         } else if (ok) {
           is["phase"] = "NotDeployed";
           is["reason"] = "";
           is["message"] = "destroyed by run " + run_name;
           is.erase("outputs");
           is.erase("deployedGeneration");
+          is.erase("gpus");
+          is.erase("driverState");
+          is.erase("restartCount");
           SetCondition(is, "Deployed", false, "Destroyed", "destroyed by run " + run_name, now);
         } else {
           is["phase"] = "Failed";
           is["reason"] = reason;
           is["message"] = action + " run " + run_name + " failed: " + message;
+          if (action == "deploy") {
+            is.erase("gpus");
+            is.erase("driverState");
+          }
           SetCondition(is, "Deployed", false, reason, is["message"].as_string().c_str(), now);
         }
         writes.push_back({store::Write::Op::kUpdate, kInstance, *instance, Rv(*instance), 0});
@@ -544,6 +607,7 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
     }
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) {
+      if (release_gpus || remove) gpus_.Release(owner);
       metrics_.Add("gantry_runs_total", {{"action", action}, {"phase", ok ? "Succeeded" : "Failed"}});
       for (const auto& r : runs_to_remove) logs_.Remove(GetString(r, "metadata.uid"));
       return;
@@ -637,6 +701,296 @@ absl::Status Engine::Recover() {
     }
   }
   return absl::OkStatus();
+}
+
+Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* blocked_types) {
+  Admission a;
+  if (GetString(run, "spec.action") != "deploy") return a;
+  std::string ns = GetString(run, "metadata.namespace");
+  std::string name = GetString(run, "spec.instanceRef.name");
+  auto instance = store_.Get(kInstance, ns, name);
+  if (!instance.ok()) return a;  // the worker reports it
+  a.owner = ns + "/" + name + "/" + GetString(*instance, "metadata.uid");
+  auto profile = store_.GetRevision(kProfile, GetString(*instance, "spec.profileRef.namespace", ns),
+                                    GetString(*instance, "spec.profileRef.name"),
+                                    GetInt(run, "spec.profileRevision", 1));
+  if (!profile.ok()) return a;
+  auto tmpl = store_.GetRevision(kTemplate, GetString(profile->spec, "templateRef.namespace",
+                                                      GetString(*instance, "spec.profileRef.namespace", ns)),
+                                 GetString(profile->spec, "templateRef.name"),
+                                 GetInt(run, "spec.templateRevision", 1));
+  if (!tmpl.ok()) return a;
+  a.resources = At(profile->spec, "resources");
+  std::string type = GetString(a.resources, "gpu.type");  // "" = any type
+  int count = static_cast<int>(GetInt(a.resources, "gpu.count", 0));
+  bool local = GetString(tmpl->spec, "driver") == "local";
+  if (local && count > 0 && type.empty()) {
+    // Any type will do: the type with the most free GPUs among those with enough in all.
+    std::set<std::string> types;
+    for (const auto& g : gpus_.inventory().gpus) types.insert(g.type);
+    int best_free = -1;
+    for (const auto& t : types) {
+      if (gpus_.Total(t) < count) continue;
+      int f = gpus_.Free(t);
+      if (f > best_free) {
+        best_free = f;
+        type = t;
+      }
+    }
+  }
+  std::string type_words = type.empty() ? "" : type + " ";
+  if (!type.empty()) model::EnsureObject(a.resources, "gpu")["type"] = type;
+
+  if (local && count > 0) {
+    int total = gpus_.Total(type);
+    if (total < count) {
+      a.decision = Admission::Decision::kFail;
+      a.reason = "Unschedulable";
+      std::map<std::string, int> have;
+      for (const auto& g : gpus_.inventory().gpus) ++have[g.type];
+      std::string inventory;
+      for (const auto& [t, n] : have) inventory += (inventory.empty() ? "" : ", ") + std::to_string(n) + " " + t;
+      a.message = "instance " + name + " needs " + std::to_string(count) + " " + type_words +
+                  "GPU" + (count == 1 ? "" : "s") + " but this host has " +
+                  (total == 0 ? "none" : std::to_string(total)) + " (" +
+                  (inventory.empty() ? "no GPUs" : inventory) + ", " + gpus_.inventory().source + ")";
+      return a;
+    }
+  }
+
+  // Project quota: deployed instances and GPUs per type.
+  auto project = store_.Get("Project", "", ns);
+  if (project.ok()) {
+    const json::object& quota = At(*project, "spec.quota");
+    int64_t max_instances = GetInt(quota, "instances", -1);
+    const json::value* gpu_quota = quota.if_contains("gpus");
+    int64_t max_gpus = -1;
+    if (gpu_quota && gpu_quota->is_object() && count > 0) {
+      if (const json::value* q = gpu_quota->get_object().if_contains(type)) {
+        if (q->is_number()) max_gpus = q->to_number<int64_t>();
+        else if (q->is_string()) max_gpus = std::atoll(std::string(q->get_string()).c_str());
+      }
+    }
+    if (max_instances >= 0 || max_gpus >= 0) {
+      int64_t deployed = 0, used = 0;
+      for (const char* phase : {"InProgress", "Success"}) {
+        store::ListOptions q;
+        q.kind = kInstance;
+        q.ns = ns;
+        q.fields = {{"status.phase", true, phase}};
+        auto page = store_.List(q);
+        if (!page.ok()) continue;
+        for (const auto& i : page->items) {
+          ++deployed;
+          if (GetString(i, "status.resources.gpu.type") == type)
+            used += GetInt(i, "status.resources.gpu.count", 0);
+        }
+      }
+      if (max_instances >= 0 && deployed + 1 > max_instances) {
+        a.decision = Admission::Decision::kWait;
+        a.reason = "QuotaExceeded";
+        a.message = "project " + ns + " allows " + std::to_string(max_instances) +
+                    " deployed instance" + (max_instances == 1 ? "" : "s") + " and has " +
+                    std::to_string(deployed) + "; " + name + " waits until one is destroyed";
+        return a;
+      }
+      if (max_gpus >= 0 && used + count > max_gpus) {
+        a.decision = Admission::Decision::kWait;
+        a.reason = "QuotaExceeded";
+        a.message = "project " + ns + " has a quota of " + std::to_string(max_gpus) + " " + type +
+                    " GPUs; " + std::to_string(used) + " are in use and " + name + " needs " +
+                    std::to_string(count);
+        return a;
+      }
+    }
+  }
+
+  if (local && count > 0) {
+    if (blocked_types->count(type)) {
+      a.decision = Admission::Decision::kWait;
+      a.reason = "InsufficientCapacity";
+      a.message = "needs " + std::to_string(count) + " " + type_words + "GPU" +
+                  (count == 1 ? "" : "s") + "; queued behind earlier deploys waiting for " +
+                  type_words + "GPUs";
+      return a;
+    }
+    int free_before = gpus_.Free(type);
+    bool held = false;
+    for (const auto& [index, owner] : gpus_.Assignments()) held = held || owner == a.owner;
+    auto assigned = gpus_.Assign(a.owner, type, count);
+    if (!assigned) {
+      blocked_types->insert(type);
+      a.decision = Admission::Decision::kWait;
+      a.reason = "InsufficientCapacity";
+      a.message = "needs " + std::to_string(count) + " " + type_words + "GPU" +
+                  (count == 1 ? "" : "s") + "; " + std::to_string(free_before) + " of " + std::to_string(gpus_.Total(type)) +
+                  " are free";
+      return a;
+    }
+    a.gpus = std::move(*assigned);
+    a.gpus_were_held = held;
+  }
+  return a;
+}
+
+void Engine::NoteWaiting(const json::object& run, const Admission& a) {
+  std::string ns = GetString(run, "metadata.namespace");
+  auto instance = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+  if (!instance.ok()) return;
+  json::object& is = model::EnsureObject(*instance, "status");
+  if (GetString(is, "phase") != "Waiting" ||
+      GetString(is, "lastRunRef.name") != GetString(run, "metadata.name"))
+    return;
+  if (GetString(is, "reason") == a.reason && GetString(is, "message") == a.message) return;
+  is["reason"] = a.reason;
+  is["message"] = a.message;
+  std::vector<store::Write> w;
+  w.push_back({store::Write::Op::kUpdate, kInstance, *instance, Rv(*instance), 0});
+  store_.Commit(std::move(w)).IgnoreError();  // a concurrent change wins; the next look retries
+}
+
+absl::Status Engine::RebuildGpuAssignments() {
+  store::ListOptions q;
+  q.kind = kInstance;
+  q.limit = 1000;
+  while (true) {
+    ASSIGN_OR_RETURN(auto page, store_.List(q));
+    for (const auto& i : page.items) {
+      const json::value* g = model::FindPath(i, "status.gpus");
+      if (!g || !g->is_array() || g->get_array().empty()) continue;
+      std::vector<int> indices;
+      for (const auto& e : g->get_array())
+        if (e.is_string()) indices.push_back(std::atoi(std::string(e.get_string()).c_str()));
+      std::string owner = GetString(i, "metadata.namespace") + "/" + GetString(i, "metadata.name") +
+                          "/" + GetString(i, "metadata.uid");
+      auto rejected = gpus_.Restore(owner, indices);
+      if (!rejected.empty())
+        spdlog::warn("instance {} holds GPUs this host does not have (any more) or another holds",
+                     owner);
+    }
+    if (page.continue_token.empty()) break;
+    q.continue_token = page.continue_token;
+  }
+  return absl::OkStatus();
+}
+
+void Engine::AdoptWorkloads() {
+  store::ListOptions q;
+  q.kind = kInstance;
+  q.fields = {{"status.phase", true, "Success"}};
+  auto page = store_.List(q);
+  if (!page.ok()) return;
+  for (const auto& inst : page->items) {
+    const json::object& state = At(inst, "status.driverState");
+    if (state.empty()) continue;
+    std::string ns = GetString(inst, "metadata.namespace");
+    std::string name = GetString(inst, "metadata.name");
+    auto prof = store_.GetRevision(kProfile, GetString(inst, "spec.profileRef.namespace", ns),
+                                   GetString(inst, "spec.profileRef.name"),
+                                   GetInt(inst, "status.profileRevision", 1));
+    if (!prof.ok()) continue;
+    auto tmpl = store_.GetRevision(kTemplate, GetString(prof->spec, "templateRef.namespace", ns),
+                                   GetString(prof->spec, "templateRef.name"),
+                                   GetInt(inst, "status.templateRevision", 1));
+    if (!tmpl.ok()) continue;
+    std::string driver_name = GetString(tmpl->spec, "driver");
+    drivers::Driver* driver = drivers_.Find(driver_name);
+    if (!driver) continue;
+    drivers::DeployRequest req;
+    req.action = "apply";
+    const json::object& meta = At(inst, "metadata");
+    req.instance = json::object{{"name", name}, {"project", ns}, {"uid", GetString(meta, "uid")},
+                                {"labels", At(meta, "labels")}};
+    req.config = At(tmpl->spec, driver_name);
+    req.resources = At(prof->spec, "resources");
+    req.state_dir = options_.state_dir + "/" + GetString(meta, "uid");
+    if (const json::value* g = model::FindPath(inst, "status.gpus"); g && g->is_array())
+      for (const auto& e : g->get_array())
+        if (e.is_string()) req.gpu_indices.emplace_back(e.get_string());
+    if (driver->Adopt(req, state)) {
+      spdlog::info("adopted the workload of instance {}/{}", ns, name);
+      continue;
+    }
+    drivers::WorkloadEvent e;
+    e.kind = drivers::WorkloadEvent::Kind::kFailed;
+    e.ns = ns;
+    e.name = name;
+    e.instance_uid = GetString(meta, "uid");
+    e.reason = "WorkloadLost";
+    e.message = "the workload was gone when gantryd restarted (pid " +
+                std::to_string(GetInt(state, "pid", 0)) + ")";
+    e.restart_count = static_cast<int>(GetInt(inst, "status.restartCount", 0));
+    OnWorkloadEvent(e);
+  }
+}
+
+void Engine::OnWorkloadEvent(const drivers::WorkloadEvent& e) {
+  for (int attempt = 0; attempt < kMaxRetries; ++attempt) {
+    auto instance = store_.Get(kInstance, e.ns, e.name);
+    if (!instance.ok() || GetString(*instance, "metadata.uid") != e.instance_uid) return;
+    json::object& is = model::EnsureObject(*instance, "status");
+    std::string phase = GetString(is, "phase");
+    // Only a deployed workload's news matter; a run in progress owns the status.
+    if (phase != "Success" && phase != "Failed") return;
+    std::string now = Now();
+    is["restartCount"] = e.restart_count;
+    if (!e.driver_state.empty()) is["driverState"] = e.driver_state;
+    switch (e.kind) {
+      case drivers::WorkloadEvent::Kind::kRunning:
+        is["phase"] = "Success";
+        is["reason"] = "";
+        is["message"] = e.message.empty() ? "the workload is running" : e.message;
+        SetCondition(is, "Ready", true, "Running", is["message"].as_string().c_str(), now);
+        break;
+      case drivers::WorkloadEvent::Kind::kRestarting:
+        is["reason"] = e.reason;
+        is["message"] = e.message;
+        SetCondition(is, "Ready", false, e.reason, e.message, now);
+        break;
+      case drivers::WorkloadEvent::Kind::kFailed:
+        is["phase"] = "Failed";
+        is["reason"] = e.reason;
+        is["message"] = e.message;
+        SetCondition(is, "Ready", false, e.reason, e.message, now);
+        break;
+    }
+    std::vector<store::Write> w;
+    w.push_back({store::Write::Op::kUpdate, kInstance, *instance, Rv(*instance), 0});
+    auto stored = store_.Commit(std::move(w));
+    if (stored.ok() || !IsConflict(stored.status())) return;
+  }
+}
+
+json::object Engine::NodeView() {
+  const Inventory& inv = gpus_.inventory();
+  auto assignments = gpus_.Assignments();
+  std::map<std::string, int64_t> capacity, allocated;
+  json::array gpus;
+  for (const auto& g : inv.gpus) {
+    ++capacity[g.type];
+    json::object o{{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"type", g.type},
+                   {"memoryMiB", g.memory_mib}};
+    if (auto it = assignments.find(g.index); it != assignments.end()) {
+      ++allocated[g.type];
+      std::string owner = it->second;
+      o["assignedTo"] = owner.substr(0, owner.rfind('/'));
+    }
+    gpus.push_back(std::move(o));
+  }
+  json::object cap, alloc;
+  for (const auto& [t, n] : capacity) {
+    cap[t] = n;
+    alloc[t] = allocated[t];
+  }
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  return json::object{{"apiVersion", model::kApiVersion},
+                      {"kind", "Node"},
+                      {"metadata", json::object{{"name", host}}},
+                      {"status", json::object{{"gpuSource", inv.source},
+                                              {"capacity", std::move(cap)},
+                                              {"allocated", std::move(alloc)},
+                                              {"gpus", std::move(gpus)}}}};
 }
 
 void Engine::HeartbeatLoop() {

@@ -25,6 +25,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,6 +40,7 @@
 #include "common/metrics.h"
 #include "common/secrets.h"
 #include "drivers/driver.h"
+#include "engine/inventory.h"
 #include "engine/run_log.h"
 #include "store/store.h"
 
@@ -56,11 +58,17 @@ struct EngineOptions {
 
 inline constexpr int kMaxAttempts = 3;
 
-class Engine {
+class Engine : public drivers::WorkloadObserver {
  public:
   Engine(store::Store& store, drivers::DriverRegistry& drivers, const SecretBox& secrets,
-         RunLogs& logs, const Clock& clock, Metrics& metrics, EngineOptions options);
-  ~Engine();
+         RunLogs& logs, const Clock& clock, Metrics& metrics, GpuAllocator& gpus,
+         EngineOptions options);
+  ~Engine() override;
+
+  // What a long-running workload did (local driver): recorded in the instance's status.
+  void OnWorkloadEvent(const drivers::WorkloadEvent& event) override;
+  // This host's GPUs, their types and who holds them (GET /apis/…/nodes).
+  boost::json::object NodeView();
 
   // Recovers interrupted runs, then starts the dispatcher, workers and heartbeat.
   absl::Status Start();
@@ -89,6 +97,21 @@ class Engine {
     std::atomic<bool> cancel{false};
   };
   class Context;
+  // The dispatcher's decision on a queued run (see Admit).
+  struct Admission {
+    enum class Decision { kAdmit, kWait, kFail } decision = Decision::kAdmit;
+    std::string reason, message;
+    std::string owner;       // GPU owner key of the instance
+    std::vector<Gpu> gpus;   // assigned (local driver)
+    bool gpus_were_held = false;
+    boost::json::object resources;  // the profile's spec.resources
+  };
+  // Capacity and quota admission of a queued run, first come first served per GPU type:
+  // a deploy that waits for GPUs of a type blocks later deploys of that type.
+  Admission Admit(const boost::json::object& run, std::set<std::string>* blocked_types);
+  void NoteWaiting(const boost::json::object& run, const Admission& a);
+  absl::Status RebuildGpuAssignments();
+  void AdoptWorkloads();
 
   absl::StatusOr<boost::json::object> Queue(const std::string& ns, const std::string& name,
                                             const std::string& action, bool delete_instance);
@@ -96,11 +119,14 @@ class Engine {
   void WorkerLoop();
   void HeartbeatLoop();
   // Tries to claim `run`; true when this replica now owns it.
-  bool Claim(const boost::json::object& run);
+  bool Claim(const boost::json::object& run, const Admission& admission);
   void Execute(boost::json::object run);
   // Writes the end of a run and the instance's resulting status, retrying on conflicts.
+  // `reason` overrides the reason derived from `result`; `driver` names the driver that ran
+  // (long-running drivers' state is kept on the instance for adoption).
   void Finish(const boost::json::object& run, const absl::Status& result,
-              const boost::json::object& outputs);
+              const boost::json::object& outputs, const std::string& reason = "",
+              const std::string& driver = "");
   absl::Status Recover();
   // Updates a run with `mutate`, re-reading on conflict.
   absl::Status UpdateRun(const std::string& ns, const std::string& name,
@@ -114,6 +140,7 @@ class Engine {
   RunLogs& logs_;
   const Clock& clock_;
   Metrics& metrics_;
+  GpuAllocator& gpus_;
   const EngineOptions options_;
 
   std::atomic<bool> running_{false};

@@ -34,14 +34,25 @@ absl::StatusOr<json::object> ParseObjectJson(std::string_view body) {
   opts.allow_invalid_utf8 = false;
   boost::system::error_code ec;
   json::stream_parser p({}, opts);
-  p.write(body.data(), body.size(), ec);
+  size_t consumed = p.write_some(body.data(), body.size(), ec);
+  if (!ec && consumed < body.size()) ec = json::error::extra_data;
   if (!ec) p.finish(ec);
   if (ec) {
     std::string what = ec.message();
     if (ec == json::error::too_deep)
       what = "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels";
-    // Report the line and column of the failure: the parser consumed up to the error.
-    return BadRequestError("the request body is not valid JSON: " + what);
+    // Name the line and column where the parser stopped.
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < consumed && i < body.size(); ++i) {
+      if (body[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    return BadRequestError("the request body is not valid JSON: " + what + " at line " +
+                           std::to_string(line) + ", column " + std::to_string(column));
   }
   json::value v = p.release();
   if (!v.is_object()) return BadRequestError("the request body must be a JSON object");

@@ -170,6 +170,10 @@ std::vector<KindInfo> BuildKinds() {
        Conditions(), StrMap("outputs", "What the driver produced."),
        Obj("lastRunRef", "The current or last run.", {Str("name", "")}),
        Int("runCount", "Runs made for this instance so far (names the next run)."),
+       Free("resources", "The resources the deployed revision asked for."),
+       Arr("gpus", "GPUs of this host assigned to the instance (local driver).", Str("", "")),
+       Int("restartCount", "Restarts of the workload since it was deployed (local driver)."),
+       Free("driverState", "What the driver needs to re-adopt the workload."),
        Int("templateRevision", "The template revision this instance uses."),
        Obj("sharedFrom", "Set on objects listed in a project they are shared into.",
            {Str("namespace", "")})});
@@ -196,9 +200,27 @@ std::vector<KindInfo> BuildKinds() {
        Str("completionTime", ""), StrMap("outputs", ""),
        Obj("lease", "Which gantryd replica runs it, until when.",
            {Str("holder", ""), Str("renewTime", ""), Int("durationSeconds", "")}),
-       Free("driverState", "What the driver needs to re-adopt or clean up the run.")});
+       Free("driverState", "What the driver needs to re-adopt or clean up the run."),
+       Arr("gpus", "GPU indices assigned for the run.", Str("", "")),
+       Arr("gpuUuids", "Their UUIDs, when known.", Str("", ""))});
   run.field_selectors = {"status.phase", "spec.instanceRef.name"};
   kinds.push_back(run);
+
+  KindInfo node;
+  node.kind = "Node";
+  node.plural = "nodes";
+  node.singular = "node";
+  node.namespaced = false;
+  node.read_only = true;
+  node.spec = Obj("spec", "A host that runs local instances (read-only, computed).", {});
+  node.status = Obj(
+      "status", "GPU capacity and allocation.",
+      {Enum("gpuSource", "Where the GPU list comes from.", {"nvidia-smi", "configured", "none"}),
+       StrMap("capacity", "GPUs per type."), StrMap("allocated", "GPUs assigned, per type."),
+       Arr("gpus", "Each GPU.",
+           Obj("", "", {Int("index", ""), Str("uuid", ""), Str("name", ""), Str("type", ""),
+                        Int("memoryMiB", ""), Str("assignedTo", "project/instance")}))});
+  kinds.push_back(node);
 
   return kinds;
 }
@@ -325,8 +347,9 @@ void CheckField(const Field& field, const json::value& value, const std::string&
                              "FieldValueNotSupported"});
           continue;
         }
-        // null means "not set" for optional fields, as in Kubernetes JSON decoding.
-        if (kv.value().is_null() && !it->required) continue;
+        // null means "not set", as in Kubernetes JSON decoding; a required field sent as null
+        // is reported once, by the required check below.
+        if (kv.value().is_null()) continue;
         CheckField(*it, kv.value(), child_path, causes);
       }
       for (const auto& c : field.children) {

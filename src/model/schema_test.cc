@@ -396,12 +396,12 @@ TEST(CheckSchema, RequiredFieldSentAsNullIsReportedAsRequired) {
               Contains(Required("spec.profileRef.name")));
 }
 
-// BUG (src/model/schema.cc, CheckField, kObject case): a required field sent as null is
+// Regression (fixed; was: src/model/schema.cc, CheckField, kObject case): a required field sent as null is
 // reported twice: once as "must be of type object, not null" (FieldValueTypeInvalid) because
 // the null skip applies only to optional fields, and once as "Required value". Kubernetes
 // reports one "Required value". Fix: `if (kv.value().is_null()) continue;` for every child and
 // let the required loop below report it.
-TEST(CheckSchema, DISABLED_RequiredFieldSentAsNullIsOneCause) {
+TEST(CheckSchema, RequiredFieldSentAsNullIsOneCause) {
   EXPECT_THAT(Check("ComputeInstance", R"({"spec": {"profileRef": null}})"),
               ElementsAre(Required("spec.profileRef")));
   EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": null}})"),

@@ -1,6 +1,7 @@
 #include "model/validation.h"
 
 #include <cmath>
+#include <charconv>
 #include <cstdlib>
 #include <set>
 
@@ -34,11 +35,22 @@ std::string Quoted(const std::vector<std::string>& v) {
   return out;
 }
 
+// Decimal numbers only, as JSON writes them (no whitespace, no hex).
 bool ParsesAsNumber(const std::string& s) {
   if (s.empty()) return false;
-  char* end = nullptr;
-  double d = std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size() && std::isfinite(d);
+  double d = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), d, std::chars_format::general);
+  return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(d);
+}
+
+// A JSON number as people write it: "0.5", "3", "1.1" (never "5E-1").
+std::string NumberText(const json::value& v) {
+  if (!v.is_double()) return json::serialize(v);
+  double d = v.get_double();
+  char buf[64];
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  if (ec != std::errc()) return json::serialize(v);
+  return std::string(buf, ptr);
 }
 
 // nullopt when `value` fits `type` (and, for enums, `allowed`); else the message.
@@ -129,9 +141,6 @@ void ValidateProfileRules(const json::object& spec, std::vector<FieldCause>* cau
   if (gpu && gpu->is_object()) {
     int64_t count = GetInt(gpu->get_object(), "count", 0);
     if (count < 0) causes->push_back({"spec.resources.gpu.count", "must be greater than or equal to 0"});
-    if (count > 0 && GetString(gpu->get_object(), "type").empty())
-      causes->push_back({"spec.resources.gpu.type", "Required value when count is set",
-                         "FieldValueRequired"});
   }
   for (const char* f : {"cpu", "memoryGiB"}) {
     const json::value* v = FindPath(spec, std::string("resources.") + f);
@@ -151,7 +160,7 @@ void ValidateTemplateDriver(const json::object& spec, std::vector<FieldCause>* c
     return;
   }
   for (const char* other : {"exec", "local", "slurm"}) {
-    if (other != driver && spec.contains(other))
+    if (other != driver && spec.contains(other) && !spec.at(other).is_null())
       causes->push_back({std::string("spec.") + other,
                          "may only be set when driver is \"" + std::string(other) + "\"",
                          "FieldValueForbidden"});
@@ -202,6 +211,21 @@ void ValidateMetadata(const json::object& metadata, std::vector<FieldCause>* cau
 
 void ValidateSpec(const KindInfo& kind, const json::object& spec, std::vector<FieldCause>* causes) {
   ValidateSharing(spec, causes);
+  if (kind.kind == "Project") {
+    if (const json::value* g = FindPath(spec, "quota.gpus"); g && g->is_object())
+      for (const auto& kv : g->get_object()) {
+        const json::value& v = kv.value();
+        bool ok = (v.is_int64() && v.get_int64() >= 0) || (v.is_uint64()) ||
+                  (v.is_string() && !v.get_string().empty() &&
+                   std::string_view(v.get_string()).find_first_not_of("0123456789") == std::string_view::npos);
+        if (!ok)
+          causes->push_back({"spec.quota.gpus." + std::string(kv.key()),
+                             "must be a whole number of GPUs, 0 or more"});
+      }
+    for (const char* f : {"instances", "instancesPerUser"})
+      if (GetInt(spec, std::string("quota.") + f, 0) < 0)
+        causes->push_back({std::string("spec.quota.") + f, "must be greater than or equal to 0"});
+  }
   if (kind.kind == "EnvironmentTemplate") {
     ValidateTemplateVariables(spec, causes);
     ValidateTemplateDriver(spec, causes);
@@ -287,7 +311,8 @@ std::map<std::string, ResolvedVariable> ResolveVariables(const json::object& tem
       auto given = instance_variables.find(name);
       if (given != instance_variables.end()) {
         std::string v = given->value().is_string() ? std::string(given->value().get_string())
-                                                   : json::serialize(given->value());
+                        : given->value().is_number() ? NumberText(given->value())
+                                                     : json::serialize(given->value());
         std::string policy = rule ? GetString(*rule, "override", "allowed") : "allowed";
         if (policy == "notallowed") {
           causes->push_back({path,
@@ -332,7 +357,7 @@ void NormalizeVariableValues(json::object& variables) {
     if (kv.value().is_bool()) {
       kv.value() = kv.value().get_bool() ? "true" : "false";
     } else if (kv.value().is_number()) {
-      kv.value() = json::serialize(kv.value());
+      kv.value() = NumberText(kv.value());
     }
   }
 }

@@ -287,11 +287,11 @@ TEST(ValidateSpec, TemplateNumberDefaults) {
   }
 }
 
-// BUG (src/model/validation.cc, ParsesAsNumber): the number check is std::strtod, which also
+// Regression (fixed; was: src/model/validation.cc, ParsesAsNumber): the number check is std::strtod, which also
 // accepts leading whitespace, hexadecimal ("0x10") and hex-float ("0x1p3") forms, so those pass
 // as "number" values and reach drivers verbatim. Fix: accept only JSON-style decimal numbers
 // (e.g. std::from_chars with chars_format::general, which takes no whitespace and no hex).
-TEST(ValidateSpec, DISABLED_NumberDefaultsAreDecimalOnly) {
+TEST(ValidateSpec, NumberDefaultsAreDecimalOnly) {
   for (const char* bad : {" 1", "0x10", "0x1p3"}) {
     EXPECT_THAT(Spec("EnvironmentTemplate", std::string(R"({"driver": "local", "local": {},
         "variables": [{"name": "n", "type": "number", "default": ")") +
@@ -330,11 +330,11 @@ TEST(ValidateSpec, OtherDriversConfigurationForbidden) {
                                      "FieldValueForbidden"}));
 }
 
-// BUG (src/model/validation.cc, ValidateTemplateDriver): another driver's configuration sent
+// Regression (fixed; was: src/model/validation.cc, ValidateTemplateDriver): another driver's configuration sent
 // as null (`exec: null`, which the schema reads as "not set") is refused with "may only be set
 // when driver is ...", because the check is spec.contains(other). Fix: skip null values
 // (`spec.contains(other) && !spec.at(other).is_null()`).
-TEST(ValidateSpec, DISABLED_OtherDriversConfigurationNullIsNotSet) {
+TEST(ValidateSpec, OtherDriversConfigurationNullIsNotSet) {
   EXPECT_THAT(Spec("EnvironmentTemplate",
                    R"({"driver": "local", "local": {}, "exec": null, "slurm": null})"),
               IsEmpty());
@@ -652,13 +652,13 @@ TEST(NormalizeVariableValues, StringsAreUntouched) {
   EXPECT_EQ(vars, Obj(R"({"a": "1.50", "b": "TRUE", "c": ""})"));
 }
 
-// BUG (src/model/validation.cc, NormalizeVariableValues and ResolveVariables): non-integer
+// Regression (fixed; was: src/model/validation.cc, NormalizeVariableValues and ResolveVariables): non-integer
 // numbers are turned into strings with boost::json::serialize, which writes doubles in
 // exponent form: `lr: 0.5` in a YAML manifest is stored as "5E-1", `nodes: 3.0` as "3E0" and
 // `version: 1.10` as "1.1E0". Users see those strings in the API and drivers receive them.
 // Fix: format doubles with std::to_chars (shortest round-trip, plain notation), e.g.
 // "0.5", "3", "1.1".
-TEST(NormalizeVariableValues, DISABLED_FractionalNumbersKeepTheirDecimalForm) {
+TEST(NormalizeVariableValues, FractionalNumbersKeepTheirDecimalForm) {
   json::object vars = Obj(R"({"lr": 0.5, "nodes": 3.0, "ratio": 2.25})");
   NormalizeVariableValues(vars);
   EXPECT_EQ(vars, Obj(R"({"lr": "0.5", "nodes": "3", "ratio": "2.25"})"));

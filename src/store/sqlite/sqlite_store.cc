@@ -1,6 +1,7 @@
 #include "store/sqlite/sqlite_store.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 
 #include "common/errors.h"
@@ -254,9 +255,17 @@ absl::StatusOr<sqlite3*> SqliteStore::OpenConnection(bool writer) {
   }
   sqlite3_busy_timeout(db, 5000);
   if (writer) {
-    RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode=WAL"));
-    RETURN_IF_ERROR(Exec(db, ("PRAGMA synchronous=" + options_.synchronous).c_str()));
-    RETURN_IF_ERROR(Exec(db, "PRAGMA foreign_keys=ON"));
+    for (std::string pragma : {std::string("PRAGMA journal_mode=WAL"),
+                               "PRAGMA synchronous=" + options_.synchronous,
+                               std::string("PRAGMA foreign_keys=ON")}) {
+      char* err = nullptr;
+      if (sqlite3_exec(db, pragma.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+        std::string msg = err ? err : sqlite3_errmsg(db);
+        sqlite3_free(err);
+        sqlite3_close_v2(db);
+        return absl::UnavailableError(options_.path + " is not a Gantry database: " + msg);
+      }
+    }
   }
   return db;
 }
@@ -348,7 +357,9 @@ absl::StatusOr<ListResult> SqliteStore::List(const ListOptions& options) {
     bool ok = t.rfind(kContinuePrefix, 0) == 0 && t.size() > 3 && t.size() < 24 &&
               std::all_of(t.begin() + 3, t.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!ok) return BadRequestError("continue token \"" + t + "\" is not valid; start the list again");
-    after_id = std::stoll(t.substr(3));
+    auto [ptr, ec] = std::from_chars(t.data() + 3, t.data() + t.size(), after_id);
+    if (ec != std::errc() || ptr != t.data() + t.size())
+      return BadRequestError("continue token \"" + t + "\" is not valid; start the list again");
     binds.push_back(std::to_string(after_id));
     sql += std::string(" AND id ") + (options.oldest_first ? ">" : "<") + " CAST(?" +
            std::to_string(binds.size()) + " AS INTEGER)";
@@ -581,6 +592,11 @@ absl::StatusOr<std::vector<Event>> SqliteStore::EventsSince(int64_t after, size_
                         obj.ok() ? std::move(*obj) : json::object()});
   }
   if (rc != SQLITE_DONE) return SqlError(r.db(), "reading events");
+  // Compaction may have run between the check above and the read: if events after `after`
+  // were removed meanwhile, the answer would skip them silently. Check again.
+  if (after < compacted_through_ && (out.empty() || out.front().resource_version != after + 1))
+    return ExpiredError("too old resource version: " + std::to_string(after) + " (" +
+                        std::to_string(compacted_through_.load() + 1) + ")");
   return out;
 }
 

@@ -240,11 +240,6 @@ TEST_F(SqliteStoreTest, OpenInAMissingDirectoryIsUnavailable) {
 }
 
 TEST_F(SqliteStoreTest, NonDatabaseFileIsUnavailable) {
-#if defined(__SANITIZE_ADDRESS__)
-  // Open leaks the connection on this path (see DISABLED_NonDatabaseFileMessageNamesTheFile),
-  // which LeakSanitizer turns into a failure of the whole binary.
-  GTEST_SKIP() << "OpenConnection leaks its sqlite3 handle on this path";
-#endif
   store_.reset();
   {
     std::ofstream f(path_, std::ios::binary | std::ios::trunc);
@@ -259,7 +254,7 @@ TEST_F(SqliteStoreTest, NonDatabaseFileIsUnavailable) {
   EXPECT_THAT(StatusText(s.status()), HasSubstr("file is not a database"));
 }
 
-// BUG (src/store/sqlite/sqlite_store.cc, OpenConnection): for a file that is not an SQLite
+// Regression (fixed; was: src/store/sqlite/sqlite_store.cc, OpenConnection): for a file that is not an SQLite
 // database, the first PRAGMA in OpenConnection (journal_mode=WAL) fails, so Open returns
 // "database error: file is not a database": the message does not name the file, and Init's
 // intended "<path> is not a Gantry database: ..." is never reached. OpenConnection also returns
@@ -267,7 +262,7 @@ TEST_F(SqliteStoreTest, NonDatabaseFileIsUnavailable) {
 // error return of OpenConnection, and prefix PRAGMA failures with the path
 // ("<path> is not a Gantry database: file is not a database"). Under ASan the leak shows as
 // "LeakSanitizer: detected memory leaks" (101688 bytes in 105 allocations from libsqlite3).
-TEST_F(SqliteStoreTest, DISABLED_NonDatabaseFileMessageNamesTheFile) {
+TEST_F(SqliteStoreTest, NonDatabaseFileMessageNamesTheFile) {
   store_.reset();
   {
     std::ofstream f(path_, std::ios::binary | std::ios::trunc);
@@ -698,12 +693,12 @@ TEST_F(SqliteStoreTest, MalformedContinueTokenIsBadRequest) {
   EXPECT_THAT(ListNames({}), ElementsAre("a"));
 }
 
-// BUG (src/store/sqlite/sqlite_store.cc, List): a continue token of 19 or 20 digits passes the
+// Regression (fixed; was: src/store/sqlite/sqlite_store.cc, List): a continue token of 19 or 20 digits passes the
 // shape check (`t.size() < 24`, digits only) but does not fit in int64_t, and std::stoll throws
 // std::out_of_range: the exception escapes List (API.md: "No input, however malformed, yields
 // a 5xx or a crash"). Fix: parse with std::from_chars (or absl::SimpleAtoi) and answer the
 // same BadRequest when it does not fit.
-TEST_F(SqliteStoreTest, DISABLED_HugeContinueTokenIsBadRequestNotAnException) {
+TEST_F(SqliteStoreTest, HugeContinueTokenIsBadRequestNotAnException) {
   for (std::string token : {"c1.99999999999999999999", "c1.9223372036854775808"}) {
     absl::StatusOr<ListResult> r = absl::InternalError("threw");
     try {
