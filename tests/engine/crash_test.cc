@@ -1,0 +1,147 @@
+// Crash test (ctest -L slow): 100 deploys in flight, kill -9 of gantryd while runs are in
+// progress, restart on the same data directory. Every instance must end Success or Failed
+// with a reason, no run may stay Queued or Running, no instance may have two runs, and no
+// script process of the first gantryd may survive the restart.
+//
+// The script's long-lived part runs in a grandchild (`sh -c … MARKER-genN`): the direct child
+// of gantryd dies with it (PR_SET_PDEATHSIG), the grandchild does not, so only recovery's
+// process-group kill can end it. The generation in the marker tells the first gantryd's
+// scripts from the re-runs of the second.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "engine_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+namespace json = boost::json;
+namespace fs = std::filesystem;
+
+constexpr int kInstances = 100;
+constexpr int kWorkers = 4;
+
+class EngineCrashTest : public EngineTest {
+ protected:
+  int Workers() override { return kWorkers; }
+
+  void SetGeneration(int gen) { std::ofstream(Path("gen"), std::ios::trunc) << gen << "\n"; }
+
+  std::vector<json::object> Items(const std::string& target) {
+    Resp r = api().Get(target);
+    EXPECT_EQ(r.status, 200) << r.raw;
+    EXPECT_TRUE(r.meta("continue").empty()) << "the list was paged";
+    std::vector<json::object> out;
+    if (const json::value* items = r.obj().if_contains("items"); items && items->is_array())
+      for (const auto& it : items->get_array()) out.push_back(it.get_object());
+    return out;
+  }
+};
+
+TEST_F(EngineCrashTest, Kill9WithHundredDeploysInFlightThenRestart) {
+  const std::string marker = "gantry-crash-" + fs::path(dir()).filename().string() + "-gen";
+  SetGeneration(1);
+  std::string script = WriteScript("crash.sh", R"SH(D=')SH" + dir() + R"SH('
+cat > /dev/null
+GEN=$(cat "$D/gen")
+echo "attempt of $GANTRY_RUN in generation $GEN"
+sh -c 'while [ ! -f "$1" ]; do sleep 0.05; done; :' )SH" +
+                                                   marker + R"SH($GEN "$D/release"
+printf '{"generation": "%s"}' "$GEN" > "$GANTRY_OUTPUTS"
+)SH");
+  CreateExecTemplate("crash-tmpl", json::array{script});
+  api().CreateProfile("default", "crash", "crash-tmpl");
+  for (int i = 0; i < kInstances; ++i)
+    api().CreateInstance("default", "c" + std::to_string(i), "crash");
+  for (int i = 0; i < kInstances; ++i) {
+    Resp r = Action("c" + std::to_string(i), "deploy");
+    ASSERT_EQ(r.status, 202) << r.raw;
+  }
+
+  // Every worker is inside a script, and the engine has recorded each script's process group.
+  const std::string running_runs =
+      NsPath("default", "runs") + "?fieldSelector=" + Escape("status.phase=Running");
+  std::set<std::string> interrupted;
+  ASSERT_TRUE(PollUntil([&] {
+    interrupted.clear();
+    for (const auto& r : Items(running_runs))
+      if (Int(r, "status.driverState.pgid") > 0) interrupted.insert(Str(r, "metadata.name"));
+    return interrupted.size() == kWorkers && ProcessesWith(marker + "1").size() == kWorkers;
+  })) << "runs in progress: "
+      << interrupted.size() << ", scripts: " << ProcessesWith(marker + "1").size();
+
+  gantryd_->Kill9();
+  // The scripts' grandchildren outlive gantryd: recovery has something to clean up.
+  EXPECT_EQ(ProcessesWith(marker + "1").size(), static_cast<size_t>(kWorkers));
+
+  SetGeneration(2);
+  ASSERT_TRUE(gantryd_->Restart().ok());
+  Reconnect();
+  EXPECT_TRUE(PollUntil([&] { return ProcessesWith(marker + "1").empty(); }))
+      << "scripts from before the restart are still running: "
+      << ProcessesWith(marker + "1").size();
+
+  // Right after recovery: one run per instance, none lost, none doubled.
+  {
+    std::map<std::string, int> runs_per_instance;
+    for (const auto& r : Items(NsPath("default", "runs")))
+      ++runs_per_instance[Str(r, "spec.instanceRef.name")];
+    EXPECT_EQ(runs_per_instance.size(), static_cast<size_t>(kInstances));
+    for (const auto& [instance, n] : runs_per_instance)
+      EXPECT_EQ(n, 1) << instance << " has " << n << " runs";
+  }
+
+  Touch("release");
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        for (const auto& o : Items(NsPath("default", "computeinstances"))) {
+          std::string phase = Str(o, "status.phase");
+          if (phase != "Success" && phase != "Failed") return false;
+        }
+        return true;
+      },
+      3 * kEngineWaitSeconds))
+      << "instances still not done after the restart\n"
+      << gantryd_->Log();
+
+  int success = 0, failed = 0;
+  std::vector<json::object> instances = Items(NsPath("default", "computeinstances"));
+  EXPECT_EQ(instances.size(), static_cast<size_t>(kInstances));
+  for (const auto& o : instances) {
+    std::string name = Str(o, "metadata.name");
+    std::string phase = Str(o, "status.phase");
+    if (phase == "Success") {
+      ++success;
+      EXPECT_EQ(Str(o, "status.lastRunRef.name"), name + "-1");
+      EXPECT_EQ(Str(o, "status.outputs.generation"), "2") << name;
+    } else {
+      ++failed;
+      EXPECT_EQ(phase, "Failed") << name;
+      EXPECT_FALSE(Str(o, "status.reason").empty()) << name << " failed without a reason";
+    }
+  }
+  std::map<std::string, int> runs_per_instance;
+  for (const auto& r : Items(NsPath("default", "runs"))) {
+    std::string name = Str(r, "metadata.name");
+    std::string phase = Str(r, "status.phase");
+    ++runs_per_instance[Str(r, "spec.instanceRef.name")];
+    EXPECT_TRUE(phase == "Succeeded" || phase == "Failed") << name << " is stuck " << phase;
+    // The interrupted runs were re-run once (exec: apply is idempotent by contract).
+    EXPECT_EQ(Int(r, "status.attempt"), interrupted.count(name) ? 2 : 1) << name;
+  }
+  EXPECT_EQ(runs_per_instance.size(), static_cast<size_t>(kInstances));
+  for (const auto& [instance, n] : runs_per_instance)
+    EXPECT_EQ(n, 1) << instance << " has " << n << " runs";
+  EXPECT_EQ(success + failed, kInstances);
+  RecordProperty("success", success);
+  RecordProperty("failed", failed);
+  EXPECT_TRUE(PollUntil([&] { return ProcessesWith(marker).empty(); }))
+      << "scripts still running after every run ended";
+}
+
+}  // namespace
+}  // namespace gantry::testing
