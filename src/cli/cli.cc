@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/actions.h"
 #include "cli/apply.h"
 #include "cli/context.h"
 #include "cli/get.h"
@@ -74,12 +75,55 @@ Runner SetupDelete(CLI::App& sub) {
   };
 }
 
-// The command table. Later: deploy, destroy, cancel, upgrade, logs, login, share.
+// deploy and destroy: NAME [--wait] [--timeout DURATION].
+template <const char* kAction>
+Runner SetupWaitingAction(CLI::App& sub) {
+  auto o = std::make_shared<ActionOptions>();
+  o->action = kAction;
+  sub.add_option("name", o->name, "ComputeInstance name")->required();
+  sub.add_flag("-w,--wait", o->wait,
+               "Block until the run ends; exit 1 if it failed (phases are printed as they change)");
+  sub.add_option("--timeout", o->timeout,
+                 "With --wait: give up after this long (90s, 5m, 1h30m); implies --wait");
+  return [o](CommandContext& ctx) { return RunAction(ctx, *o); };
+}
+
+constexpr char kDeploy[] = "deploy";
+constexpr char kDestroy[] = "destroy";
+
+Runner SetupCancel(CLI::App& sub) {
+  auto o = std::make_shared<ActionOptions>();
+  o->action = "cancel";
+  sub.add_option("name", o->name, "ComputeInstance name")->required();
+  return [o](CommandContext& ctx) { return RunAction(ctx, *o); };
+}
+
+Runner SetupUpgrade(CLI::App& sub) {
+  auto o = std::make_shared<UpgradeOptions>();
+  sub.add_option("name", o->name, "ComputeInstance name")->required();
+  return [o](CommandContext& ctx) { return RunUpgrade(ctx, *o); };
+}
+
+Runner SetupLogs(CLI::App& sub) {
+  auto o = std::make_shared<LogsOptions>();
+  sub.add_option("name", o->name, "A run, or a ComputeInstance (its last run)")->required();
+  sub.add_flag("-f,--follow", o->follow, "Stream new lines until the run ends");
+  return [o](CommandContext& ctx) { return RunLogsCommand(ctx, *o); };
+}
+
+// The command table. Later: login, share.
 const CommandSpec kCommands[] = {
     {"get", "List objects or show some (tables, -o json|yaml|wide|name)", SetupGet},
     {"describe", "Show one object in detail", SetupDescribe},
     {"apply", "Create or update objects from YAML/JSON files", SetupApply},
     {"delete", "Delete objects by name or from files", SetupDelete},
+    {"deploy", "Deploy a compute instance (queues a run; --wait blocks until it ends)",
+     SetupWaitingAction<kDeploy>},
+    {"destroy", "Tear down what a deploy made (queues a run; --wait blocks until it ends)",
+     SetupWaitingAction<kDestroy>},
+    {"cancel", "Cancel an instance's queued (Waiting) run", SetupCancel},
+    {"upgrade", "Move an instance to its profile's latest revision", SetupUpgrade},
+    {"logs", "Print a run's log (NAME: a run or an instance); -f follows it", SetupLogs},
 };
 
 }  // namespace
@@ -160,6 +204,8 @@ int RunCli(int argc, const char* const* argv, const CliEnvironment& env) {
   ctx.in = env.in;
   ctx.now = env.now();
   ctx.read_file = env.read_file;
+  ctx.clock = env.now;
+  ctx.sleep = env.sleep;
   for (size_t i = 0; i < subs.size(); ++i) {
     if (subs[i]->parsed()) return runners[i](ctx);
   }

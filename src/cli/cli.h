@@ -1,9 +1,9 @@
 // The `gantry` command line: global flags, the command table and dispatch.
 //
-// Adding a command (deploy, destroy, cancel, upgrade, logs -f, login, share, ...) means one
-// entry in the table in cli.cc: a setup function that declares the subcommand's flags on its
-// CLI11 App and returns the runner to call once parsing succeeded. Runners are plain
-// functions over a CommandContext (see get.h, apply.h) so they are tested without CLI11.
+// Adding a command (login, share, ...) means one entry in the table in cli.cc: a setup
+// function that declares the subcommand's flags on its CLI11 App and returns the runner to
+// call once parsing succeeded. Runners are plain functions over a CommandContext (see get.h,
+// apply.h, actions.h) so they are tested without CLI11.
 //
 // Thread-safety: RunCli is re-entrant; everything it touches comes through CliEnvironment.
 #pragma once
@@ -27,6 +27,9 @@ struct CliEnvironment {
   EnvGetter getenv;
   FileReader read_file;
   std::function<absl::Time()> now;
+  // Pauses (reconnect backoff); absl::SleepFor when unset. Tests pass one that advances their
+  // fake `now`.
+  std::function<void(absl::Duration)> sleep;
   // Makes the transport for the resolved server URL and token.
   std::function<std::unique_ptr<client::HttpTransport>(const std::string& server,
                                                        const std::string& token)>

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "cli/kinds.h"
 #include "client/kube_status.h"
 #include "common/status_macros.h"
@@ -18,6 +19,16 @@ void PrintError(CommandContext& ctx, const absl::Status& status) {
 }
 void PrintError(CommandContext& ctx, std::string_view message) {
   *ctx.err << "error: " << message << "\n";
+}
+
+absl::Time Clock(const CommandContext& ctx) { return ctx.clock ? ctx.clock() : absl::Now(); }
+
+void Pause(const CommandContext& ctx, absl::Duration d) {
+  if (ctx.sleep) {
+    ctx.sleep(d);
+  } else {
+    absl::SleepFor(d);
+  }
 }
 
 absl::StatusOr<json::object> ParseObject(const client::HttpResponse& response) {

@@ -7,6 +7,7 @@
 // Thread-safety: a CommandContext is used by one command on one thread.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <string_view>
@@ -32,9 +33,19 @@ struct CommandContext {
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
   std::istream* in = nullptr;  // for `-f -`
-  absl::Time now;
+  absl::Time now;  // when the command started: ages in tables
   FileReader read_file;
+  // The running clock and a pause, for commands that wait (--wait, --timeout, reconnect
+  // backoff). Tests inject a fake clock and a sleep that only advances it. When unset, the
+  // wall clock and absl::SleepFor are used (see Clock() and Pause()).
+  std::function<absl::Time()> clock;
+  std::function<void(absl::Duration)> sleep;
 };
+
+// ctx.clock(), or absl::Now() when unset.
+absl::Time Clock(const CommandContext& ctx);
+// ctx.sleep(d), or absl::SleepFor(d) when unset.
+void Pause(const CommandContext& ctx, absl::Duration d);
 
 // Prints "error: <message>" on ctx.err.
 void PrintError(CommandContext& ctx, const absl::Status& status);

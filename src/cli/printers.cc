@@ -39,6 +39,29 @@ std::string GpuColumn(const json::object& o) {
   return absl::StrCat(type.empty() ? "gpu" : type, " x ", count);
 }
 
+// kubectl's HumanDuration for short spans, which run durations mostly are: "90s", "2m30s"
+// below ten minutes; ShortDuration beyond.
+std::string HumanDuration(absl::Duration d) {
+  if (d < absl::ZeroDuration()) return "0s";
+  int64_t s = absl::ToInt64Seconds(d);
+  if (s < 120) return absl::StrCat(s, "s");
+  if (s < 600) {
+    return s % 60 == 0 ? absl::StrCat(s / 60, "m") : absl::StrCat(s / 60, "m", s % 60, "s");
+  }
+  return ShortDuration(d);
+}
+
+// From status.startTime to status.completionTime, or to `now` while the run goes on;
+// "<none>" for a run that never started (queued, or canceled before it started).
+std::string RunDuration(const json::object& o, absl::Time now) {
+  std::optional<absl::Time> start = ParseTimestamp(FieldText(o, "status.startTime"));
+  if (!start) return "<none>";
+  std::string end_text = FieldText(o, "status.completionTime");
+  if (end_text.empty()) return HumanDuration(now - *start);
+  std::optional<absl::Time> end = ParseTimestamp(end_text);
+  return end ? HumanDuration(*end - *start) : "<unknown>";
+}
+
 }  // namespace
 
 std::string RenderTable(const KindInfo& kind, const std::vector<json::object>& items,
@@ -88,6 +111,27 @@ std::string RenderTable(const KindInfo& kind, const std::vector<json::object>& i
                     }});
     cols.push_back({"REVISION", revision});
     cols.push_back({"AGE", age});
+  } else if (kind.plural == "runs") {
+    cols.push_back({"INSTANCE", [](const json::object& o) {
+                      return OrNone(FieldText(o, "spec.instanceRef.name"));
+                    }});
+    cols.push_back({"ACTION", [](const json::object& o) {
+                      return OrNone(FieldText(o, "spec.action"));
+                    }});
+    cols.push_back({"STATUS", [](const json::object& o) {
+                      return OrNone(FieldText(o, "status.phase"));
+                    }});
+    cols.push_back({"ATTEMPT", [](const json::object& o) {
+                      return OrNone(FieldText(o, "status.attempt"));
+                    }});
+    cols.push_back({"STARTED", [now](const json::object& o) {
+                      std::string start = FieldText(o, "status.startTime");
+                      return start.empty() ? "<none>" : FormatAge(start, now);
+                    }});
+    cols.push_back({"DURATION", [now](const json::object& o) { return RunDuration(o, now); }});
+    cols.push_back({"REASON", [](const json::object& o) {
+                      return OrNone(FieldText(o, "status.reason"));
+                    }});
   } else if (kind.plural == "projects") {
     cols.push_back({"DISPLAY NAME", display});
     cols.push_back({"AGE", age});

@@ -25,7 +25,8 @@ struct TableOptions {
 
 // The kubectl-style table for `items` of `kind` (see the column list in the CLI's brief:
 // instances show NAME, DISPLAY NAME, PROFILE, CREATED, STATUS, SHARING; profiles NAME,
-// DISPLAY NAME, TEMPLATE, GPU, REVISION, SHARING, AGE; ...).
+// DISPLAY NAME, TEMPLATE, GPU, REVISION, SHARING, AGE; runs NAME, INSTANCE, ACTION, STATUS,
+// ATTEMPT, STARTED, DURATION, REASON; ...).
 std::string RenderTable(const KindInfo& kind, const std::vector<boost::json::object>& items,
                         const TableOptions& options);
 

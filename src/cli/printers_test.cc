@@ -62,7 +62,7 @@ TEST(RenderTable, ProfilesTemplatesProjectsAndOthers) {
                   .as_object();
   EXPECT_EQ(RenderTable(*ResolveKind("proj"), {proj}, {false, true, kNow}),
             "NAME  DISPLAY NAME  AGE\nml    ML research   30s\n");
-  EXPECT_EQ(RenderTable(*ResolveKind("runs"), {proj}, {false, false, kNow}),
+  EXPECT_EQ(RenderTable(*ResolveKind("rolebindings"), {proj}, {false, false, kNow}),
             "NAME  AGE\nml    30s\n");
 }
 

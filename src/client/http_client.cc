@@ -209,7 +209,9 @@ absl::Status HttpClient::Stream(std::string_view target,
   while (!parser.is_done()) {
     parser.get().body().data = chunk;
     parser.get().body().size = sizeof(chunk);
-    http::read(socket, buffer, parser, ec);
+    // read_some, not read: read() only returns once the 16 KiB chunk is full or the body
+    // ends, which holds back a watch event or a log line until more arrive behind it.
+    http::read_some(socket, buffer, parser, ec);
     if (ec == http::error::need_buffer) ec = {};
     const size_t n = sizeof(chunk) - parser.get().body().size;
     if (!ok) {

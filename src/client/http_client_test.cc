@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -29,6 +31,10 @@ class ScriptedServer {
   struct Reply {
     std::string bytes;
     bool close_after = false;
+    // When set: after `bytes`, the server calls pause() and then sends `then` (a stream that
+    // goes on once the client has reacted to what came first).
+    std::function<void()> pause;
+    std::string then;
   };
   using Handler = std::function<Reply(const std::string& request)>;
 
@@ -99,6 +105,10 @@ class ScriptedServer {
       }
       Reply r = handler_(request);
       ::send(c, r.bytes.data(), r.bytes.size(), MSG_NOSIGNAL);
+      if (r.pause) {
+        r.pause();
+        ::send(c, r.then.data(), r.then.size(), MSG_NOSIGNAL);
+      }
       if (r.close_after) return;
     }
   }
@@ -218,6 +228,39 @@ TEST(HttpClient, StreamsChunkedLinesAndStopsOnRequest) {
   });
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(lines.size(), 1u);
+}
+
+// A watch event must reach on_line as soon as its line is complete, not when more bytes
+// arrive behind it: the server sends the next chunk only once the client has seen the first
+// line (the wait is bounded so that a regression fails instead of hanging).
+TEST(HttpClient, StreamDeliversEachLineWithoutWaitingForMore) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool seen_first = false;
+  bool seen_in_time = false;
+  ScriptedServer server([&](const std::string&) {
+    ScriptedServer::Reply r;
+    r.bytes = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n{\"a\":1}\n\r\n";
+    r.pause = [&] {
+      std::unique_lock<std::mutex> l(mu);
+      seen_in_time = cv.wait_for(l, std::chrono::seconds(30), [&] { return seen_first; });
+    };
+    r.then = "8\r\n{\"b\":2}\n\r\n0\r\n\r\n";
+    r.close_after = true;
+    return r;
+  });
+  HttpClient client(server.url());
+  std::vector<std::string> lines;
+  absl::Status s = client.Stream("/w?watch=true", [&](std::string_view l) {
+    lines.emplace_back(l);
+    std::lock_guard<std::mutex> g(mu);
+    seen_first = true;
+    cv.notify_all();
+    return true;
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(seen_in_time);
+  EXPECT_EQ(lines, (std::vector<std::string>{"{\"a\":1}", "{\"b\":2}"}));
 }
 
 TEST(HttpClient, StreamsCloseDelimitedBodies) {
