@@ -143,6 +143,10 @@ absl::Status ResourceService::ValidateIncoming(const Target& t, json::object& ob
   model::CheckSchema(kind, obj, &causes);
   if (!causes.empty())
     return InvalidError(kind.kind, GetString(obj, "metadata.name", t.name), std::move(causes));
+  // null means "not set" (Kubernetes JSON decoding): drop such top-level fields here so no
+  // code below meets a null where it expects an object.
+  for (const char* key : {"metadata", "spec", "status"})
+    if (const json::value* v = obj.if_contains(key); v && v->is_null()) obj.erase(key);
 
   json::object& meta = model::EnsureObject(obj, "metadata");
   if (for_create && GetString(meta, "name").empty() && !GetString(meta, "generateName").empty()) {
@@ -446,6 +450,13 @@ absl::StatusOr<json::object> ResourceService::MergePatch(const Target& t, std::s
     merged.as_object().erase("status");
     model::ApplyMergePatch(merged, patch);
     if (!merged.is_object()) return BadRequestError("the patch must be a JSON object");
+    {
+      // Check the result's shape before touching its metadata: a patch that makes metadata
+      // a number must be refused, not "repaired" into an empty object.
+      std::vector<FieldCause> causes;
+      model::CheckSchema(*t.kind, merged.as_object(), &causes);
+      if (!causes.empty()) return InvalidError(t.kind->kind, t.name, std::move(causes));
+    }
     // Server-owned metadata in the result must not be taken as the client's precondition
     // unless the patch itself set it.
     json::object& meta = model::EnsureObject(merged.as_object(), "metadata");

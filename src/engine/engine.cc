@@ -39,6 +39,15 @@ const json::object& At(const json::object& o, std::string_view path) {
 
 bool IsConflict(const absl::Status& s) { return ReasonOf(s) == "Conflict"; }
 
+// `text` with every sensitive value (3 characters or more) replaced by ******.
+std::string Scrub(std::string text, const std::vector<std::string>& secrets) {
+  for (const auto& s : secrets) {
+    if (s.size() < 3) continue;
+    for (size_t pos; (pos = text.find(s)) != std::string::npos;) text.replace(pos, s.size(), "******");
+  }
+  return text;
+}
+
 // The run's reason for a driver's Status (driver.h's error contract).
 std::string ReasonFor(const absl::Status& s) {
   switch (s.code()) {
@@ -81,12 +90,7 @@ class Engine::Context final : public drivers::RunContext {
       : engine_(engine), run_(run), active_(std::move(active)), secrets_(std::move(secrets)) {}
 
   void Log(std::string_view line) override {
-    std::string out(line);
-    for (const auto& s : secrets_) {
-      if (s.size() < 3) continue;
-      for (size_t pos; (pos = out.find(s)) != std::string::npos;) out.replace(pos, s.size(), "******");
-    }
-    engine_.logs_.Append(GetString(run_, "metadata.uid"), out);
+    engine_.logs_.Append(GetString(run_, "metadata.uid"), Scrub(std::string(line), secrets_));
   }
   bool Canceled() const override { return active_->cancel.load(); }
   void SaveDriverState(const json::object& state) override {
@@ -268,6 +272,7 @@ absl::StatusOr<json::object> Engine::Cancel(const std::string& ns, const std::st
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) {
       metrics_.Add("gantry_runs_total", {{"action", GetString(run, "spec.action")}, {"phase", "Canceled"}});
+      logs_.Finish(GetString(run, "metadata.uid"));  // followers of the queued run see its end
       return std::move((*stored)[0]);
     }
     if (IsConflict(stored.status()) && attempt < kMaxRetries) continue;
@@ -506,7 +511,7 @@ void Engine::Execute(json::object run) {
   int64_t timeout = GetInt(req.config, "timeoutSeconds", 0);
   req.timeout = timeout > 0 ? std::chrono::seconds(timeout) : options_.default_timeout;
 
-  Context ctx(*this, run, active, std::move(secrets));
+  Context ctx(*this, run, active, secrets);
   ctx.Log("gantry: " + GetString(run, "spec.action") + " run " + run_name + " (attempt " +
           std::to_string(req.attempt) + ") of instance " + GetString(meta, "name") +
           " with driver " + driver_name);
@@ -519,6 +524,8 @@ void Engine::Execute(json::object run) {
   } else {
     result = driver->Destroy(req, ctx);
   }
+  // Driver errors quote the program's last output lines: no secret may reach a status.
+  if (!result.ok()) result = absl::Status(result.code(), Scrub(std::string(result.message()), secrets));
   ctx.Log(result.ok() ? "gantry: run succeeded"
                       : "gantry: run failed (" + ReasonFor(result) + "): " + std::string(result.message()));
   done(result, outputs);

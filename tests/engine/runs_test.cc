@@ -357,14 +357,14 @@ TEST_F(SensitiveTest, AbsentFromApiLogsAndTheDataDirectory) {
   EXPECT_EQ(gantryd_->Log().find(secret_), std::string::npos) << "gantryd's own log";
 }
 
-// BUG (disabled until fixed): src/drivers/exec/exec_driver.cc:74 keeps the script's last five
+// Regression (fixed): src/drivers/exec/exec_driver.cc:74 keeps the script's last five
 // output lines unscrubbed, line 92 puts them into the error, and Engine::Finish
 // (src/engine/engine.cc:543 for the run, :598 for the instance) copies that error into
 // status.message. The run log masks the value as ******, but status.message of the Run and the
 // ComputeInstance carries the sensitive value in plaintext: in GET answers, watch events, and
 // gantry.db / gantry.db-wal. Input: a script that echoes a sensitive variable and exits 1.
 // Expected: "…: the password is ******\nstill ******", as in the log.
-TEST_F(SensitiveTest, DISABLED_AbsentFromStatusMessageWhenTheScriptFails) {
+TEST_F(SensitiveTest, AbsentFromStatusMessageWhenTheScriptFails) {
   Resp created = api().Post(
       NsPath("default", "computeinstances"),
       json::object{
@@ -464,12 +464,12 @@ class QueuedRunsTest : public RunsTest {
   int Workers() override { return 1; }
 };
 
-// BUG (disabled until fixed): Engine::Cancel (src/engine/engine.cc:244-272) marks the queued
+// Regression (fixed): Engine::Cancel (src/engine/engine.cc:244-272) marks the queued
 // run Canceled but never calls RunLogs::Finish (only Execute's end does, engine.cc:434). A
 // client that followed the run's log while it was Queued (GET …/runs/NAME/log?follow=true;
 // src/api/router.cc:114 registers it because the run is active) is never told the run ended:
 // the stream stays open until gantryd stops. Expected: the stream ends on cancel.
-TEST_F(QueuedRunsTest, DISABLED_FollowOfAQueuedRunEndsWhenItIsCanceled) {
+TEST_F(QueuedRunsTest, FollowOfAQueuedRunEndsWhenItIsCanceled) {
   Create("hold");
   std::string hold = DeployBlocked("hold");
   Create("b");
