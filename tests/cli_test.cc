@@ -222,12 +222,12 @@ TEST_F(CliTest, ApplyCreatesThenLeavesUnchangedThenConfigures) {
               ElementsAre("h100-x8-1"));
 }
 
-// BUG (src/cli/apply.cc:151/202, SameDesiredState): apply compares the manifest's spec with
+// Regression (fixed; was: src/cli/apply.cc:151/202, SameDesiredState): apply compares the manifest's spec with
 // the live one literally, but gantryd stores instance variable values as strings, so a
 // manifest with an unquoted number (`variables: {nodes: 12}`, natural YAML) is reported
 // "configured" on every re-apply although the PUT changes nothing (the resourceVersion stays
 // the same). Expected: "computeinstance/gpu-instance-prod unchanged". Enable when fixed.
-TEST_F(CliTest, DISABLED_ReapplyWithANumericVariableIsUnchanged) {
+TEST_F(CliTest, ReapplyWithANumericVariableIsUnchanged) {
   std::string manifest = kManifest;
   manifest.replace(manifest.find("{nodes: \"12\"}"), 14, "{nodes: 12}");
   std::string file = WriteFile("numeric.yaml", manifest);

@@ -40,6 +40,14 @@ Response FromStatusOr(absl::StatusOr<json::object> result, int ok_status = 200) 
   return JsonResponse(ok_status, *result);
 }
 
+// A watch: the stream of events, or the refusal to open one.
+Response WatchResponse(absl::StatusOr<std::shared_ptr<LineStream>> stream) {
+  if (!stream.ok()) return ErrorResponse(stream.status());
+  Response r;
+  r.stream = *std::move(stream);
+  return r;
+}
+
 Response NotFoundPath(const std::string& path) {
   return ErrorResponse(
       NotFoundError("the server could not find the requested resource (" + path + ")"));
@@ -236,13 +244,7 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
 
   if (t.name.empty()) {
     if (m == "GET") {
-      if (IsTrue(query, "watch")) {
-        auto stream = resources_.Watch(t, query);
-        if (!stream.ok()) return ErrorResponse(stream.status());
-        Response r;
-        r.stream = *stream;
-        return r;
-      }
+      if (IsTrue(query, "watch")) return WatchResponse(resources_.Watch(t, query));
       return FromStatusOr(resources_.List(t, query));
     }
     if (m == "POST") {
@@ -257,13 +259,7 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   }
 
   if (m == "GET") {
-    if (IsTrue(query, "watch")) {
-      auto stream = resources_.Watch(t, query);
-      if (!stream.ok()) return ErrorResponse(stream.status());
-      Response r;
-      r.stream = *stream;
-      return r;
-    }
+    if (IsTrue(query, "watch")) return WatchResponse(resources_.Watch(t, query));
     return FromStatusOr(resources_.Get(t));
   }
   if (m == "PUT") {

@@ -156,6 +156,15 @@ absl::StatusOr<std::string> ApplyOne(CommandContext& ctx, const Target& t, json:
   }
   ASSIGN_OR_RETURN(client::HttpResponse res, ctx.api->Send("PUT", path, json::serialize(object)));
   RETURN_IF_ERROR(client::StatusFromResponse(res));
+  // The server normalises what it stores (numbers in variables become strings, secrets are
+  // sealed): when it made no change it keeps the resourceVersion, and that is the answer.
+  boost::system::error_code ec;
+  json::value stored = json::parse(res.body, ec);
+  const json::value* before = Lookup(live, "metadata.resourceVersion");
+  if (!ec && stored.is_object() && before) {
+    const json::value* after = Lookup(stored.get_object(), "metadata.resourceVersion");
+    if (after && *after == *before) return std::string("unchanged");
+  }
   return std::string("configured");
 }
 
