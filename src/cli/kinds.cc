@@ -30,6 +30,7 @@ constexpr KnownKind kKnown[] = {
     {"runs", "Run", true, {}, kOtherRank},
     {"users", "User", false, {}, kOtherRank},
     {"rolebindings", "RoleBinding", true, {}, kOtherRank},
+    {"nodes", "Node", false, {"node"}, kOtherRank},
 };
 
 KindInfo Info(const KnownKind& k) {
