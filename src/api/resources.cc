@@ -639,7 +639,11 @@ absl::StatusOr<std::shared_ptr<LineStream>> ResourceService::Watch(const Target&
   auto stream = std::make_shared<LineStream>();
   if (timeout > 0) stream->timeout = std::chrono::seconds(std::min<int64_t>(timeout, 86400));
   auto sub = hub_.Subscribe(filter, stream);
-  stream->SetOnCancel([this, sub] { hub_.Unsubscribe(sub); });
+  // The subscription owns the stream; the stream must not own the subscription back.
+  std::weak_ptr<WatchHub::Subscription> weak_sub = sub;
+  stream->SetOnCancel([this, weak_sub] {
+    if (auto s = weak_sub.lock()) hub_.Unsubscribe(s);
+  });
 
   int64_t after = 0;
   if (rv_param.empty() || rv_param == "0") {

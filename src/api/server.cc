@@ -30,6 +30,7 @@ struct Server::Impl {
   awaitable<bool> WriteStream(beast::tcp_stream& stream, const Response& response,
                               unsigned version);
   void BeginShutdown();
+  void PollDrain();
 
   Router& router;
   ServerOptions options;
@@ -38,6 +39,8 @@ struct Server::Impl {
   std::atomic<bool> shutting_down{false};
   std::atomic<int> in_flight{0};
   std::function<void()> on_shutdown;
+  std::unique_ptr<net::steady_timer> drain_timer;
+  std::chrono::steady_clock::time_point drain_deadline;
 };
 
 namespace {
@@ -102,20 +105,20 @@ void Server::Impl::BeginShutdown() {
   acceptor.close(ec);
   if (on_shutdown) on_shutdown();
   // Wait for in-flight requests (bounded), then stop: idle keep-alive reads are abandoned.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.drain_seconds);
-  auto timer = std::make_shared<net::steady_timer>(ioc);
-  auto poll = std::make_shared<std::function<void()>>();
-  *poll = [this, timer, deadline, poll] {
-    if (in_flight.load() == 0 || std::chrono::steady_clock::now() >= deadline) {
-      if (in_flight.load() != 0)
-        spdlog::warn("shutdown: {} requests still running after the drain period", in_flight.load());
-      ioc.stop();
-      return;
-    }
-    timer->expires_after(std::chrono::milliseconds(20));
-    timer->async_wait([poll](boost::system::error_code) { (*poll)(); });
-  };
-  (*poll)();
+  drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.drain_seconds);
+  drain_timer = std::make_unique<net::steady_timer>(ioc);
+  PollDrain();
+}
+
+void Server::Impl::PollDrain() {
+  if (in_flight.load() == 0 || std::chrono::steady_clock::now() >= drain_deadline) {
+    if (in_flight.load() != 0)
+      spdlog::warn("shutdown: {} requests still running after the drain period", in_flight.load());
+    ioc.stop();
+    return;
+  }
+  drain_timer->expires_after(std::chrono::milliseconds(20));
+  drain_timer->async_wait([this](boost::system::error_code) { PollDrain(); });
 }
 
 awaitable<void> Server::Impl::Accept() {

@@ -161,7 +161,9 @@ class Converter {
       case YAML::NodeType::Map: {
         json::object obj;
         for (auto it = n.begin(); it != n.end(); ++it) {
-          const YAML::Node& key = it->first;
+          // yaml-cpp's iterator hands out a temporary pair: copy the nodes (they are handles).
+          const YAML::Node key = it->first;
+          const YAML::Node value = it->second;
           if (key.Type() != YAML::NodeType::Scalar) {
             return absl::InvalidArgumentError(absl::StrCat(
                 At(key.Mark()), "mapping keys must be strings, got ", NodeKindName(key)));
@@ -171,7 +173,7 @@ class Converter {
             return absl::InvalidArgumentError(
                 absl::StrCat(At(key.Mark()), "duplicate key \"", k, "\""));
           }
-          ASSIGN_OR_RETURN(json::value v, Convert(it->second, depth + 1));
+          ASSIGN_OR_RETURN(json::value v, Convert(value, depth + 1));
           obj.emplace(k, std::move(v));
         }
         return json::value(std::move(obj));
