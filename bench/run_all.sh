@@ -1,0 +1,432 @@
+#!/usr/bin/env bash
+# bench/run_all.sh: Gantry's benchmarks, each against a reference program measured in the same
+# run. Figures and analysis: docs/performance.md. These are measurements, not tests: the script
+# exits non-zero only when a benchmark could not run, never because a target was missed.
+#
+#   GANTRY_BENCH_REV=HEAD bench/run_all.sh  # everything, about 6-8 minutes on 2 cores
+#   BENCH_ONLY=get,create bench/run_all.sh
+#
+# Benchmarks (BENCH_ONLY names): get, create, list (includes memory), deploy.
+# Knobs (environment):
+#   GANTRYD           gantryd binary (default: build-bench/src/app/gantryd, built if missing)
+#   GANTRY_BENCH_REV  build and measure this commit instead of the working tree (e.g. HEAD):
+#                     `git archive` of it into build-bench/rev-SHA, so edits in progress in
+#                     the tree do not leak into the figures
+#   BENCH_THREADS     gantryd --threads and nginx worker_processes (default 2)
+#   BENCH_WORKERS     gantryd --workers for the deploy benchmark (default 16)
+#   BENCH_INSTANCES   instances stored for the list/memory benchmarks (default 100000)
+#   BENCH_DEPLOYS     instances deployed at once (default 1000)
+#   BENCH_DEPLOY_SYNC gantryd --sqlite-synchronous for the deploy benchmark (default FULL)
+#   BENCH_ROUNDS      alternating rounds of the get and create benchmarks (default 4)
+#   BENCH_SECONDS     duration of the wrk and create runs (default 10)
+#   BENCH_OUT         directory to keep raw outputs and results.tsv in (default: discarded)
+#
+# Everything listens on 127.0.0.1 only, lives in one temp directory, and is stopped and
+# removed on exit (also on Ctrl-C).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${GANTRY_BENCH_BUILD:-$ROOT/build-bench}
+GANTRYD_SET=${GANTRYD:-}
+GANTRYD=${GANTRYD:-$BUILD/src/app/gantryd}
+THREADS=${BENCH_THREADS:-2}
+WORKERS=${BENCH_WORKERS:-16}
+N_INSTANCES=${BENCH_INSTANCES:-100000}
+N_DEPLOYS=${BENCH_DEPLOYS:-1000}
+DEPLOY_SYNC=${BENCH_DEPLOY_SYNC:-FULL}
+ROUNDS=${BENCH_ROUNDS:-4}
+SECONDS_RUN=${BENCH_SECONDS:-10}
+ONLY=${BENCH_ONLY:-get,create,list,deploy}
+TOOLS=$BUILD/bench-tools
+API=/apis/paas.gantry.dev/v1/namespaces/default
+
+log() { printf '\n== %s  [load average %s]\n' "$*" "$(cut -d' ' -f1-3 /proc/loadavg)" >&2; }
+die() { printf 'run_all.sh: %s\n' "$*" >&2; exit 1; }
+want() { [[ ",$ONLY," == *",$1,"* ]]; }
+
+# ---------------------------------------------------------------------------------------------
+# Prerequisites: Debian packages, gantryd, and the two helper programs.
+need_pkgs=()
+command -v wrk >/dev/null || need_pkgs+=(wrk)
+command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || need_pkgs+=(nginx-light)
+command -v curl >/dev/null || need_pkgs+=(curl)
+command -v python3 >/dev/null || need_pkgs+=(python3)
+command -v pgrep >/dev/null || need_pkgs+=(procps)
+[[ -f /usr/include/sqlite3.h ]] || need_pkgs+=(libsqlite3-dev)
+[[ -f /usr/include/boost/beast.hpp ]] || need_pkgs+=(libboost-dev)
+[[ -f /usr/lib/x86_64-linux-gnu/libboost_json.so || -f /usr/lib/aarch64-linux-gnu/libboost_json.so ]] ||
+  need_pkgs+=(libboost-json-dev)
+if ((${#need_pkgs[@]})); then
+  log "installing ${need_pkgs[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >&2
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+if [[ -n ${GANTRY_BENCH_REV:-} && -z ${GANTRYD_SET:-} ]]; then
+  sha=$(git -C "$ROOT" rev-parse --short "$GANTRY_BENCH_REV")
+  SRC=$BUILD/rev-$sha/src
+  GANTRYD=$BUILD/rev-$sha/build/src/app/gantryd
+  if [[ ! -x $GANTRYD ]]; then
+    log "building gantryd $sha (Release) in $BUILD/rev-$sha"
+    rm -rf "$SRC" && mkdir -p "$SRC"
+    git -C "$ROOT" archive "$sha" | tar -x -C "$SRC"
+    cmake -S "$SRC" -B "$BUILD/rev-$sha/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGANTRY_TESTS=OFF >&2
+    ninja -j2 -C "$BUILD/rev-$sha/build" gantryd >&2
+  fi
+elif [[ ! -x $GANTRYD ]]; then
+  log "building gantryd (Release) in $BUILD"
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGANTRY_TESTS=OFF >&2
+  ninja -j2 -C "$BUILD" gantryd >&2
+fi
+mkdir -p "$TOOLS"
+build_tool() {  # NAME LIBS...: rebuilds bench/NAME.cc when the source is newer than the binary
+  local name=$1; shift
+  if [[ ! -x $TOOLS/$name || $ROOT/bench/$name.cc -nt $TOOLS/$name ]]; then
+    log "compiling bench/$name.cc"
+    g++ -std=c++20 -O2 -pthread -o "$TOOLS/$name" "$ROOT/bench/$name.cc" "$@"
+  fi
+}
+build_tool loadgen -lboost_json
+build_tool sqlite_ref -lsqlite3
+LOADGEN=$TOOLS/loadgen
+SQLITE_REF=$TOOLS/sqlite_ref
+
+# ---------------------------------------------------------------------------------------------
+# Processes and temp files.
+TMP=$(mktemp -d /tmp/gantry-bench.XXXXXX)
+OUT=${BENCH_OUT:-$TMP/out}
+mkdir -p "$OUT"
+RESULTS=$OUT/results.tsv
+printf 'benchmark\tfigure\tgantryd\treference\tratio\ttarget\tmet\n' >"$RESULTS"
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+  done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+GPID='' GPORT='' GDIR=''
+start_gantryd() {  # NAME SYNC: a fresh gantryd on its own data dir; sets GPID GPORT GDIR
+  GDIR=$TMP/$1
+  mkdir -p "$GDIR"
+  # --log-level info: "listening on" is logged at info; gantryd logs nothing per request there.
+  "$GANTRYD" --listen 127.0.0.1:0 --data-dir "$GDIR/data" --sqlite-synchronous "$2" \
+    --threads "$THREADS" --workers "$WORKERS" --log-level info 2>"$GDIR/gantryd.log" &
+  GPID=$!
+  PIDS+=("$GPID")
+  GPORT=''
+  for _ in $(seq 200); do
+    GPORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$GDIR/gantryd.log")
+    [[ -n $GPORT ]] && break
+    kill -0 "$GPID" 2>/dev/null || { cat "$GDIR/gantryd.log" >&2; die "gantryd exited"; }
+    sleep 0.05
+  done
+  [[ -n $GPORT ]] || die "gantryd did not report its port"
+}
+restart_gantryd() {  # SYNC: same data dir, new process
+  local dir=$GDIR
+  stop_gantryd
+  GDIR=$dir
+  "$GANTRYD" --listen 127.0.0.1:0 --data-dir "$GDIR/data" --sqlite-synchronous "$1" \
+    --threads "$THREADS" --workers "$WORKERS" --log-level info 2>"$GDIR/gantryd.log" &
+  GPID=$!
+  PIDS+=("$GPID")
+  GPORT=''
+  for _ in $(seq 600); do
+    GPORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$GDIR/gantryd.log")
+    [[ -n $GPORT ]] && break
+    sleep 0.05
+  done
+  [[ -n $GPORT ]] || die "gantryd did not restart"
+}
+stop_gantryd() {
+  [[ -n $GPID ]] || return 0
+  kill -TERM "$GPID" 2>/dev/null || true
+  for _ in $(seq 150); do kill -0 "$GPID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$GPID" 2>/dev/null || true
+  wait "$GPID" 2>/dev/null || true
+  GPID=''
+}
+post() {  # PATH JSON
+  curl -sS --fail-with-body -X POST -H 'Content-Type: application/json' --data "$2" \
+    "http://127.0.0.1:$GPORT$1" >/dev/null || die "POST $1 failed"
+}
+setup_profile() {  # a no-op exec template and a profile using it, in project default
+  post "$API/environmenttemplates" '{"apiVersion":"paas.gantry.dev/v1","kind":"EnvironmentTemplate",
+    "metadata":{"name":"noop"},"spec":{"displayName":"No-op","driver":"exec",
+    "exec":{"command":["true"],"timeoutSeconds":60}}}'
+  post "$API/computeprofiles" '{"apiVersion":"paas.gantry.dev/v1","kind":"ComputeProfile",
+    "metadata":{"name":"bench"},"spec":{"displayName":"Bench","templateRef":{"name":"noop"},
+    "resources":{"cpu":1,"memoryGiB":1}}}'
+}
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+field() {  # KEY LINE: the value of KEY=VALUE in a loadgen/sqlite_ref output line
+  sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2" | head -1
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+record() {  # BENCH FIGURE GANTRYD REFERENCE RATIO TARGET MET
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"
+  printf '   %-8s %-34s gantryd=%-10s ref=%-10s ratio=%-6s target %-12s %s\n' "$@" >&2
+}
+cpu_ticks() {  # PID...: utime + stime of the processes, in clock ticks
+  local p t=0
+  for p in "$@"; do
+    [[ -r /proc/$p/stat ]] || continue
+    t=$((t + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}')))
+  done
+  echo "$t"
+}
+HZ=$(getconf CLK_TCK)
+us_per() {  # TICKS COUNT: CPU microseconds per operation
+  awk -v t="$1" -v n="$2" -v hz="$HZ" 'BEGIN { if (n > 0) printf "%.0f", t * 1e6 / hz / n; else print "n/a" }'
+}
+yesno() { if "$@"; then echo yes; else echo NO; fi; }
+lg() { timeout 400 "$LOADGEN" "$@"; }
+
+log "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)," \
+  "$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo);" \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg); gantryd: $GANTRYD" \
+  "$([[ -n ${GANTRY_BENCH_REV:-} ]] && echo "(commit $sha)" ||
+     echo "(working tree at $(git -C "$ROOT" rev-parse --short HEAD), $(git -C "$ROOT" status --porcelain -- src | wc -l) paths changed under src/)")"
+
+# ---------------------------------------------------------------------------------------------
+# 1. GET one instance over keep-alive: gantryd vs nginx serving the same bytes.
+if want get; then
+  log "1. GET one instance, wrk -t2 -c64, 2 alternating rounds of $(( (SECONDS_RUN + 1) / 2 ))s, gantryd --threads $THREADS vs nginx worker_processes $THREADS"
+  start_gantryd get FULL
+  setup_profile
+  post "$API/computeinstances" '{"apiVersion":"paas.gantry.dev/v1","kind":"ComputeInstance",
+    "metadata":{"name":"gpu-instance-prod","labels":{"env":"prod","team":"llm"}},
+    "spec":{"displayName":"GPU instance (prod)","description":"Dedicated cluster for LLM pre-training.",
+    "profileRef":{"name":"bench"},"variables":{}}}'
+  NG=$TMP/nginx
+  mkdir -p "$NG/www" "$NG/tmp"
+  curl -sS "http://127.0.0.1:$GPORT$API/computeinstances/gpu-instance-prod" >"$NG/www/instance.json"
+  NPORT=$(free_port)
+  cat >"$NG/nginx.conf" <<EOF
+$([[ $(id -u) == 0 ]] && echo 'user root;')
+worker_processes $THREADS;
+daemon off;
+pid $NG/nginx.pid;
+error_log $NG/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  client_body_temp_path $NG/tmp/body;
+  proxy_temp_path $NG/tmp/proxy;
+  fastcgi_temp_path $NG/tmp/fastcgi;
+  uwsgi_temp_path $NG/tmp/uwsgi;
+  scgi_temp_path $NG/tmp/scgi;
+  server {
+    listen 127.0.0.1:$NPORT;
+    root $NG/www;
+    location / { default_type application/json; }
+  }
+}
+EOF
+  "$NGINX" -p "$NG" -c "$NG/nginx.conf" -e "$NG/error.log" &
+  NGPID=$!
+  PIDS+=("$NGPID")
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$NPORT/instance.json" >/dev/null && break; sleep 0.05; done
+  cmp -s <(curl -s "http://127.0.0.1:$NPORT/instance.json") "$NG/www/instance.json" ||
+    die "nginx does not serve the instance"
+  bytes=$(wc -c <"$NG/www/instance.json")
+  # Alternating rounds (ROUNDS of them, sharing the duration), so that a noisy neighbour on a
+  # shared machine hits both servers alike; the figure is the mean of the rounds.
+  half=$(( (SECONDS_RUN + ROUNDS - 1) / ROUNDS ))
+  g_url="http://127.0.0.1:$GPORT$API/computeinstances/gpu-instance-prod"
+  n_url="http://127.0.0.1:$NPORT/instance.json"
+  wrk -t2 -c64 -d2s "$g_url" >/dev/null
+  wrk -t2 -c64 -d2s "$n_url" >/dev/null
+  # CPU time per request too: unlike req/s, it hardly moves when a neighbour takes the cores.
+  declare -A cpu=([gantryd]=0 [nginx]=0) reqs=([gantryd]=0 [nginx]=0)
+  for round in $(seq "$ROUNDS"); do
+    for who in gantryd nginx; do
+      url=$g_url pids=$GPID
+      [[ $who == nginx ]] && url=$n_url pids="$NGPID $(pgrep -P "$NGPID" | tr '\n' ' ')"
+      # shellcheck disable=SC2086
+      t0=$(cpu_ticks $pids)
+      wrk -t2 -c64 -d"${half}s" --latency "$url" >"$OUT/wrk-$who-$round.txt" 2>&1
+      # shellcheck disable=SC2086
+      cpu[$who]=$((cpu[$who] + $(cpu_ticks $pids) - t0))
+      reqs[$who]=$((reqs[$who] + $(awk '/requests in/ {print $1}' "$OUT/wrk-$who-$round.txt")))
+      echo "   $who round $round: $(awk '/Requests\/sec/ {print $2 " req/s"}' "$OUT/wrk-$who-$round.txt")," \
+        "p99 $(awk '$1 == "99%" {print $2}' "$OUT/wrk-$who-$round.txt")" >&2
+    done
+  done
+  ! grep -q 'Non-2xx\|Socket errors' "$OUT"/wrk-gantryd-*.txt || die "gantryd answered GET with errors"
+  mean_rps() { awk '/Requests\/sec/ {s += $2; n++} END {printf "%.0f", s / n}' "$@"; }
+  p99s() { awk '$1 == "99%" {printf "%s%s", sep, $2; sep = " "}' "$@"; }
+  g_rps=$(mean_rps "$OUT"/wrk-gantryd-*.txt)
+  n_rps=$(mean_rps "$OUT"/wrk-nginx-*.txt)
+  r=$(ratio "$g_rps" "$n_rps")
+  record get "req/s (${bytes}-byte object)" "$g_rps" "$n_rps" "$r" ">=0.5x" "$(yesno ge "$r" 0.5)"
+  g_us=$(us_per "${cpu[gantryd]}" "${reqs[gantryd]}")
+  n_us=$(us_per "${cpu[nginx]}" "${reqs[nginx]}")
+  record get "  CPU us per request" "$g_us" "$n_us" "$(ratio "$n_us" "$g_us")" "-" "-"
+  record get "  latency p99 per round" "$(p99s "$OUT"/wrk-gantryd-*.txt)" "$(p99s "$OUT"/wrk-nginx-*.txt)" \
+    "-" "-" "-"
+  kill -TERM "$NGPID" 2>/dev/null || true
+  wait "$NGPID" 2>/dev/null || true
+  stop_gantryd
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 2. Durable creates/s vs raw SQLite inserts of the same rows, FULL and NORMAL.
+if want create; then
+  for sync in FULL NORMAL; do
+    log "2. creates/s, synchronous=$sync, 16 connections, $ROUNDS alternating rounds, ${SECONDS_RUN}s each side, vs sqlite_ref (same rows, one transaction each)"
+    start_gantryd "create-$sync" "$sync"
+    setup_profile
+    # The reference inserts the very body gantryd stores for such an instance.
+    lg create --port "$GPORT" --prefix tmpl --count 1 --connections 1 >/dev/null
+    curl -sS "http://127.0.0.1:$GPORT$API/computeinstances/tmpl-0" |
+      sed 's/"name":"tmpl-0"/"name":"@NAME@"/' >"$GDIR/body.json"
+    # Alternating rounds (gantryd, reference, gantryd, reference...) sharing the duration: the
+    # latency of a flush on a shared virtual disk changes by 10x from one second to the next.
+    half=$(awk -v s="$SECONDS_RUN" -v r="$ROUNDS" 'BEGIN { printf "%.2f", s / r }')
+    g_lines='' r_lines='' r_done=0
+    for round in $(seq "$ROUNDS"); do
+      t0=$(cpu_ticks "$GPID")
+      line=$(lg create --port "$GPORT" --prefix "c$round" --connections 16 --seconds "$half")
+      line+=" cpu_ticks=$(($(cpu_ticks "$GPID") - t0))"
+      echo "   gantryd round $round: $line" >&2
+      g_lines+="$line"$'\n'
+      ref=$("$SQLITE_REF" insert --db "$GDIR/ref.db" --sync "$sync" --body "$GDIR/body.json" \
+        --seconds "$half" --start "$r_done")
+      echo "   sqlite_ref round $round (objects+events rows, one transaction each): $ref" >&2
+      r_lines+="$ref"$'\n'
+      r_done=$((r_done + $(field inserts "$ref")))
+    done
+    stop_gantryd
+    ref1=$("$SQLITE_REF" insert --db "$GDIR/ref1.db" --sync "$sync" --body "$GDIR/body.json" \
+      --seconds "$half" --objects-only)
+    echo "   sqlite_ref (objects row only): $ref1" >&2
+    total_rate() {  # COUNT-KEY LINES: sum of counts / sum of seconds
+      awk -v k="$1" '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) n += kv[2];
+        if (kv[1] == "seconds") t += kv[2] } } END { printf "%.1f", n / t }' <<<"$2"
+    }
+    mean_of() {  # KEY LINES
+      awk -v k="$1" '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) { s += kv[2]; n++ } } }
+        END { printf "%.2f", s / n }' <<<"$2"
+    }
+    sum_of() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) s += kv[2] } }
+      END { print s + 0 }' <<<"$2"; }
+    g_cpu=$(us_per "$(sum_of cpu_ticks "$g_lines")" "$(sum_of creates "$g_lines")")
+    r_cpu=$(awk -v u="$(sum_of cpu_us "$r_lines")" -v n="$(sum_of inserts "$r_lines")" 'BEGIN { printf "%.0f", u / n }')
+    g_rate=$(total_rate creates "$g_lines")
+    r_rate=$(total_rate inserts "$r_lines")
+    r=$(ratio "$g_rate" "$r_rate")
+    record create "creates/s $sync" "$g_rate" "$r_rate" "$r" ">=0.5x" "$(yesno ge "$r" 0.5)"
+    record create "  vs objects-row-only ref $sync" "$g_rate" "$(field rate "$ref1")" \
+      "$(ratio "$g_rate" "$(field rate "$ref1")")" "-" "-"
+    record create "  CPU us per create $sync" "$g_cpu" "$r_cpu" "$(ratio "$r_cpu" "$g_cpu")" "-" "-"
+    record create "  latency p50/p99 ms $sync" "$(mean_of p50_ms "$g_lines")/$(mean_of p99_ms "$g_lines")" \
+      "$(mean_of p50_ms "$r_lines")/$(mean_of p99_ms "$r_lines")" "-" "-" "-"
+    rm -f "$GDIR"/ref*.db*
+  done
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 3 and 4. Lists over N instances, then gantryd's resident memory.
+if want list; then
+  log "3. list one page of 100 with a labelSelector over $N_INSTANCES instances (loaded with synchronous=NORMAL)"
+  start_gantryd list NORMAL
+  setup_profile
+  line=$(lg create --port "$GPORT" --prefix i --count "$N_INSTANCES" --connections 8)
+  echo "   load: $line" >&2
+  [[ $(field creates "$line") == "$N_INSTANCES" ]] || die "loading $N_INSTANCES instances failed"
+  record list "load rate (creates/s NORMAL, 8 conns)" "$(field rate "$line")" "-" "-" "-" "-"
+  # selector NAME, share of instances matching, then the key and value.
+  for sel in "none:100%::" "broad:50%:env:prod" "medium:10%:team:t3" "selective:0.1%:shard:s7"; do
+    IFS=: read -r name share key value <<<"$sel"
+    path="$API/computeinstances?limit=100"
+    [[ -n $key ]] && path+="&labelSelector=$key%3D$value"
+    line=$(lg list --port "$GPORT" --path "$path" --count 1000 --seconds 30)
+    echo "   $name ($key=$value, $share match): $line" >&2
+    if [[ -n $key ]]; then
+      ref=$("$SQLITE_REF" query --db "$GDIR/data/gantry.db" --key "$key" --value "$value" --count 100)
+      echo "   sqlite_ref query (same SQL, bodies read, not parsed): $ref" >&2
+      refp=$(field p99_ms "$ref")
+    else
+      refp=-
+    fi
+    p99=$(field p99_ms "$line")
+    record list "p99 ms, $name ($share match)" "$p99" "$refp" \
+      "$([[ $refp == - ]] && echo - || ratio "$p99" "$refp")" "<=10ms" "$(yesno le "$p99" 10)"
+    record list "  p50 ms, $name, $(field requests "$line") reqs" "$(field p50_ms "$line")" "-" "-" "-" "-"
+  done
+  rss_kib=$(awk '/VmRSS/ {print $2}' /proc/"$GPID"/status)
+  hwm_kib=$(awk '/VmHWM/ {print $2}' /proc/"$GPID"/status)
+  db_kib=$(du -sk "$GDIR/data" | cut -f1)
+  log "4. gantryd memory with $N_INSTANCES instances stored, after the list benchmark"
+  rss=$(awk -v k="$rss_kib" 'BEGIN { printf "%.1f", k / 1024 }')
+  record memory "VmRSS MiB (peak $(awk -v k="$hwm_kib" 'BEGIN { printf "%.0f", k / 1024 }'))" "$rss" \
+    "$(awk -v k="$db_kib" 'BEGIN { printf "%.0f", k / 1024 }') (data dir)" "-" "<=150MiB" "$(yesno le "$rss" 150)"
+  # One client that does not paginate: the whole collection in one answer, then a watch from
+  # resourceVersion 0 (which first sends every object as ADDED).
+  curl -sS -o /dev/null -m 120 "http://127.0.0.1:$GPORT$API/computeinstances" || die "unpaginated list failed"
+  rss3=$(awk '/VmRSS/ {printf "%.1f", $2 / 1024}' /proc/"$GPID"/status)
+  hwm3=$(awk '/VmHWM/ {printf "%.0f", $2 / 1024}' /proc/"$GPID"/status)
+  record memory "  after 1 unpaginated list (peak $hwm3)" "$rss3" "-" "-" "<=150MiB" "$(yesno le "$hwm3" 150)"
+  curl -sS -o /dev/null -m 120 "http://127.0.0.1:$GPORT$API/computeinstances?watch=true&timeoutSeconds=5" || true
+  rss4=$(awk '/VmRSS/ {printf "%.1f", $2 / 1024}' /proc/"$GPID"/status)
+  hwm4=$(awk '/VmHWM/ {printf "%.0f", $2 / 1024}' /proc/"$GPID"/status)
+  record memory "  after 1 watch from rv 0 (peak $hwm4)" "$rss4" "-" "-" "<=150MiB" "$(yesno le "$hwm4" 150)"
+  # The same store in a fresh process: what start-up and a few lists cost, without the load.
+  restart_gantryd NORMAL
+  lg list --port "$GPORT" --path "$API/computeinstances?limit=100&labelSelector=env%3Dprod" --count 100 >/dev/null
+  rss2=$(awk '/VmRSS/ {printf "%.1f", $2 / 1024}' /proc/"$GPID"/status)
+  record memory "VmRSS MiB, restarted + 100 lists" "$rss2" "-" "-" "<=150MiB" "$(yesno le "$rss2" 150)"
+  stop_gantryd
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 5. Engine: N no-op deploys at once, then one at a time; reference: spawning `true` directly.
+if want deploy; then
+  log "5. engine: $N_DEPLOYS no-op exec deploys at once (synchronous=$DEPLOY_SYNC, --workers $WORKERS)"
+  start_gantryd deploy "$DEPLOY_SYNC"
+  setup_profile
+  line=$(lg create --port "$GPORT" --prefix d --count "$N_DEPLOYS" --connections 16 --set burst)
+  [[ $(field creates "$line") == "$N_DEPLOYS" ]] || die "creating the deploy instances failed"
+  lg create --port "$GPORT" --prefix s --count 50 --connections 4 --set seq >/dev/null
+  line=$(lg deploy --port "$GPORT" --prefix d --set burst --count "$N_DEPLOYS" --connections 32) || true
+  echo "   burst: $line" >&2
+  ref=$(lg spawn --count "$N_DEPLOYS" --parallel "$WORKERS")
+  echo "   spawn reference (fork/exec true, $WORKERS at a time): $ref" >&2
+  ref2=$(lg spawn --count "$N_DEPLOYS" --parallel "$WORKERS" --posix-spawn)
+  echo "   posix_spawn reference ($WORKERS at a time): $ref2" >&2
+  r=$(ratio "$(field rate "$line")" "$(field rate "$ref")")
+  record deploy "deploys/s ($(field deployed "$line")/$N_DEPLOYS ok)" "$(field rate "$line")" \
+    "$(field rate "$ref")" "$r" ">=200/s" "$(yesno ge "$(field rate "$line")" 200)"
+  record deploy "  vs posix_spawn reference" "$(field rate "$line")" "$(field rate "$ref2")" \
+    "$(ratio "$(field rate "$line")" "$(field rate "$ref2")")" "-" "-"
+  record deploy "  burst POST->Success p50 ms" "$(field p50_ms "$line")" "$(field p50_ms "$ref")" "-" "-" "-"
+  record deploy "  burst POST->Success p99 ms" "$(field p99_ms "$line")" "$(field p99_ms "$ref")" "-" "-" "-"
+  record deploy "  burst POST deploy answer p50/p99 ms" \
+    "$(field post_p50_ms "$line")/$(field post_p99_ms "$line")" "-" "-" "-" "-"
+  log "5b. engine: 50 deploys one after another (overhead without queueing)"
+  line=$(lg deploy --port "$GPORT" --prefix s --set seq --count 50 --sequential) || true
+  echo "   sequential: $line" >&2
+  ref=$(lg spawn --count 50 --parallel 1)
+  echo "   spawn reference (one at a time): $ref" >&2
+  over=$(awk -v a="$(field p50_ms "$line")" -v b="$(field p50_ms "$ref")" 'BEGIN { printf "%.1f", a - b }')
+  record deploy "single deploy POST->Success p50 ms" "$(field p50_ms "$line")" "$(field p50_ms "$ref")" "-" "-" "-"
+  record deploy "single deploy p50 overhead ms" "$over" "0" "-" "<=20ms" "$(yesno le "$over" 20)"
+  record deploy "single deploy POST->Success p99 ms" "$(field p99_ms "$line")" "$(field p99_ms "$ref")" "-" "-" "-"
+  stop_gantryd
+fi
+
+log "results"
+column -t -s $'\t' "$RESULTS" || cat "$RESULTS"
