@@ -70,6 +70,18 @@ json::object Gvk(const std::string& kind) {
   return json::object{{"group", model::kGroup}, {"version", model::kVersion}, {"kind", kind}};
 }
 
+// The query parameters writes accept (see docs/api.md: fieldValidation always acts as
+// Strict, fieldManager is ignored, dryRun is refused).
+json::array WriteParameters() {
+  json::array out;
+  for (const char* name : {"dryRun", "fieldManager", "fieldValidation"})
+    out.push_back(json::object{{"name", name},
+                               {"in", "query"},
+                               {"schema", json::object{{"type", "string"}}},
+                               {"uniqueItems", true}});
+  return out;
+}
+
 }  // namespace
 
 json::object OpenApiIndex() {
@@ -111,10 +123,21 @@ json::object OpenApiGroupDocument() {
       json::object schema{{"$ref", "#/components/schemas/" + list_or_obj}};
       json::object content{{"application/json", json::object{{"schema", schema}}}};
       json::object ok{{"description", "OK"}, {"content", content}};
-      json::object o{{"operationId", id}, {"responses", json::object{{"200", ok}}}};
+      // kubectl finds an operation's kind by this extension, and decides from the PATCH
+      // operation's parameters whether the server validates fields (fieldValidation) and
+      // from its body types which patch to send (merge patch: no strategic merge listed).
+      json::object o{{"operationId", id}, {"responses", json::object{{"200", ok}}},
+                     {"x-kubernetes-group-version-kind", Gvk(k.kind)}};
+      bool write = with_body || id.rfind("patch", 0) == 0 || id.rfind("delete", 0) == 0;
+      if (write && !k.read_only) o["parameters"] = WriteParameters();
       if (with_body)
         o["requestBody"] = json::object{
             {"content", json::object{{"application/json", json::object{{"schema", obj_ref}}}}}};
+      if (id.rfind("patch", 0) == 0)
+        o["requestBody"] = json::object{
+            {"content",
+             json::object{{"application/merge-patch+json",
+                           json::object{{"schema", json::object{{"type", "object"}}}}}}}};
       return o;
     };
     std::string coll = k.namespaced ? base + "/namespaces/{namespace}/" + k.plural : base + "/" + k.plural;

@@ -4,6 +4,8 @@
 
 #include "api/openapi.h"
 #include "api/status_http.h"
+#include "api/table.h"
+#include "common/clock.h"
 #include "common/errors.h"
 #include "model/codec.h"
 #include "model/schema.h"
@@ -28,24 +30,75 @@ Response Text(int status, std::string body) {
   return r;
 }
 
-Response FromStatusOr(absl::StatusOr<json::object> result, int ok_status = 200) {
-  if (!result.ok()) return ErrorResponse(result.status());
-  // Secrets never leave the server, in objects or in lists.
-  if (json::value* items = result->if_contains("items"); items && items->is_array()) {
+// Secrets never leave the server, in objects or in lists.
+void Redact(json::object& body) {
+  if (json::value* items = body.if_contains("items"); items && items->is_array()) {
     for (auto& item : items->get_array())
       if (item.is_object()) model::RedactSealedValues(item.get_object());
   } else {
-    model::RedactSealedValues(*result);
+    model::RedactSealedValues(body);
   }
+}
+
+Response FromStatusOr(absl::StatusOr<json::object> result, int ok_status = 200) {
+  if (!result.ok()) return ErrorResponse(result.status());
+  Redact(*result);
   return JsonResponse(ok_status, *result);
 }
 
-// A watch: the stream of events, or the refusal to open one.
-Response WatchResponse(absl::StatusOr<std::shared_ptr<LineStream>> stream) {
+// The Age column of tables only. Router has no injected clock (yet); nothing stored or
+// decided depends on this reading, and tests never assert on ages.
+std::chrono::system_clock::time_point TableNow() {
+  static const SystemClock clock;
+  return clock.Now();
+}
+
+// A get or list: JSON, or a meta.k8s.io Table when the client asks for one (kubectl get).
+Response ReadResponse(const Request& request, const Query& query, const model::KindInfo& kind,
+                      absl::StatusOr<json::object> result) {
+  std::string version = TableVersionWanted(request.accept);
+  if (version.empty() || !result.ok()) return FromStatusOr(std::move(result));
+  auto include =
+      ParseIncludeObject(query.count("includeObject") ? query.at("includeObject") : "");
+  if (!include.ok()) return ErrorResponse(include.status());
+  Redact(*result);
+  return JsonResponse(200, ToTable(kind, *result, *include, version, TableNow()));
+}
+
+// A watch: the stream of events (as one-row Tables when asked for), or the refusal.
+Response WatchResponse(const Request& request, const Query& query, const model::KindInfo& kind,
+                       absl::StatusOr<std::shared_ptr<LineStream>> stream) {
   if (!stream.ok()) return ErrorResponse(stream.status());
   Response r;
   r.stream = *std::move(stream);
+  if (std::string version = TableVersionWanted(request.accept); !version.empty()) {
+    auto include =
+        ParseIncludeObject(query.count("includeObject") ? query.at("includeObject") : "");
+    if (!include.ok()) {
+      r.stream->Cancel();
+      return ErrorResponse(include.status());
+    }
+    r.stream = TableWatch(std::move(r.stream), kind, *include, version, TableNow);
+  }
   return r;
+}
+
+// Query parameters of writes that Kubernetes clients send. fieldValidation: every value
+// is accepted and behaves as Strict (unknown fields are always refused). fieldManager is
+// accepted and ignored (no managed fields without server-side apply). dryRun is refused
+// before anything is written: no verb here can run without committing yet.
+absl::Status CheckWriteOptions(const Query& q) {
+  if (auto it = q.find("dryRun"); it != q.end() && !it->second.empty())
+    return BadRequestError("dryRun is not supported by this server; use kubectl's "
+                           "--dry-run=client instead");
+  if (auto it = q.find("fieldValidation"); it != q.end()) {
+    const std::string& v = it->second;
+    if (!v.empty() && v != "Strict" && v != "Warn" && v != "Ignore")
+      return BadRequestError("fieldValidation must be Strict, Warn or Ignore, not \"" + v + "\"");
+  }
+  if (auto it = q.find("fieldManager"); it != q.end() && it->second.size() > 128)
+    return BadRequestError("fieldManager must be at most 128 characters");
+  return absl::OkStatus();
 }
 
 Response NotFoundPath(const std::string& path) {
@@ -162,9 +215,32 @@ Response Router::Route(const Request& request, std::string* route) {
   if (path == "/version" && get)
     return JsonResponse(200, json::object{{"major", "1"}, {"minor", "0"},
                                           {"gitVersion", "v0.1.0+gantry"}, {"platform", "linux/amd64"}});
+  if (path == "/openapi/v2" && get) {
+    // Older kubectl (1.27) needs this document to apply; it asks for protobuf only. An
+    // empty message is the empty Document: kubectl then finds no schema for our kinds,
+    // skips client-side validation and leaves it to the server (which always validates).
+    // Schemas are served by /openapi/v3.
+    if (request.accept.find("protobuf") != std::string::npos) {
+      Response r;
+      r.content_type = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+      return r;
+    }
+    return JsonResponse(200, json::object{{"swagger", "2.0"},
+                                          {"info", json::object{{"title", "Gantry"},
+                                                                {"version", "v1"}}},
+                                          {"paths", json::object{}}});
+  }
   if (path == "/openapi/v3" && get) return JsonResponse(200, OpenApiIndex());
   if (path == "/openapi/v3/apis/paas.gantry.dev/v1" && get)
     return JsonResponse(200, OpenApiGroupDocument());
+  // Core-group discovery: kubectl reads it first. We serve no core resources (yet).
+  if (path == "/api" && get)
+    return JsonResponse(200, json::object{{"kind", "APIVersions"},
+                                          {"versions", json::array{"v1"}},
+                                          {"serverAddressByClientCIDRs", json::array{}}});
+  if (path == "/api/v1" && get)
+    return JsonResponse(200, json::object{{"kind", "APIResourceList"}, {"apiVersion", "v1"},
+                                          {"groupVersion", "v1"}, {"resources", json::array{}}});
   if (path == "/apis" && get) return JsonResponse(200, ApiGroupList());
   if (path == "/apis/paas.gantry.dev" && get) return JsonResponse(200, ApiGroup());
   if (path == "/apis/paas.gantry.dev/v1" && get) return JsonResponse(200, ApiResourceList());
@@ -210,6 +286,8 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   const std::string& m = request.method;
   *route = std::string(t.all_namespaces ? "/" : "/namespaces/{ns}/") + t.kind->plural +
            (t.name.empty() ? "" : "/{name}") + (sub.empty() ? "" : "/" + sub);
+  if (m == "POST" || m == "PUT" || m == "PATCH" || m == "DELETE")
+    if (absl::Status s = CheckWriteOptions(query); !s.ok()) return ErrorResponse(s);
 
   if (t.kind->kind == "Node") {
     // Computed from this host's inventory, not stored.
@@ -217,12 +295,13 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
       return ErrorResponse(MethodNotAllowedError("nodes are read-only"));
     json::object node = engine_.NodeView();
     if (t.name.empty())
-      return JsonResponse(200, json::object{{"apiVersion", model::kApiVersion}, {"kind", "NodeList"},
-                                            {"metadata", json::object{}},
-                                            {"items", json::array{node}}});
+      return ReadResponse(request, query, *t.kind,
+                          json::object{{"apiVersion", model::kApiVersion}, {"kind", "NodeList"},
+                                       {"metadata", json::object{}},
+                                       {"items", json::array{node}}});
     if (model::GetString(node, "metadata.name") != t.name)
       return ErrorResponse(NotFoundError("nodes.paas.gantry.dev \"" + t.name + "\" not found"));
-    return JsonResponse(200, node);
+    return ReadResponse(request, query, *t.kind, node);
   }
   if (!sub.empty() && t.kind->kind == "ComputeInstance" &&
       (sub == "deploy" || sub == "destroy" || sub == "cancel" || sub == "upgrade")) {
@@ -244,8 +323,9 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
 
   if (t.name.empty()) {
     if (m == "GET") {
-      if (IsTrue(query, "watch")) return WatchResponse(resources_.Watch(t, query));
-      return FromStatusOr(resources_.List(t, query));
+      if (IsTrue(query, "watch"))
+        return WatchResponse(request, query, *t.kind, resources_.Watch(t, query));
+      return ReadResponse(request, query, *t.kind, resources_.List(t, query));
     }
     if (m == "POST") {
       if (absl::Status s = CheckJsonBody(request); !s.ok()) return ErrorResponse(s);
@@ -259,8 +339,9 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   }
 
   if (m == "GET") {
-    if (IsTrue(query, "watch")) return WatchResponse(resources_.Watch(t, query));
-    return FromStatusOr(resources_.Get(t));
+    if (IsTrue(query, "watch"))
+      return WatchResponse(request, query, *t.kind, resources_.Watch(t, query));
+    return ReadResponse(request, query, *t.kind, resources_.Get(t));
   }
   if (m == "PUT") {
     if (absl::Status s = CheckJsonBody(request); !s.ok()) return ErrorResponse(s);
@@ -268,6 +349,8 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   }
   if (m == "PATCH") {
     std::string type = MediaType(request.content_type);
+    // kubectl sends merge patches for kinds it has no Go types for (label, annotate,
+    // client-side apply), so strategic merge and server-side apply stay refused.
     if (type != "application/merge-patch+json")
       return ErrorResponse(UnsupportedMediaTypeError(
           "the patch type \"" + type +
