@@ -1,8 +1,8 @@
 // Router: maps an HTTP request to the API's handlers and their answer. Plain function of
 // Request -> Response (STYLE.md #9); the transport (server.h) never looks inside.
 //
-// Routes: /healthz /livez /readyz /version, /openapi/v3[/apis/paas.gantry.dev/v1],
-// discovery at /apis[/paas.gantry.dev[/v1]], and the resources of API.md under
+// Routes: /healthz /livez /readyz /version /metrics, /openapi/v2, /openapi/v3[/apis/paas.gantry.dev/v1],
+// discovery at /api[/v1] and /apis[/paas.gantry.dev[/v1]], and the resources of API.md under
 // /apis/paas.gantry.dev/v1.
 //
 // Thread-safety: Handle may be called concurrently from any thread.
