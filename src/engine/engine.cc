@@ -780,7 +780,9 @@ Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* 
     }
     if (max_instances >= 0 || max_gpus >= 0) {
       int64_t deployed = 0, used = 0;
-      for (const char* phase : {"InProgress", "Success"}) {
+      // What the project holds: instances being or deployed, and failed ones whose GPUs
+      // are still assigned (held until a destroy).
+      for (const char* phase : {"InProgress", "Success", "Failed"}) {
         store::ListOptions q;
         q.kind = kInstance;
         q.ns = ns;
@@ -788,6 +790,10 @@ Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* 
         auto page = store_.List(q);
         if (!page.ok()) continue;
         for (const auto& i : page->items) {
+          const json::value* held = model::FindPath(i, "status.gpus");
+          if (std::string_view(phase) == "Failed" &&
+              (!held || !held->is_array() || held->get_array().empty()))
+            continue;
           ++deployed;
           if (GetString(i, "status.resources.gpu.type") == type)
             used += GetInt(i, "status.resources.gpu.count", 0);

@@ -375,7 +375,7 @@ TEST_F(QuotaTest, InstanceQuotaMakesDeploysWaitUntilRaisedOrOneIsDestroyed) {
 // workload killed → a Failed, GPU still assigned; deploy b. Expected: b Waiting, reason
 // QuotaExceeded ("... 1 are in use and b needs 1"). Actual: b Success: the project holds 2
 // GPUs against a quota of 1.
-TEST_F(QuotaTest, DISABLED_GpusHeldByAFailedWorkloadCountAgainstTheQuota) {
+TEST_F(QuotaTest, GpusHeldByAFailedWorkloadCountAgainstTheQuota) {
   // A workload that exits under restartPolicy Never leaves its instance Failed, still holding
   // its GPU until a destroy (docs/drivers.md: GPUs are held until a destroy succeeds). The
   // project's GPU quota must count that GPU too: the project never holds more than its quota.
