@@ -1,8 +1,9 @@
 #include "model/validation.h"
 
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <set>
 
 #include "model/codec.h"
@@ -56,8 +57,7 @@ std::string NumberText(const json::value& v) {
 // nullopt when `value` fits `type` (and, for enums, `allowed`); else the message.
 std::optional<std::string> TypeError(const std::string& type, const std::string& value,
                                      const std::vector<std::string>& allowed) {
-  if (type == "number" && !ParsesAsNumber(value))
-    return "\"" + value + "\" is not a number";
+  if (type == "number" && !ParsesAsNumber(value)) return "\"" + value + "\" is not a number";
   if (type == "bool" && value != "true" && value != "false")
     return "\"" + value + "\" is not a boolean (true or false)";
   if (type == "enum" && !Contains(allowed, value))
@@ -75,14 +75,17 @@ void ValidateSharing(const json::object& spec, std::vector<FieldCause>* causes) 
                        "at least one project is required when mode is Selected",
                        "FieldValueRequired"});
   if (mode != "Selected" && !projects.empty())
-    causes->push_back({"spec.sharing.projects", "may only be set when mode is Selected",
-                       "FieldValueForbidden"});
+    causes->push_back(
+        {"spec.sharing.projects", "may only be set when mode is Selected", "FieldValueForbidden"});
   for (size_t i = 0; i < projects.size(); ++i)
     if (auto err = Dns1123LabelError(projects[i]))
       causes->push_back({"spec.sharing.projects[" + std::to_string(i) + "]", *err});
 }
 
-void ValidateTemplateVariables(const json::object& spec, std::vector<FieldCause>* causes) {
+// Calls `check(entry, path)` for each object of spec.variables (template declarations or
+// profile rules) after refusing a name used twice.
+void ForEachVariable(const json::object& spec, std::vector<FieldCause>* causes,
+                     const std::function<void(const json::object&, const std::string&)>& check) {
   const json::value* vars = FindPath(spec, "variables");
   if (!vars || !vars->is_array()) return;
   std::set<std::string> seen;
@@ -93,54 +96,48 @@ void ValidateTemplateVariables(const json::object& spec, std::vector<FieldCause>
     std::string path = "spec.variables[" + std::to_string(i) + "]";
     std::string name = GetString(o, "name");
     if (!name.empty() && !seen.insert(name).second)
-      causes->push_back({path + ".name", "Duplicate value: \"" + name + "\"",
-                         "FieldValueDuplicate"});
+      causes->push_back(
+          {path + ".name", "Duplicate value: \"" + name + "\"", "FieldValueDuplicate"});
+    check(o, path);
+  }
+}
+
+void ValidateTemplateVariables(const json::object& spec, std::vector<FieldCause>* causes) {
+  ForEachVariable(spec, causes, [&](const json::object& o, const std::string& path) {
     std::string type = GetString(o, "type", "string");
     auto allowed = Strings(FindPath(o, "allowedValues"));
     if (type == "enum" && allowed.empty())
-      causes->push_back({path + ".allowedValues", "an enum variable needs allowedValues",
-                         "FieldValueRequired"});
+      causes->push_back(
+          {path + ".allowedValues", "an enum variable needs allowedValues", "FieldValueRequired"});
     if (o.contains("default")) {
       if (auto err = TypeError(type, GetString(o, "default"), allowed))
         causes->push_back({path + ".default", *err});
     }
-  }
+  });
 }
 
 void ValidateProfileRules(const json::object& spec, std::vector<FieldCause>* causes) {
-  const json::value* vars = FindPath(spec, "variables");
-  if (vars && vars->is_array()) {
-    std::set<std::string> seen;
-    for (size_t i = 0; i < vars->get_array().size(); ++i) {
-      const auto& v = vars->get_array()[i];
-      if (!v.is_object()) continue;
-      const auto& o = v.get_object();
-      std::string path = "spec.variables[" + std::to_string(i) + "]";
-      std::string name = GetString(o, "name");
-      if (!name.empty() && !seen.insert(name).second)
-        causes->push_back({path + ".name", "Duplicate value: \"" + name + "\"",
-                           "FieldValueDuplicate"});
-      std::string override_policy = GetString(o, "override", "allowed");
-      auto allowed = Strings(FindPath(o, "allowedValues"));
-      if (override_policy == "restricted" && allowed.empty())
-        causes->push_back({path + ".allowedValues",
-                           "override \"restricted\" needs the list of allowed values",
-                           "FieldValueRequired"});
-      if (override_policy != "restricted" && !allowed.empty())
-        causes->push_back({path + ".allowedValues",
-                           "may only be set when override is \"restricted\"",
-                           "FieldValueForbidden"});
-      if (override_policy == "restricted" && o.contains("default") &&
-          !Contains(allowed, GetString(o, "default")))
-        causes->push_back({path + ".default",
-                           "\"" + GetString(o, "default") + "\" is not one of the allowed values " +
-                               Quoted(allowed)});
-    }
-  }
+  ForEachVariable(spec, causes, [&](const json::object& o, const std::string& path) {
+    std::string override_policy = GetString(o, "override", "allowed");
+    auto allowed = Strings(FindPath(o, "allowedValues"));
+    if (override_policy == "restricted" && allowed.empty())
+      causes->push_back({path + ".allowedValues",
+                         "override \"restricted\" needs the list of allowed values",
+                         "FieldValueRequired"});
+    if (override_policy != "restricted" && !allowed.empty())
+      causes->push_back({path + ".allowedValues", "may only be set when override is \"restricted\"",
+                         "FieldValueForbidden"});
+    if (override_policy == "restricted" && o.contains("default") &&
+        !Contains(allowed, GetString(o, "default")))
+      causes->push_back({path + ".default", "\"" + GetString(o, "default") +
+                                                "\" is not one of the allowed values " +
+                                                Quoted(allowed)});
+  });
   const json::value* gpu = FindPath(spec, "resources.gpu");
   if (gpu && gpu->is_object()) {
     int64_t count = GetInt(gpu->get_object(), "count", 0);
-    if (count < 0) causes->push_back({"spec.resources.gpu.count", "must be greater than or equal to 0"});
+    if (count < 0)
+      causes->push_back({"spec.resources.gpu.count", "must be greater than or equal to 0"});
   }
   for (const char* f : {"cpu", "memoryGiB"}) {
     const json::value* v = FindPath(spec, std::string("resources.") + f);
@@ -153,10 +150,10 @@ void ValidateTemplateDriver(const json::object& spec, std::vector<FieldCause>* c
   std::string driver = GetString(spec, "driver");
   if (driver.empty()) return;  // the schema reported it
   if (!spec.contains(driver) || !spec.at(driver).is_object()) {
-    causes->push_back({"spec." + driver,
-                       "Required value: driver \"" + driver + "\" needs its configuration in spec." +
-                           driver,
-                       "FieldValueRequired"});
+    causes->push_back(
+        {"spec." + driver,
+         "Required value: driver \"" + driver + "\" needs its configuration in spec." + driver,
+         "FieldValueRequired"});
     return;
   }
   for (const char* other : {"exec", "local", "slurm"}) {
@@ -168,8 +165,8 @@ void ValidateTemplateDriver(const json::object& spec, std::vector<FieldCause>* c
   if (driver == "exec") {
     const auto& exec = spec.at("exec").get_object();
     if (Strings(FindPath(exec, "command")).empty())
-      causes->push_back({"spec.exec.command", "Required value: the program to run",
-                         "FieldValueRequired"});
+      causes->push_back(
+          {"spec.exec.command", "Required value: the program to run", "FieldValueRequired"});
     if (exec.contains("timeoutSeconds") && GetInt(exec, "timeoutSeconds") <= 0)
       causes->push_back({"spec.exec.timeoutSeconds", "must be greater than 0"});
   }
@@ -191,8 +188,9 @@ void ValidateMetadata(const json::object& metadata, std::vector<FieldCause>* cau
         causes->push_back({"metadata.labels", "Invalid value: \"" + key + "\": " + *err});
       if (kv.value().is_string())
         if (auto err = LabelValueError(kv.value().get_string()))
-          causes->push_back({"metadata.labels." + key,
-                             "Invalid value: \"" + std::string(kv.value().get_string()) + "\": " + *err});
+          causes->push_back(
+              {"metadata.labels." + key,
+               "Invalid value: \"" + std::string(kv.value().get_string()) + "\": " + *err});
     }
   }
   if (const json::value* ann = FindPath(metadata, "annotations"); ann && ann->is_object()) {
@@ -204,8 +202,8 @@ void ValidateMetadata(const json::object& metadata, std::vector<FieldCause>* cau
       total += key.size() + (kv.value().is_string() ? kv.value().get_string().size() : 0);
     }
     if (total > kMaxAnnotationBytes)
-      causes->push_back({"metadata.annotations",
-                         "Too long: must have at most 262144 bytes", "FieldValueTooLong"});
+      causes->push_back({"metadata.annotations", "Too long: must have at most 262144 bytes",
+                         "FieldValueTooLong"});
   }
 }
 
@@ -217,7 +215,8 @@ void ValidateSpec(const KindInfo& kind, const json::object& spec, std::vector<Fi
         const json::value& v = kv.value();
         bool ok = (v.is_int64() && v.get_int64() >= 0) || (v.is_uint64()) ||
                   (v.is_string() && !v.get_string().empty() &&
-                   std::string_view(v.get_string()).find_first_not_of("0123456789") == std::string_view::npos);
+                   std::string_view(v.get_string()).find_first_not_of("0123456789") ==
+                       std::string_view::npos);
         if (!ok)
           causes->push_back({"spec.quota.gpus." + std::string(kv.key()),
                              "must be a whole number of GPUs, 0 or more"});
@@ -310,19 +309,19 @@ std::map<std::string, ResolvedVariable> ResolveVariables(const json::object& tem
 
       auto given = instance_variables.find(name);
       if (given != instance_variables.end()) {
-        std::string v = given->value().is_string() ? std::string(given->value().get_string())
+        std::string v = given->value().is_string()   ? std::string(given->value().get_string())
                         : given->value().is_number() ? NumberText(given->value())
                                                      : json::serialize(given->value());
         std::string policy = rule ? GetString(*rule, "override", "allowed") : "allowed";
         if (policy == "notallowed") {
-          causes->push_back({path,
-                             "Forbidden: the profile does not allow overriding variable \"" +
-                                 name + "\"",
-                             "FieldValueForbidden"});
+          causes->push_back(
+              {path, "Forbidden: the profile does not allow overriding variable \"" + name + "\"",
+               "FieldValueForbidden"});
         } else if (policy == "restricted" &&
                    !Contains(Strings(FindPath(*rule, "allowedValues")), v)) {
-          causes->push_back({path, "Unsupported value: \"" + v + "\": supported values: " +
-                                       Quoted(Strings(FindPath(*rule, "allowedValues"))),
+          causes->push_back({path,
+                             "Unsupported value: \"" + v + "\": supported values: " +
+                                 Quoted(Strings(FindPath(*rule, "allowedValues"))),
                              "FieldValueNotSupported"});
         } else if (auto err = TypeError(type, v, enum_values)) {
           causes->push_back({path, "Invalid value: " + *err});
