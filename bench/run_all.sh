@@ -202,7 +202,7 @@ log "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | he
 # ---------------------------------------------------------------------------------------------
 # 1. GET one instance over keep-alive: gantryd vs nginx serving the same bytes.
 if want get; then
-  log "1. GET one instance, wrk -t2 -c64, 2 alternating rounds of $(( (SECONDS_RUN + 1) / 2 ))s, gantryd --threads $THREADS vs nginx worker_processes $THREADS"
+  log "1. GET one instance, wrk -t2 -c64, $ROUNDS alternating rounds of $(( (SECONDS_RUN + ROUNDS - 1) / ROUNDS ))s, gantryd --threads $THREADS vs nginx worker_processes $THREADS"
   start_gantryd get FULL
   setup_profile
   post "$API/computeinstances" '{"apiVersion":"paas.gantry.dev/v1","kind":"ComputeInstance",
@@ -254,7 +254,7 @@ EOF
   for round in $(seq "$ROUNDS"); do
     for who in gantryd nginx; do
       url=$g_url pids=$GPID
-      [[ $who == nginx ]] && url=$n_url pids="$NGPID $(pgrep -P "$NGPID" | tr '\n' ' ')"
+      if [[ $who == nginx ]]; then url=$n_url pids="$NGPID $(pgrep -P "$NGPID" | tr '\n' ' ')"; fi
       # shellcheck disable=SC2086
       t0=$(cpu_ticks $pids)
       wrk -t2 -c64 -d"${half}s" --latency "$url" >"$OUT/wrk-$who-$round.txt" 2>&1
@@ -354,11 +354,13 @@ if want list; then
     path="$API/computeinstances?limit=100"
     [[ -n $key ]] && path+="&labelSelector=$key%3D$value"
     line=$(lg list --port "$GPORT" --path "$path" --count 1000 --seconds 30)
-    echo "   $name ($key=$value, $share match): $line" >&2
+    echo "   $name (${key:-no selector}${key:+=$value}, $share match): $line" >&2
     if [[ -n $key ]]; then
       ref=$("$SQLITE_REF" query --db "$GDIR/data/gantry.db" --key "$key" --value "$value" --count 100)
       echo "   sqlite_ref query (same SQL, bodies read, not parsed): $ref" >&2
       refp=$(field p99_ms "$ref")
+      ref2=$("$SQLITE_REF" query --db "$GDIR/data/gantry.db" --key "$key" --value "$value" --count 100 --page-only)
+      echo "   sqlite_ref query, page query only (no resourceVersion query): $ref2" >&2
     else
       refp=-
     fi
@@ -366,6 +368,10 @@ if want list; then
     record list "p99 ms, $name ($share match)" "$p99" "$refp" \
       "$([[ $refp == - ]] && echo - || ratio "$p99" "$refp")" "<=10ms" "$(yesno le "$p99" 10)"
     record list "  p50 ms, $name, $(field requests "$line") reqs" "$(field p50_ms "$line")" "-" "-" "-" "-"
+    if [[ -n $key ]]; then
+      record list "  SQL page query alone p50/p99 ms" "-" \
+        "$(field p50_ms "$ref2")/$(field p99_ms "$ref2")" "-" "-" "-"
+    fi
   done
   rss_kib=$(awk '/VmRSS/ {print $2}' /proc/"$GPID"/status)
   hwm_kib=$(awk '/VmHWM/ {print $2}' /proc/"$GPID"/status)

@@ -8,10 +8,11 @@
 //       gantryd writes for one create. With --objects-only, only the objects row. The body is
 //       a real instance as gantryd stores it, with @NAME@ replaced by a unique name.
 //       Statements are prepared once: this is what a thin, single-writer program gets.
-//   sqlite_ref query --db FILE --key K --value V [--count N]
+//   sqlite_ref query --db FILE --key K --value V [--count N] [--page-only]
 //       Runs the SQL of gantryd's labelSelector list (K=V, namespace default, newest first,
 //       LIMIT 101, with the resourceVersion query in the same read transaction) N times and
-//       reads every body: the store's share of one list request.
+//       reads every body: the store's share of one list request. With --page-only, without
+//       the resourceVersion query.
 //
 // Prints one line of key=value figures.
 #include <sqlite3.h>
@@ -187,6 +188,7 @@ int Query(std::map<std::string, std::string>& a) {
   Check(db, sqlite3_open_v2(a["db"].c_str(), &db, SQLITE_OPEN_READONLY, nullptr), "open");
   const long count = a.count("count") ? std::stol(a["count"]) : 200;
   const std::string path = "$.\"" + a["key"] + "\"";
+  const bool page_only = a.count("page-only") > 0;
   std::vector<double> lat;
   size_t rows = 0;
   for (long i = 0; i <= count; ++i) {
@@ -194,9 +196,12 @@ int Query(std::map<std::string, std::string>& a) {
     Exec(db, "BEGIN");
     sqlite3_stmt *rv = nullptr, *q = nullptr;
     // Prepared on every request, as gantryd does.
-    Check(db, sqlite3_prepare_v2(db, "SELECT MAX((SELECT IFNULL(MAX(rv),0) FROM objects),"
-                                     " (SELECT IFNULL(MAX(rv),0) FROM events))", -1, &rv, nullptr), "prepare");
-    Check(db, sqlite3_step(rv), "rv");
+    if (!page_only) {
+      Check(db, sqlite3_prepare_v2(db, "SELECT MAX((SELECT IFNULL(MAX(rv),0) FROM objects),"
+                                       " (SELECT IFNULL(MAX(rv),0) FROM events))", -1, &rv, nullptr),
+            "prepare");
+      Check(db, sqlite3_step(rv), "rv");
+    }
     Check(db, sqlite3_prepare_v2(db,
                                  "SELECT id, body FROM objects WHERE kind = ?1 AND namespace = ?2 "
                                  "AND json_extract(labels, ?3) = ?4 ORDER BY id DESC LIMIT 101",
