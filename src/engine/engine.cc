@@ -288,7 +288,7 @@ absl::Status Engine::UpdateRun(const std::string& ns, const std::string& name,
     mutate(run);
     std::vector<store::Write> writes;
     writes.push_back({store::Write::Op::kUpdate, kRun, std::move(run), rv, 0});
-    auto stored = store_.Commit(std::move(writes));
+    auto stored = store_.Commit(std::move(writes), store::Durability::kRelaxed);
     if (stored.ok()) return absl::OkStatus();
     if (IsConflict(stored.status()) && attempt < kMaxRetries) continue;
     return stored.status();
@@ -313,6 +313,7 @@ void Engine::DispatchLoop() {
     q.kind = kRun;
     q.fields = {{"status.phase", true, "Queued"}};
     q.oldest_first = true;
+    // Enough to look past runs waiting for capacity (and tell each why it waits).
     q.limit = 500;
     auto page = store_.List(q);
     metrics_.Set("gantry_run_queue_depth", {}, static_cast<double>(QueueDepth()));
@@ -387,7 +388,8 @@ bool Engine::Claim(const json::object& queued, const Admission& admission) {
                     GetString(queued, "metadata.name") + " is running";
     writes.push_back({store::Write::Op::kUpdate, kInstance, *instance, Rv(*instance), 0});
   }
-  auto stored = store_.Commit(std::move(writes));
+  // Relaxed: a claim lost to a power failure leaves the run Queued, and it runs then.
+  auto stored = store_.Commit(std::move(writes), store::Durability::kRelaxed);
   if (!stored.ok()) return false;  // another claimer (or a cancel) won
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -859,7 +861,8 @@ void Engine::NoteWaiting(const json::object& run, const Admission& a) {
   is["message"] = a.message;
   std::vector<store::Write> w;
   w.push_back({store::Write::Op::kUpdate, kInstance, *instance, Rv(*instance), 0});
-  store_.Commit(std::move(w)).IgnoreError();  // a concurrent change wins; the next look retries
+  // A concurrent change wins; the next look retries.
+  store_.Commit(std::move(w), store::Durability::kRelaxed).IgnoreError();
 }
 
 absl::Status Engine::RebuildGpuAssignments() {

@@ -73,6 +73,12 @@ struct ListOptions {
   bool oldest_first = false;  // the run queue reads first-come-first-served
 };
 
+// How hard a commit must be flushed before it returns. Writes a client is told about are
+// durable; the engine's bookkeeping between them (claims, leases, driver state) may be
+// relaxed: it survives a crash of gantryd (WAL) but not a power loss, after which recovery
+// runs the affected runs again.
+enum class Durability { kDurable, kRelaxed };
+
 struct ListResult {
   std::vector<boost::json::object> items;  // newest first
   int64_t resource_version = 0;            // the store's resourceVersion when listed
@@ -100,7 +106,8 @@ class Store {
   // resourceVersion) in the order of `writes` (kPutRevision yields an empty object).
   // UNAVAILABLE once the database failed in a way that leaves its state unknown: such a
   // failure is sticky (STYLE.md #5) and every later write is refused.
-  virtual absl::StatusOr<std::vector<boost::json::object>> Commit(std::vector<Write> writes) = 0;
+  virtual absl::StatusOr<std::vector<boost::json::object>> Commit(
+      std::vector<Write> writes, Durability durability = Durability::kDurable) = 0;
 
   // Events with resourceVersion > `after`, oldest first, at most `max` of them.
   // OUT_OF_RANGE (410 Expired) when events after `after` were already compacted away.

@@ -193,7 +193,9 @@ absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec, const ProcessH
     int n = 0;
     if (out_fd >= 0) fds[n++] = {out_fd, POLLIN, 0};
     if (in_fd >= 0) fds[n++] = {in_fd, POLLOUT, 0};
-    ::poll(fds, n, 50);
+    // With no pipe left open (the program closed them and is about to exit) poll would just
+    // sleep: look at the child again after a millisecond instead of 50.
+    ::poll(fds, n, n > 0 ? 50 : 1);
     if (in_fd >= 0) {
       ssize_t w = ::write(in_fd, spec.stdin_data.data() + written, spec.stdin_data.size() - written);
       if (w > 0) written += static_cast<size_t>(w);

@@ -379,8 +379,10 @@ absl::StatusOr<ListResult> SqliteStore::List(const ListOptions& options) {
   // Read the resourceVersion inside the read transaction, so the list and the version agree.
   Exec(r.db(), "BEGIN").IgnoreError();
   {
-    Stmt rv(r.db(), "SELECT MAX((SELECT IFNULL(MAX(rv),0) FROM objects),"
-                    " (SELECT IFNULL(MAX(rv),0) FROM events))");
+    // Every commit writes an event row with its resourceVersion and compaction keeps the
+    // newest, so the newest event is the store's resourceVersion (an index lookup, where
+    // MAX(rv) over objects would scan them all).
+    Stmt rv(r.db(), "SELECT IFNULL(MAX(rv),0) FROM events");
     if (rv.Step() == SQLITE_ROW) result.resource_version = rv.Int(0);
     Stmt s(r.db(), sql);
     if (!s.ok()) {
@@ -525,9 +527,21 @@ absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* e
   return absl::InternalError("unknown write");
 }
 
-absl::StatusOr<std::vector<json::object>> SqliteStore::Commit(std::vector<Write> writes) {
+absl::StatusOr<std::vector<json::object>> SqliteStore::Commit(std::vector<Write> writes,
+                                                             Durability durability) {
   std::lock_guard<std::mutex> lock(write_mu_);
   if (!sticky_error_.ok()) return sticky_error_;
+  // A relaxed commit skips the fsync (synchronous=NORMAL) for this transaction only; the
+  // next durable commit's fsync covers it too.
+  bool relax = durability == Durability::kRelaxed && options_.synchronous == "FULL";
+  if (relax) sqlite3_exec(writer_, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
+  struct Restore {
+    sqlite3* db;
+    bool on;
+    ~Restore() {
+      if (on) sqlite3_exec(db, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);
+    }
+  } restore{writer_, relax};
   if (sqlite3_exec(writer_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK)
     return SqlError(writer_, "begin");
   std::vector<Event> events;

@@ -43,7 +43,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<boost::json::object> Get(const std::string& kind, const std::string& ns,
                                           const std::string& name) override;
   absl::StatusOr<ListResult> List(const ListOptions& options) override;
-  absl::StatusOr<std::vector<boost::json::object>> Commit(std::vector<Write> writes) override;
+  absl::StatusOr<std::vector<boost::json::object>> Commit(
+      std::vector<Write> writes, Durability durability = Durability::kDurable) override;
   absl::StatusOr<std::vector<Event>> EventsSince(int64_t after, size_t max) override;
   int64_t CurrentResourceVersion() override;
   absl::StatusOr<std::vector<Revision>> ListRevisions(const std::string& kind,
