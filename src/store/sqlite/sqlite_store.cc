@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "model/codec.h"
 #include "model/schema.h"
+#include "store/store_common.h"
 
 namespace gantry::store {
 namespace {
@@ -58,12 +59,6 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
-
-std::string Plural(const std::string& kind) {
-  const model::KindInfo* k = model::FindKindByName(kind);
-  std::string plural = k ? k->plural : kind;
-  return plural + "." + model::kGroup;
-}
 
 // A prepared statement, finalized on scope exit.
 class Stmt {
@@ -124,29 +119,6 @@ absl::Status Exec(sqlite3* db, const char* sql) {
   return absl::OkStatus();
 }
 
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-// The denormalized columns for `obj`.
-struct Columns {
-  std::string labels, phase, ref_name, search;
-};
-Columns ColumnsOf(const json::object& obj) {
-  Columns c;
-  const json::value* labels = model::FindPath(obj, "metadata.labels");
-  c.labels = labels && labels->is_object() ? json::serialize(*labels) : "{}";
-  c.phase = model::GetString(obj, "status.phase");
-  c.ref_name = model::GetString(obj, "spec.profileRef.name");
-  if (c.ref_name.empty()) c.ref_name = model::GetString(obj, "spec.templateRef.name");
-  if (c.ref_name.empty()) c.ref_name = model::GetString(obj, "spec.instanceRef.name");
-  c.search = Lower(model::GetString(obj, "metadata.name") + "\n" +
-                   model::GetString(obj, "spec.displayName") + "\n" +
-                   model::GetString(obj, "spec.description"));
-  return c;
-}
-
 std::string JsonPathForLabel(const std::string& key) { return "$.\"" + key + "\""; }
 
 // Appends SQL for the label selector to `sql`, binding values into `binds`.
@@ -194,21 +166,13 @@ void AppendSelector(const model::LabelSelector& sel, std::string* sql,
 absl::Status AppendFields(const std::vector<FieldFilter>& fields, std::string* sql,
                           std::vector<std::string>* binds) {
   for (const auto& f : fields) {
-    std::string column;
-    if (f.field == "metadata.name") column = "name";
-    else if (f.field == "metadata.namespace") column = "namespace";
-    else if (f.field == "status.phase") column = "phase";
-    else if (f.field == "spec.profileRef.name" || f.field == "spec.templateRef.name" ||
-             f.field == "spec.instanceRef.name")
-      column = "ref_name";
-    else return BadRequestError("field label not supported: " + f.field);
+    std::string column = FieldColumn(f.field);
+    if (column.empty()) return UnsupportedField(f.field);
     binds->push_back(f.value);
     *sql += " AND " + column + (f.equals ? " = ?" : " != ?") + std::to_string(binds->size());
   }
   return absl::OkStatus();
 }
-
-constexpr char kContinuePrefix[] = "c1.";
 
 }  // namespace
 
@@ -339,7 +303,7 @@ absl::StatusOr<json::object> SqliteStore::Get(const std::string& kind, const std
   Stmt s(r.db(), "SELECT body FROM objects WHERE kind=?1 AND namespace=?2 AND name=?3");
   s.Bind(1, kind).Bind(2, ns).Bind(3, name);
   int rc = s.Step();
-  if (rc == SQLITE_DONE) return NotFoundError(Plural(kind) + " \"" + name + "\" not found");
+  if (rc == SQLITE_DONE) return ObjectNotFound(kind, name);
   if (rc != SQLITE_ROW) return SqlError(r.db(), "get");
   return model::ParseObjectJson(s.Text(0));
 }
@@ -351,15 +315,8 @@ absl::StatusOr<ListResult> SqliteStore::List(const ListOptions& options) {
     binds.push_back(*options.ns);
     sql += " AND namespace = ?2";
   }
-  int64_t after_id = 0;
   if (!options.continue_token.empty()) {
-    const std::string& t = options.continue_token;
-    bool ok = t.rfind(kContinuePrefix, 0) == 0 && t.size() > 3 && t.size() < 24 &&
-              std::all_of(t.begin() + 3, t.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!ok) return BadRequestError("continue token \"" + t + "\" is not valid; start the list again");
-    auto [ptr, ec] = std::from_chars(t.data() + 3, t.data() + t.size(), after_id);
-    if (ec != std::errc() || ptr != t.data() + t.size())
-      return BadRequestError("continue token \"" + t + "\" is not valid; start the list again");
+    ASSIGN_OR_RETURN(int64_t after_id, ParseContinueToken(options.continue_token));
     binds.push_back(std::to_string(after_id));
     sql += std::string(" AND id ") + (options.oldest_first ? ">" : "<") + " CAST(?" +
            std::to_string(binds.size()) + " AS INTEGER)";
@@ -367,7 +324,7 @@ absl::StatusOr<ListResult> SqliteStore::List(const ListOptions& options) {
   AppendSelector(options.labels, &sql, &binds);
   RETURN_IF_ERROR(AppendFields(options.fields, &sql, &binds));
   if (!options.search.empty()) {
-    binds.push_back(Lower(options.search));
+    binds.push_back(LowerAscii(options.search));
     sql += " AND instr(search, ?" + std::to_string(binds.size()) + ") > 0";
   }
   sql += options.oldest_first ? " ORDER BY id ASC" : " ORDER BY id DESC";
@@ -394,7 +351,7 @@ absl::StatusOr<ListResult> SqliteStore::List(const ListOptions& options) {
     int rc;
     while ((rc = s.Step()) == SQLITE_ROW) {
       if (options.limit > 0 && static_cast<int64_t>(result.items.size()) == options.limit) {
-        result.continue_token = kContinuePrefix + std::to_string(last_id);
+        result.continue_token = ContinueToken(last_id);
         break;
       }
       last_id = s.Int(0);
@@ -435,13 +392,11 @@ absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* e
     Stmt s(writer_, "SELECT rv FROM objects WHERE kind=?1 AND namespace=?2 AND name=?3");
     s.Bind(1, w.kind).Bind(2, ns).Bind(3, name);
     int rc = s.Step();
-    if (rc == SQLITE_DONE) return NotFoundError(Plural(w.kind) + " \"" + name + "\" not found");
+    if (rc == SQLITE_DONE) return ObjectNotFound(w.kind, name);
     if (rc != SQLITE_ROW) return absl::Status(SqlError(writer_, "read"));
     int64_t have = s.Int(0);
     if (w.expected_resource_version != 0 && w.expected_resource_version != have)
-      return ConflictError("Operation cannot be fulfilled on " + Plural(w.kind) + " \"" + name +
-                           "\": the object has been modified; please apply your changes to the "
-                           "latest version and try again");
+      return ObjectModified(w.kind, name);
     return have;
   };
 
@@ -456,8 +411,7 @@ absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* e
           .Bind(6, spec ? json::serialize(*spec) : "{}");
       if (s.Step() != SQLITE_DONE) {
         if ((s.rc() & 0xff) == SQLITE_CONSTRAINT)
-          return ConflictError("revision " + std::to_string(w.revision) + " of " + Plural(w.kind) +
-                               " \"" + name + "\" already exists");
+          return RevisionExists(w.kind, name, w.revision);
         return absl::Status(absl::StatusCode::kUnavailable, s.Error());
       }
       return absl::OkStatus();
@@ -479,7 +433,7 @@ absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* e
             .Bind(6, c.phase).Bind(7, c.ref_name).Bind(8, c.search).Bind(9, body);
         if (s.Step() != SQLITE_DONE) {
           if ((s.rc() & 0xff) == SQLITE_CONSTRAINT)
-            return AlreadyExistsError(Plural(w.kind) + " \"" + name + "\" already exists");
+            return ObjectExists(w.kind, name);
           return absl::Status(absl::StatusCode::kUnavailable, s.Error());
         }
       } else {
@@ -591,8 +545,7 @@ void SqliteStore::MaybeCompact() {
 
 absl::StatusOr<std::vector<Event>> SqliteStore::EventsSince(int64_t after, size_t max) {
   if (after < compacted_through_)
-    return ExpiredError("too old resource version: " + std::to_string(after) + " (" +
-                        std::to_string(compacted_through_.load() + 1) + ")");
+    return TooOldResourceVersion(after, compacted_through_.load());
   Reader r = AcquireReader();
   if (!r.db()) return absl::UnavailableError("cannot open a database connection");
   Stmt s(r.db(), "SELECT rv, type, kind, namespace, name, body FROM events WHERE rv > ?1 "
@@ -609,8 +562,7 @@ absl::StatusOr<std::vector<Event>> SqliteStore::EventsSince(int64_t after, size_
   // Compaction may have run between the check above and the read: if events after `after`
   // were removed meanwhile, the answer would skip them silently. Check again.
   if (after < compacted_through_ && (out.empty() || out.front().resource_version != after + 1))
-    return ExpiredError("too old resource version: " + std::to_string(after) + " (" +
-                        std::to_string(compacted_through_.load() + 1) + ")");
+    return TooOldResourceVersion(after, compacted_through_.load());
   return out;
 }
 
@@ -643,8 +595,7 @@ absl::StatusOr<Revision> SqliteStore::GetRevision(const std::string& kind, const
   s.Bind(1, kind).Bind(2, ns).Bind(3, name).Bind(4, revision);
   int rc = s.Step();
   if (rc == SQLITE_DONE)
-    return NotFoundError("revision " + std::to_string(revision) + " of " + Plural(kind) + " \"" +
-                         name + "\" not found");
+    return RevisionNotFound(kind, name, revision);
   if (rc != SQLITE_ROW) return SqlError(r.db(), "reading a revision");
   auto spec = model::ParseObjectJson(s.Text(2));
   return Revision{s.Int(0), s.Text(1), spec.ok() ? std::move(*spec) : json::object()};

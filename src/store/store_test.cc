@@ -1,3 +1,5 @@
+#include "store/postgres/pg_test_server.h"
+#include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
 
 #include <sqlite3.h>
@@ -121,8 +123,13 @@ std::vector<std::string> Names(const std::vector<json::object>& items) {
 
 std::string StatusText(const absl::Status& s) { return std::string(s.message()); }
 
-class SqliteStoreTest : public ::testing::Test {
+// The suite runs once per backend: "sqlite" (a file in a temporary directory) and
+// "postgres" (a fresh database on the throwaway server of pg_test_server.h; skipped with a
+// message when PostgreSQL cannot start, unless PostgresRequired(), as in CI).
+class StoreTest : public ::testing::TestWithParam<std::string> {
  protected:
+  bool postgres() const { return GetParam() == "postgres"; }
+
   void SetUp() override {
     std::string tmpl = (std::filesystem::path(::testing::TempDir()) / "gantry-store-XXXXXX");
     std::vector<char> buf(tmpl.begin(), tmpl.end());
@@ -130,6 +137,16 @@ class SqliteStoreTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(buf.data()), nullptr);
     dir_ = buf.data();
     path_ = dir_ + "/gantry.db";
+    if (postgres()) {
+      auto server = testing::PgTestServer::Get();
+      if (!server.ok()) {
+        if (testing::PostgresRequired()) FAIL() << server.status();
+        GTEST_SKIP() << "PostgreSQL is not available here: " << server.status().message();
+      }
+      auto url = (*server)->CreateDatabase();
+      ASSERT_TRUE(url.ok()) << url.status();
+      url_ = *url;
+    }
     Reopen();
   }
   void TearDown() override {
@@ -138,15 +155,31 @@ class SqliteStoreTest : public ::testing::Test {
     std::filesystem::remove_all(dir_, ec);
   }
 
-  // synchronous=NORMAL keeps the suite fast: a closed store's commits survive either way
-  // (DataSurvivesCloseAndReopen uses the FULL default).
-  void Reopen(int64_t retention = 100000, std::string synchronous = "NORMAL") {
-    store_.reset();
+  // Opens another store on the same data (file or database).
+  absl::StatusOr<std::unique_ptr<Store>> OpenAnother(int64_t retention = 100000,
+                                                     std::string synchronous = "NORMAL") {
+    if (postgres()) {
+      PostgresOptions options;
+      options.url = url_;
+      options.event_retention = retention;
+      auto s = PostgresStore::Open(options);
+      if (!s.ok()) return s.status();
+      return std::unique_ptr<Store>(std::move(*s));
+    }
     SqliteOptions options;
     options.path = path_;
     options.event_retention = retention;
     options.synchronous = std::move(synchronous);
     auto s = SqliteStore::Open(options);
+    if (!s.ok()) return s.status();
+    return std::unique_ptr<Store>(std::move(*s));
+  }
+
+  // synchronous=NORMAL keeps the suite fast: a closed store's commits survive either way
+  // (DataSurvivesCloseAndReopen uses the FULL default).
+  void Reopen(int64_t retention = 100000, std::string synchronous = "NORMAL") {
+    store_.reset();
+    auto s = OpenAnother(retention, std::move(synchronous));
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = std::move(*s);
   }
@@ -188,13 +221,17 @@ class SqliteStoreTest : public ::testing::Test {
 
   std::string dir_;
   std::string path_;
-  std::unique_ptr<SqliteStore> store_;
+  std::string url_;  // postgres
+  std::unique_ptr<Store> store_;
 };
+
+// Tests of what only SQLite has (a file, PRAGMA options).
+class SqliteOnlyStoreTest : public StoreTest {};
 
 // ------------------------------------------------------------------------------------------
 // Open
 
-TEST_F(SqliteStoreTest, FreshStoreIsEmptyAndAnswers) {
+TEST_P(StoreTest, FreshStoreIsEmptyAndAnswers) {
   EXPECT_EQ(store_->CurrentResourceVersion(), 0);
   EXPECT_TRUE(store_->Ping().ok());
   auto list = store_->List({.kind = kInstance});
@@ -207,7 +244,7 @@ TEST_F(SqliteStoreTest, FreshStoreIsEmptyAndAnswers) {
   EXPECT_THAT(*events, IsEmpty());
 }
 
-TEST_F(SqliteStoreTest, BadSynchronousOptionIsInvalidArgument) {
+TEST_P(SqliteOnlyStoreTest, BadSynchronousOptionIsInvalidArgument) {
   SqliteOptions options;
   options.path = dir_ + "/other.db";
   options.synchronous = "OFF";
@@ -218,7 +255,7 @@ TEST_F(SqliteStoreTest, BadSynchronousOptionIsInvalidArgument) {
   EXPECT_FALSE(std::filesystem::exists(options.path));
 }
 
-TEST_F(SqliteStoreTest, SynchronousNormalWorks) {
+TEST_P(SqliteOnlyStoreTest, SynchronousNormalWorks) {
   SqliteOptions options;
   options.path = dir_ + "/normal.db";
   options.synchronous = "NORMAL";
@@ -229,7 +266,7 @@ TEST_F(SqliteStoreTest, SynchronousNormalWorks) {
   EXPECT_TRUE((*s)->Get(kInstance, "ml-research", "x").ok());
 }
 
-TEST_F(SqliteStoreTest, OpenInAMissingDirectoryIsUnavailable) {
+TEST_P(SqliteOnlyStoreTest, OpenInAMissingDirectoryIsUnavailable) {
   SqliteOptions options;
   options.path = dir_ + "/no/such/dir/gantry.db";
   auto s = SqliteStore::Open(options);
@@ -239,7 +276,7 @@ TEST_F(SqliteStoreTest, OpenInAMissingDirectoryIsUnavailable) {
             "cannot open database " + options.path + ": unable to open database file");
 }
 
-TEST_F(SqliteStoreTest, NonDatabaseFileIsUnavailable) {
+TEST_P(SqliteOnlyStoreTest, NonDatabaseFileIsUnavailable) {
   store_.reset();
   {
     std::ofstream f(path_, std::ios::binary | std::ios::trunc);
@@ -262,7 +299,7 @@ TEST_F(SqliteStoreTest, NonDatabaseFileIsUnavailable) {
 // error return of OpenConnection, and prefix PRAGMA failures with the path
 // ("<path> is not a Gantry database: file is not a database"). Under ASan the leak shows as
 // "LeakSanitizer: detected memory leaks" (101688 bytes in 105 allocations from libsqlite3).
-TEST_F(SqliteStoreTest, NonDatabaseFileMessageNamesTheFile) {
+TEST_P(SqliteOnlyStoreTest, NonDatabaseFileMessageNamesTheFile) {
   store_.reset();
   {
     std::ofstream f(path_, std::ios::binary | std::ios::trunc);
@@ -275,7 +312,7 @@ TEST_F(SqliteStoreTest, NonDatabaseFileMessageNamesTheFile) {
   EXPECT_EQ(StatusText(s.status()), path_ + " is not a Gantry database: file is not a database");
 }
 
-TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
+TEST_P(SqliteOnlyStoreTest, NewerSchemaVersionIsRefused) {
   store_.reset();
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
@@ -295,7 +332,7 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
 // ------------------------------------------------------------------------------------------
 // Create / Get / Update / Delete
 
-TEST_F(SqliteStoreTest, CreateGetRoundTrip) {
+TEST_P(StoreTest, CreateGetRoundTrip) {
   json::object obj = Make({.name = "gpu-1",
                            .labels = {{"env", "prod"}},
                            .phase = "NotDeployed",
@@ -313,7 +350,7 @@ TEST_F(SqliteStoreTest, CreateGetRoundTrip) {
   EXPECT_EQ(store_->CurrentResourceVersion(), 1);
 }
 
-TEST_F(SqliteStoreTest, ClusterScopedObjectsUseTheEmptyNamespace) {
+TEST_P(StoreTest, ClusterScopedObjectsUseTheEmptyNamespace) {
   json::object project{{"kind", "Project"},
                        {"metadata", json::object{{"name", "ml-research"}}},
                        {"spec", json::object{{"displayName", "ML Research"}}}};
@@ -325,7 +362,7 @@ TEST_F(SqliteStoreTest, ClusterScopedObjectsUseTheEmptyNamespace) {
   EXPECT_THAT(ListNames({.kind = kProject, .ns = ""}), ElementsAre("ml-research"));
 }
 
-TEST_F(SqliteStoreTest, GetMissingIsNotFound) {
+TEST_P(StoreTest, GetMissingIsNotFound) {
   auto got = store_->Get(kInstance, "ml-research", "ghost");
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound);
@@ -340,7 +377,7 @@ TEST_F(SqliteStoreTest, GetMissingIsNotFound) {
             "computeprofiles.paas.gantry.dev \"ghost\" not found");
 }
 
-TEST_F(SqliteStoreTest, DuplicateCreateIsAlreadyExists) {
+TEST_P(StoreTest, DuplicateCreateIsAlreadyExists) {
   MustCreate(Named("x"));
   auto r = store_->Commit(One(Create(Named("x"))));
   ASSERT_FALSE(r.ok());
@@ -351,7 +388,7 @@ TEST_F(SqliteStoreTest, DuplicateCreateIsAlreadyExists) {
   EXPECT_EQ(store_->CurrentResourceVersion(), 1);
 }
 
-TEST_F(SqliteStoreTest, SameNameInOtherNamespaceOrKindIsDistinct) {
+TEST_P(StoreTest, SameNameInOtherNamespaceOrKindIsDistinct) {
   MustCreate(Named("x", "a"));
   MustCreate(Named("x", "b"));
   MustCreate(Named("x", "a"), kProfile);
@@ -359,7 +396,7 @@ TEST_F(SqliteStoreTest, SameNameInOtherNamespaceOrKindIsDistinct) {
   EXPECT_THAT(ListNames({.kind = kProfile}), ElementsAre("x"));
 }
 
-TEST_F(SqliteStoreTest, UpdateReplacesTheObject) {
+TEST_P(StoreTest, UpdateReplacesTheObject) {
   MustCreate(Make({.name = "x", .phase = "NotDeployed", .display_name = "old"}));
   json::object updated =
       MustCommit(Update(Make({.name = "x", .phase = "Success", .display_name = "new"})));
@@ -371,7 +408,7 @@ TEST_F(SqliteStoreTest, UpdateReplacesTheObject) {
   EXPECT_EQ(Rv(*got), "2");
 }
 
-TEST_F(SqliteStoreTest, UpdateOfMissingObjectIsNotFound) {
+TEST_P(StoreTest, UpdateOfMissingObjectIsNotFound) {
   auto r = store_->Commit(One(Update(Named("ghost"))));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
@@ -379,7 +416,7 @@ TEST_F(SqliteStoreTest, UpdateOfMissingObjectIsNotFound) {
   EXPECT_EQ(store_->CurrentResourceVersion(), 0);
 }
 
-TEST_F(SqliteStoreTest, UpdateWithExpectedResourceVersion) {
+TEST_P(StoreTest, UpdateWithExpectedResourceVersion) {
   MustCreate(Named("x"));                          // rv 1
   MustCommit(Update(Named("x"), /*expected=*/1));  // rv 2
   auto stale = store_->Commit(One(Update(Named("x"), /*expected=*/1)));
@@ -394,7 +431,7 @@ TEST_F(SqliteStoreTest, UpdateWithExpectedResourceVersion) {
   EXPECT_EQ(Rv(MustCommit(Update(Named("x"), /*expected=*/2))), "3");
 }
 
-TEST_F(SqliteStoreTest, DeleteRemovesAndReturnsTheLastState) {
+TEST_P(StoreTest, DeleteRemovesAndReturnsTheLastState) {
   MustCreate(Make({.name = "x", .display_name = "X"}));
   json::object last = MustCommit(Delete("x"));
   EXPECT_EQ(Rv(last), "2");
@@ -406,14 +443,14 @@ TEST_F(SqliteStoreTest, DeleteRemovesAndReturnsTheLastState) {
   EXPECT_EQ(Rv(MustCreate(Named("x"))), "3");
 }
 
-TEST_F(SqliteStoreTest, DeleteOfMissingObjectIsNotFound) {
+TEST_P(StoreTest, DeleteOfMissingObjectIsNotFound) {
   auto r = store_->Commit(One(Delete("ghost")));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(StatusText(r.status()), "computeinstances.paas.gantry.dev \"ghost\" not found");
 }
 
-TEST_F(SqliteStoreTest, DeleteWithStaleResourceVersionIsConflict) {
+TEST_P(StoreTest, DeleteWithStaleResourceVersionIsConflict) {
   MustCreate(Named("x"));
   MustCommit(Update(Named("x")));
   auto r = store_->Commit(One(Delete("x", "ml-research", /*expected=*/1)));
@@ -430,7 +467,7 @@ TEST_F(SqliteStoreTest, DeleteWithStaleResourceVersionIsConflict) {
 // ------------------------------------------------------------------------------------------
 // resourceVersion and atomic commits
 
-TEST_F(SqliteStoreTest, ResourceVersionStrictlyIncreasesAcrossCommits) {
+TEST_P(StoreTest, ResourceVersionStrictlyIncreasesAcrossCommits) {
   int64_t last = store_->CurrentResourceVersion();
   std::vector<std::string> seen;
   for (int i = 0; i < 5; ++i) {
@@ -446,7 +483,7 @@ TEST_F(SqliteStoreTest, ResourceVersionStrictlyIncreasesAcrossCommits) {
   EXPECT_EQ(std::stoll(Rv(d)), last + 2);
 }
 
-TEST_F(SqliteStoreTest, MultiWriteCommitGivesEachWriteTheNextVersionInOrder) {
+TEST_P(StoreTest, MultiWriteCommitGivesEachWriteTheNextVersionInOrder) {
   MustCreate(Named("existing"));  // rv 1
   std::vector<Write> writes;
   writes.push_back(Create(Named("a")));
@@ -463,7 +500,7 @@ TEST_F(SqliteStoreTest, MultiWriteCommitGivesEachWriteTheNextVersionInOrder) {
   EXPECT_EQ(store_->CurrentResourceVersion(), 4);
 }
 
-TEST_F(SqliteStoreTest, CommitIsAtomicWhenALaterWriteFails) {
+TEST_P(StoreTest, CommitIsAtomicWhenALaterWriteFails) {
   MustCreate(Named("taken"));  // rv 1
   std::vector<Write> writes;
   writes.push_back(Create(Named("first")));
@@ -488,7 +525,7 @@ TEST_F(SqliteStoreTest, CommitIsAtomicWhenALaterWriteFails) {
   EXPECT_EQ(Rv(MustCreate(Named("next"))), "2");
 }
 
-TEST_F(SqliteStoreTest, CommitIsAtomicWhenAnUpdateTargetIsMissing) {
+TEST_P(StoreTest, CommitIsAtomicWhenAnUpdateTargetIsMissing) {
   std::vector<Write> writes;
   writes.push_back(Create(Named("a")));
   writes.push_back(Update(Named("ghost")));
@@ -501,7 +538,7 @@ TEST_F(SqliteStoreTest, CommitIsAtomicWhenAnUpdateTargetIsMissing) {
   EXPECT_EQ(Rv(MustCreate(Named("a"))), "1");
 }
 
-TEST_F(SqliteStoreTest, CreateThenUpdateInOneCommit) {
+TEST_P(StoreTest, CreateThenUpdateInOneCommit) {
   std::vector<Write> writes;
   writes.push_back(Create(Make({.name = "a", .display_name = "one"})));
   writes.push_back(Update(Make({.name = "a", .display_name = "two"}), /*expected=*/1));
@@ -513,7 +550,7 @@ TEST_F(SqliteStoreTest, CreateThenUpdateInOneCommit) {
   EXPECT_EQ(Rv(*got), "2");
 }
 
-TEST_F(SqliteStoreTest, EmptyCommitChangesNothing) {
+TEST_P(StoreTest, EmptyCommitChangesNothing) {
   auto r = store_->Commit({});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(*r, IsEmpty());
@@ -523,7 +560,7 @@ TEST_F(SqliteStoreTest, EmptyCommitChangesNothing) {
 // ------------------------------------------------------------------------------------------
 // Revisions
 
-TEST_F(SqliteStoreTest, RevisionsPutListGet) {
+TEST_P(StoreTest, RevisionsPutListGet) {
   MustCreate(json::object{{"metadata", json::object{{"name", "h100"}, {"namespace", "platform"}}}},
              kProfile);
   MustCommit(PutRevision("h100", 1, json::object{{"cpu", 32}}, "2026-11-30T14:00:00Z"));
@@ -545,7 +582,7 @@ TEST_F(SqliteStoreTest, RevisionsPutListGet) {
   EXPECT_EQ(one->spec, (json::object{{"cpu", 32}}));
 }
 
-TEST_F(SqliteStoreTest, RevisionErrors) {
+TEST_P(StoreTest, RevisionErrors) {
   MustCommit(PutRevision("h100", 1, json::object{{"cpu", 32}}));
   auto missing = store_->GetRevision(kProfile, "platform", "h100", 3);
   ASSERT_FALSE(missing.ok());
@@ -568,7 +605,7 @@ TEST_F(SqliteStoreTest, RevisionErrors) {
   EXPECT_THAT(*none, IsEmpty());
 }
 
-TEST_F(SqliteStoreTest, RevisionsGoWithTheObject) {
+TEST_P(StoreTest, RevisionsGoWithTheObject) {
   MustCreate(json::object{{"metadata", json::object{{"name", "h100"}, {"namespace", "platform"}}}},
              kProfile);
   MustCreate(json::object{{"metadata", json::object{{"name", "a100"}, {"namespace", "platform"}}}},
@@ -584,7 +621,7 @@ TEST_F(SqliteStoreTest, RevisionsGoWithTheObject) {
   EXPECT_TRUE(store_->GetRevision(kProfile, "platform", "a100", 1).ok());
 }
 
-TEST_F(SqliteStoreTest, RevisionCommittedWithItsObjectIsAtomic) {
+TEST_P(StoreTest, RevisionCommittedWithItsObjectIsAtomic) {
   MustCreate(Named("x"));
   std::vector<Write> writes;
   writes.push_back(PutRevision("p", 1, json::object{}));
@@ -597,7 +634,7 @@ TEST_F(SqliteStoreTest, RevisionCommittedWithItsObjectIsAtomic) {
 // ------------------------------------------------------------------------------------------
 // List: order, namespaces, pages
 
-TEST_F(SqliteStoreTest, ListNewestFirstAcrossAndWithinNamespaces) {
+TEST_P(StoreTest, ListNewestFirstAcrossAndWithinNamespaces) {
   MustCreate(Named("a", "one"));
   MustCreate(Named("b", "two"));
   MustCreate(Named("c", "one"));
@@ -609,7 +646,7 @@ TEST_F(SqliteStoreTest, ListNewestFirstAcrossAndWithinNamespaces) {
   EXPECT_THAT(ListNames({.kind = kProfile}), IsEmpty());
 }
 
-TEST_F(SqliteStoreTest, ListReportsTheCurrentResourceVersion) {
+TEST_P(StoreTest, ListReportsTheCurrentResourceVersion) {
   MustCreate(Named("a"));
   MustCreate(Named("b"));
   MustCommit(Delete("b"));
@@ -620,7 +657,7 @@ TEST_F(SqliteStoreTest, ListReportsTheCurrentResourceVersion) {
   EXPECT_EQ(Rv(r->items[0]), "1");
 }
 
-TEST_F(SqliteStoreTest, LimitAndContinueWalkEveryPageOnce) {
+TEST_P(StoreTest, LimitAndContinueWalkEveryPageOnce) {
   std::vector<std::string> created;
   for (int i = 0; i < 7; ++i) {
     created.push_back("o" + std::to_string(i));
@@ -642,7 +679,7 @@ TEST_F(SqliteStoreTest, LimitAndContinueWalkEveryPageOnce) {
   EXPECT_EQ(std::set<std::string>(walked.begin(), walked.end()).size(), walked.size());
 }
 
-TEST_F(SqliteStoreTest, LastFullPageHasNoContinueToken) {
+TEST_P(StoreTest, LastFullPageHasNoContinueToken) {
   for (int i = 0; i < 4; ++i) MustCreate(Named("o" + std::to_string(i)));
   auto first = store_->List({.kind = kInstance, .limit = 2});
   ASSERT_TRUE(first.ok());
@@ -658,7 +695,7 @@ TEST_F(SqliteStoreTest, LastFullPageHasNoContinueToken) {
   EXPECT_EQ(exact->continue_token, "");
 }
 
-TEST_F(SqliteStoreTest, PagesWithANamespaceAndASelector) {
+TEST_P(StoreTest, PagesWithANamespaceAndASelector) {
   for (int i = 0; i < 6; ++i) {
     MustCreate(Make({.ns = i < 4 ? "a" : "b",
                      .name = "o" + std::to_string(i),
@@ -678,7 +715,7 @@ TEST_F(SqliteStoreTest, PagesWithANamespaceAndASelector) {
   EXPECT_THAT(walked, ElementsAre("o3", "o1"));
 }
 
-TEST_F(SqliteStoreTest, MalformedContinueTokenIsBadRequest) {
+TEST_P(StoreTest, MalformedContinueTokenIsBadRequest) {
   MustCreate(Named("a"));
   for (std::string token : {"garbage", "c1.", "c1.abc", "c2.5", "c1.-5", "c1.5 ", "C1.5",
                             "c1.5; DROP TABLE objects", "c1.123456789012345678901"}) {
@@ -698,7 +735,7 @@ TEST_F(SqliteStoreTest, MalformedContinueTokenIsBadRequest) {
 // std::out_of_range: the exception escapes List (API.md: "No input, however malformed, yields
 // a 5xx or a crash"). Fix: parse with std::from_chars (or absl::SimpleAtoi) and answer the
 // same BadRequest when it does not fit.
-TEST_F(SqliteStoreTest, HugeContinueTokenIsBadRequestNotAnException) {
+TEST_P(StoreTest, HugeContinueTokenIsBadRequestNotAnException) {
   for (std::string token : {"c1.99999999999999999999", "c1.9223372036854775808"}) {
     absl::StatusOr<ListResult> r = absl::InternalError("threw");
     try {
@@ -716,10 +753,11 @@ TEST_F(SqliteStoreTest, HugeContinueTokenIsBadRequestNotAnException) {
 // ------------------------------------------------------------------------------------------
 // Label selectors, evaluated inside SQLite
 
-class SqliteStoreSelectorTest : public SqliteStoreTest {
+class StoreSelectorTest : public StoreTest {
  protected:
   void SetUp() override {
-    SqliteStoreTest::SetUp();
+    StoreTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     MustCreate(Make(
         {.name = "web-prod",
          .labels = {
@@ -735,36 +773,36 @@ class SqliteStoreSelectorTest : public SqliteStoreTest {
   }
 };
 
-TEST_F(SqliteStoreSelectorTest, Equals) {
+TEST_P(StoreSelectorTest, Equals) {
   EXPECT_THAT(Selected("env=prod"), ElementsAre("db-prod", "web-prod"));
   EXPECT_THAT(Selected("env==staging"), ElementsAre("web-staging"));
   EXPECT_THAT(Selected("env=dev"), IsEmpty());
   EXPECT_THAT(Selected("env="), ElementsAre("empty-env"));
 }
 
-TEST_F(SqliteStoreSelectorTest, NotEqualsIncludesObjectsWithoutTheKey) {
+TEST_P(StoreSelectorTest, NotEqualsIncludesObjectsWithoutTheKey) {
   EXPECT_THAT(Selected("env!=prod"), ElementsAre("empty-env", "bare", "web-staging"));
 }
 
-TEST_F(SqliteStoreSelectorTest, In) {
+TEST_P(StoreSelectorTest, In) {
   EXPECT_THAT(Selected("env in (prod, staging)"),
               ElementsAre("db-prod", "web-staging", "web-prod"));
   EXPECT_THAT(Selected("env in (dev)"), IsEmpty());
 }
 
-TEST_F(SqliteStoreSelectorTest, NotInIncludesObjectsWithoutTheKey) {
+TEST_P(StoreSelectorTest, NotInIncludesObjectsWithoutTheKey) {
   EXPECT_THAT(Selected("env notin (prod)"), ElementsAre("empty-env", "bare", "web-staging"));
   EXPECT_THAT(Selected("env notin (prod,staging,)"), ElementsAre("bare"));
 }
 
-TEST_F(SqliteStoreSelectorTest, ExistsAndDoesNotExist) {
+TEST_P(StoreSelectorTest, ExistsAndDoesNotExist) {
   EXPECT_THAT(Selected("env"), ElementsAre("empty-env", "db-prod", "web-staging", "web-prod"));
   EXPECT_THAT(Selected("!env"), ElementsAre("bare"));
   EXPECT_THAT(Selected("example.com/team"), ElementsAre("db-prod", "web-prod"));
   EXPECT_THAT(Selected("!example.com/team"), ElementsAre("empty-env", "bare", "web-staging"));
 }
 
-TEST_F(SqliteStoreSelectorTest, KeysWithDotsAndSlashes) {
+TEST_P(StoreSelectorTest, KeysWithDotsAndSlashes) {
   EXPECT_THAT(Selected("app.kubernetes.io/name=web"), ElementsAre("web-staging", "web-prod"));
   EXPECT_THAT(Selected("app.kubernetes.io/name in (db)"), ElementsAre("db-prod"));
   EXPECT_THAT(Selected("example.com/team notin (llm)"),
@@ -774,17 +812,17 @@ TEST_F(SqliteStoreSelectorTest, KeysWithDotsAndSlashes) {
   EXPECT_THAT(Selected("app.kubernetes.io"), IsEmpty());
 }
 
-TEST_F(SqliteStoreSelectorTest, AllRequirementsMustHold) {
+TEST_P(StoreSelectorTest, AllRequirementsMustHold) {
   EXPECT_THAT(Selected("env=prod,app.kubernetes.io/name=web"), ElementsAre("web-prod"));
   EXPECT_THAT(Selected("app.kubernetes.io/name=web,!example.com/team"), ElementsAre("web-staging"));
   EXPECT_THAT(Selected("env in (prod),env notin (prod)"), IsEmpty());
 }
 
-TEST_F(SqliteStoreSelectorTest, EmptySelectorSelectsEverything) {
+TEST_P(StoreSelectorTest, EmptySelectorSelectsEverything) {
   EXPECT_EQ(ListNames({}).size(), 5u);
 }
 
-TEST_F(SqliteStoreSelectorTest, LabelChangesAreSeenAfterUpdate) {
+TEST_P(StoreSelectorTest, LabelChangesAreSeenAfterUpdate) {
   MustCommit(Update(Make({.name = "bare", .labels = {{"env", "prod"}}})));
   MustCommit(Update(Make({.name = "web-prod", .labels = {{"env", "dev"}}})));
   EXPECT_THAT(Selected("env=prod"), ElementsAre("bare", "db-prod"));
@@ -794,10 +832,11 @@ TEST_F(SqliteStoreSelectorTest, LabelChangesAreSeenAfterUpdate) {
 // ------------------------------------------------------------------------------------------
 // Field filters and search
 
-class SqliteStoreFieldTest : public SqliteStoreTest {
+class StoreFieldTest : public StoreTest {
  protected:
   void SetUp() override {
-    SqliteStoreTest::SetUp();
+    StoreTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     MustCreate(Make({.ns = "a",
                      .name = "one",
                      .phase = "Success",
@@ -818,25 +857,25 @@ class SqliteStoreFieldTest : public SqliteStoreTest {
   }
 };
 
-TEST_F(SqliteStoreFieldTest, StatusPhase) {
+TEST_P(StoreFieldTest, StatusPhase) {
   EXPECT_THAT(Filtered({{"status.phase", true, "Success"}}), ElementsAre("three", "one"));
   EXPECT_THAT(Filtered({{"status.phase", false, "Success"}}), ElementsAre("gpu-four", "two"));
   EXPECT_THAT(Filtered({{"status.phase", true, "success"}}), IsEmpty());  // exact match
 }
 
-TEST_F(SqliteStoreFieldTest, ProfileRefName) {
+TEST_P(StoreFieldTest, ProfileRefName) {
   EXPECT_THAT(Filtered({{"spec.profileRef.name", true, "a100-x4"}}), ElementsAre("three", "two"));
   EXPECT_THAT(Filtered({{"spec.profileRef.name", false, "a100-x4"}}),
               ElementsAre("gpu-four", "one"));
 }
 
-TEST_F(SqliteStoreFieldTest, MetadataNameAndNamespace) {
+TEST_P(StoreFieldTest, MetadataNameAndNamespace) {
   EXPECT_THAT(Filtered({{"metadata.name", true, "two"}}), ElementsAre("two"));
   EXPECT_THAT(Filtered({{"metadata.name", false, "two"}}), ElementsAre("gpu-four", "three", "one"));
   EXPECT_THAT(Filtered({{"metadata.namespace", true, "b"}}), ElementsAre("gpu-four", "three"));
 }
 
-TEST_F(SqliteStoreFieldTest, FiltersCombine) {
+TEST_P(StoreFieldTest, FiltersCombine) {
   EXPECT_THAT(Filtered({{"status.phase", true, "Success"}, {"metadata.namespace", true, "a"}}),
               ElementsAre("one"));
   EXPECT_THAT(
@@ -844,7 +883,7 @@ TEST_F(SqliteStoreFieldTest, FiltersCombine) {
       ElementsAre("one"));
 }
 
-TEST_F(SqliteStoreFieldTest, TemplateRefNameOnProfiles) {
+TEST_P(StoreFieldTest, TemplateRefNameOnProfiles) {
   MustCreate(json::object{{"metadata", json::object{{"name", "h100-x8"}, {"namespace", "p"}}},
                           {"spec", json::object{{"templateRef", json::object{{"name", "train"}}}}}},
              kProfile);
@@ -855,7 +894,7 @@ TEST_F(SqliteStoreFieldTest, TemplateRefNameOnProfiles) {
               ElementsAre("h100-x8"));
 }
 
-TEST_F(SqliteStoreFieldTest, UnsupportedFieldIsBadRequest) {
+TEST_P(StoreFieldTest, UnsupportedFieldIsBadRequest) {
   auto r = store_->List({.kind = kInstance, .fields = {{"spec.displayName", true, "x"}}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
@@ -863,14 +902,14 @@ TEST_F(SqliteStoreFieldTest, UnsupportedFieldIsBadRequest) {
   EXPECT_EQ(StatusText(r.status()), "field label not supported: spec.displayName");
 }
 
-TEST_F(SqliteStoreFieldTest, PhaseChangesAreSeenAfterUpdate) {
+TEST_P(StoreFieldTest, PhaseChangesAreSeenAfterUpdate) {
   MustCommit(
       Update(Make({.ns = "b", .name = "gpu-four", .phase = "Success", .profile = "h100-x8"})));
   EXPECT_THAT(Filtered({{"status.phase", true, "Success"}}),
               ElementsAre("gpu-four", "three", "one"));
 }
 
-TEST_F(SqliteStoreFieldTest, SearchIsCaseInsensitiveOverNameDisplayNameAndDescription) {
+TEST_P(StoreFieldTest, SearchIsCaseInsensitiveOverNameDisplayNameAndDescription) {
   EXPECT_THAT(Searched("GPU"), ElementsAre("gpu-four", "one"));  // name, displayName
   EXPECT_THAT(Searched("pre-training"), ElementsAre("one"));     // description
   EXPECT_THAT(Searched("NOTEBOOK"), ElementsAre("two"));         // displayName
@@ -881,7 +920,7 @@ TEST_F(SqliteStoreFieldTest, SearchIsCaseInsensitiveOverNameDisplayNameAndDescri
   EXPECT_THAT(Searched("_"), IsEmpty());
 }
 
-TEST_F(SqliteStoreFieldTest, SearchCombinesWithFiltersAndNamespace) {
+TEST_P(StoreFieldTest, SearchCombinesWithFiltersAndNamespace) {
   ListOptions o{.kind = kInstance, .ns = "b", .search = "gpu"};
   EXPECT_THAT(ListNames(o), ElementsAre("gpu-four"));
   EXPECT_THAT(Filtered({{"status.phase", true, "Success"}}), ElementsAre("three", "one"));
@@ -890,7 +929,7 @@ TEST_F(SqliteStoreFieldTest, SearchCombinesWithFiltersAndNamespace) {
   EXPECT_THAT(ListNames(both), ElementsAre("one"));
 }
 
-TEST_F(SqliteStoreFieldTest, Count) {
+TEST_P(StoreFieldTest, Count) {
   auto all = store_->Count(kInstance, std::nullopt, {});
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_EQ(*all, 4);
@@ -908,7 +947,7 @@ TEST_F(SqliteStoreFieldTest, Count) {
 // ------------------------------------------------------------------------------------------
 // Events
 
-TEST_F(SqliteStoreTest, EventsSinceInOrderWithTypes) {
+TEST_P(StoreTest, EventsSinceInOrderWithTypes) {
   MustCreate(Make({.name = "a", .display_name = "A"}));           // 1 ADDED
   MustCommit(Update(Make({.name = "a", .display_name = "A2"})));  // 2 MODIFIED
   MustCreate(Named("b", "other"));                                // 3 ADDED
@@ -936,7 +975,7 @@ TEST_F(SqliteStoreTest, EventsSinceInOrderWithTypes) {
   EXPECT_EQ(model::GetString(e[3].object, "spec.displayName"), "A2");
 }
 
-TEST_F(SqliteStoreTest, EventsSinceResumesAndLimits) {
+TEST_P(StoreTest, EventsSinceResumesAndLimits) {
   for (int i = 0; i < 6; ++i) MustCreate(Named("o" + std::to_string(i)));
   auto after3 = store_->EventsSince(3, 100);
   ASSERT_TRUE(after3.ok());
@@ -956,7 +995,7 @@ TEST_F(SqliteStoreTest, EventsSinceResumesAndLimits) {
   EXPECT_THAT(*future, IsEmpty());
 }
 
-TEST_F(SqliteStoreTest, CompactionExpiresOldResourceVersions) {
+TEST_P(StoreTest, CompactionExpiresOldResourceVersions) {
   Reopen(/*retention=*/5);
   // Compaction runs every 100 commits; before that every event is kept.
   for (int i = 0; i < 99; ++i) MustCreate(Named("o" + std::to_string(i)));
@@ -990,7 +1029,7 @@ TEST_F(SqliteStoreTest, CompactionExpiresOldResourceVersions) {
   EXPECT_EQ(store_->CurrentResourceVersion(), 100);
 }
 
-TEST_F(SqliteStoreTest, CommitObserverSeesEachCommitsEventsInOrder) {
+TEST_P(StoreTest, CommitObserverSeesEachCommitsEventsInOrder) {
   std::vector<std::vector<std::pair<int64_t, std::string>>> calls;
   store_->SetCommitObserver([&](const std::vector<Event>& events) {
     std::vector<std::pair<int64_t, std::string>> call;
@@ -1014,7 +1053,7 @@ TEST_F(SqliteStoreTest, CommitObserverSeesEachCommitsEventsInOrder) {
                           ElementsAre(P{2, "ADDED b"}, P{3, "MODIFIED a"}, P{4, "DELETED b"})));
 }
 
-TEST_F(SqliteStoreTest, ObserverEventsMatchEventsSince) {
+TEST_P(StoreTest, ObserverEventsMatchEventsSince) {
   std::vector<Event> observed;
   store_->SetCommitObserver([&](const std::vector<Event>& events) {
     observed.insert(observed.end(), events.begin(), events.end());
@@ -1035,7 +1074,7 @@ TEST_F(SqliteStoreTest, ObserverEventsMatchEventsSince) {
 // ------------------------------------------------------------------------------------------
 // Durability across reopen
 
-TEST_F(SqliteStoreTest, DataSurvivesCloseAndReopen) {
+TEST_P(StoreTest, DataSurvivesCloseAndReopen) {
   Reopen(100000, "FULL");
   MustCreate(Make({.name = "keep",
                    .labels = {{"env", "prod"}},
@@ -1078,7 +1117,7 @@ TEST_F(SqliteStoreTest, DataSurvivesCloseAndReopen) {
   EXPECT_THAT(ListNames({}), ElementsAre("new", "keep"));
 }
 
-TEST_F(SqliteStoreTest, ResourceVersionContinuesWhenTheLastChangeWasADelete) {
+TEST_P(StoreTest, ResourceVersionContinuesWhenTheLastChangeWasADelete) {
   MustCreate(Named("a"));
   MustCreate(Named("b"));
   MustCommit(Delete("b"));  // rv 3 exists only as an event
@@ -1087,13 +1126,11 @@ TEST_F(SqliteStoreTest, ResourceVersionContinuesWhenTheLastChangeWasADelete) {
   EXPECT_EQ(Rv(MustCreate(Named("c"))), "4");
 }
 
-TEST_F(SqliteStoreTest, AStoreOpenedLaterOnTheSameFileSeesAndExtendsTheData) {
+TEST_P(StoreTest, AStoreOpenedLaterOnTheSameFileSeesAndExtendsTheData) {
   MustCreate(Named("a"));
   store_.reset();
   {
-    SqliteOptions options;
-    options.path = path_;
-    auto other = SqliteStore::Open(options);
+    auto other = OpenAnother();
     ASSERT_TRUE(other.ok()) << other.status();
     EXPECT_TRUE((*other)->Get(kInstance, "ml-research", "a").ok());
     ASSERT_TRUE((*other)->Commit(One(Create(Named("b")))).ok());
@@ -1101,6 +1138,16 @@ TEST_F(SqliteStoreTest, AStoreOpenedLaterOnTheSameFileSeesAndExtendsTheData) {
   Reopen();
   EXPECT_THAT(ListNames({}), ElementsAre("b", "a"));
 }
+
+std::string BackendName(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgres"),
+                         BackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, StoreSelectorTest, ::testing::Values("sqlite", "postgres"),
+                         BackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, StoreFieldTest, ::testing::Values("sqlite", "postgres"),
+                         BackendName);
+INSTANTIATE_TEST_SUITE_P(Sqlite, SqliteOnlyStoreTest, ::testing::Values("sqlite"), BackendName);
 
 }  // namespace
 }  // namespace gantry::store

@@ -1,0 +1,123 @@
+// PostgresStore: the Store on a PostgreSQL database (libpq), shared by several gantryd
+// replicas. It behaves like SqliteStore (same resourceVersions, list order, continue tokens,
+// selectors, guarded commits, compaction and 410s); the store unit tests run against both.
+//
+// Layout (migrations in postgres_store.cc, versioned in the schema_version table):
+//   gantry_state(id=1, rv)      the last resourceVersion handed out; every commit locks
+//                               and advances this row, so commits of all replicas are
+//                               serialised, numbered without gaps and visible in rv order
+//   objects(id, kind, namespace, name, rv, labels jsonb, phase, ref_name, search, body)
+//   events(rv, commit_rv, type, kind, namespace, name, body)   ordered history for watch;
+//                               commit_rv (the commit's last rv) groups a commit's events
+//   revisions(kind, namespace, name, revision, created, spec)
+//   meta(key, value)            compaction watermark
+//
+// Commit: BEGIN; lock the rows that updates and deletes target (`FOR UPDATE SKIP LOCKED`
+// when the write is guarded by a resourceVersion: a row another transaction is changing
+// right now, e.g. a run another replica is claiming, is a conflict at once rather than a
+// wait); lock gantry_state and take the next resourceVersions; apply the writes in order;
+// NOTIFY gantry_events; COMMIT. Rows are always locked before gantry_state, and the holder
+// of gantry_state never waits for a row it has not locked yet, so commits cannot deadlock
+// on it. kRelaxed commits use synchronous_commit=off.
+//
+// Watch across replicas: every replica tails the events table. A thread LISTENs on
+// gantry_events and, when woken (or once a second), reads the events after the last one it
+// delivered and calls the commit observer with them, one commit at a time, in rv order. A
+// replica's own commit delivers everything up to its rv before Commit returns, so the
+// observer contract of store.h holds as for SQLite.
+//
+// Failures: a lost connection is UNAVAILABLE for that call and the connection is replaced
+// on the next; unlike SQLite a failure is not sticky, because the database (not this
+// process) owns the state and another replica may be using it fine. A COMMIT whose answer
+// was lost is UNAVAILABLE: the caller re-reads (every engine write is guarded).
+//
+// Thread-safety: every method may be called from any thread; connections come from a pool.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "store/store.h"
+
+typedef struct pg_conn PGconn;
+
+namespace gantry::store {
+
+struct PostgresOptions {
+  std::string url;                   // postgres://… or postgresql://… (libpq conninfo)
+  int64_t event_retention = 100000;  // events kept for watch resumption
+  size_t max_idle_connections = 16;
+};
+
+class PostgresStore final : public Store {
+ public:
+  // Connects, migrates the schema (under an advisory lock, so replicas starting together
+  // take turns) and starts tailing events. INVALID_ARGUMENT for a URL that is not
+  // postgres://…; UNAVAILABLE when the server cannot be reached or the schema is newer than
+  // this gantryd understands.
+  static absl::StatusOr<std::unique_ptr<PostgresStore>> Open(const PostgresOptions& options);
+  ~PostgresStore() override;
+
+  absl::StatusOr<boost::json::object> Get(const std::string& kind, const std::string& ns,
+                                          const std::string& name) override;
+  absl::StatusOr<ListResult> List(const ListOptions& options) override;
+  absl::StatusOr<std::vector<boost::json::object>> Commit(
+      std::vector<Write> writes, Durability durability = Durability::kDurable) override;
+  absl::StatusOr<std::vector<Event>> EventsSince(int64_t after, size_t max) override;
+  // The last resourceVersion this replica delivered to its observer.
+  int64_t CurrentResourceVersion() override;
+  absl::StatusOr<std::vector<Revision>> ListRevisions(const std::string& kind,
+                                                      const std::string& ns,
+                                                      const std::string& name) override;
+  absl::StatusOr<Revision> GetRevision(const std::string& kind, const std::string& ns,
+                                       const std::string& name, int64_t revision) override;
+  absl::StatusOr<int64_t> Count(const std::string& kind, std::optional<std::string> ns,
+                                const std::vector<FieldFilter>& fields) override;
+  void SetCommitObserver(std::function<void(const std::vector<Event>&)> observer) override;
+  absl::Status Ping() override;
+
+  // The URL without its password, for logs.
+  static std::string Redacted(const std::string& url);
+
+ private:
+  class Conn;    // a connection and its prepared statements
+  class Lease;   // RAII lease of a pooled connection
+  explicit PostgresStore(PostgresOptions options);
+  absl::Status Init();
+  absl::StatusOr<std::unique_ptr<Conn>> Connect();
+  absl::StatusOr<Lease> Acquire();
+  void Release(std::unique_ptr<Conn> conn);
+  absl::Status ApplyWrite(Conn& c, Write& w, int64_t rv, int64_t commit_rv, bool skipped_lock,
+                          std::vector<Event>* events, boost::json::object* stored);
+  void MaybeCompact(Conn& c);
+  // Delivers events through `through` (own events of the commit ending there when they
+  // follow on directly, else read from the database with `c`).
+  void DeliverThrough(Conn& c, int64_t through, const std::vector<Event>& own, int64_t own_first);
+  // Reads and delivers committed events after delivered_; false on a database error.
+  bool DeliverFromDatabase(Conn& c, int64_t through) ABSL_EXCLUSIVE_LOCKS_REQUIRED(deliver_mu_);
+  void TailLoop();
+
+  // Constant after construction.
+  const PostgresOptions options_;
+
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<Conn>> idle_ ABSL_GUARDED_BY(pool_mu_);
+
+  std::mutex deliver_mu_;  // one delivery at a time, in rv order
+  std::function<void(const std::vector<Event>&)> observer_ ABSL_GUARDED_BY(deliver_mu_);
+  std::atomic<int64_t> delivered_{0};  // written under deliver_mu_
+
+  std::atomic<int64_t> commits_since_compaction_{0};
+  std::atomic<bool> stopping_{false};
+  int wake_fd_ = -1;  // eventfd that ends the tail thread's wait
+  std::thread tailer_;
+};
+
+}  // namespace gantry::store

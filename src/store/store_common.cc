@@ -1,0 +1,103 @@
+#include "store/store_common.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "common/errors.h"
+#include "model/codec.h"
+#include "model/schema.h"
+
+namespace gantry::store {
+
+namespace json = boost::json;
+
+namespace {
+constexpr char kContinuePrefix[] = "c1.";
+}  // namespace
+
+std::string QualifiedResource(const std::string& kind) {
+  const model::KindInfo* k = model::FindKindByName(kind);
+  std::string plural = k ? k->plural : kind;
+  return plural + "." + model::kGroup;
+}
+
+std::string LowerAscii(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+Columns ColumnsOf(const json::object& obj) {
+  Columns c;
+  const json::value* labels = model::FindPath(obj, "metadata.labels");
+  c.labels = labels && labels->is_object() ? json::serialize(*labels) : "{}";
+  c.phase = model::GetString(obj, "status.phase");
+  c.ref_name = model::GetString(obj, "spec.profileRef.name");
+  if (c.ref_name.empty()) c.ref_name = model::GetString(obj, "spec.templateRef.name");
+  if (c.ref_name.empty()) c.ref_name = model::GetString(obj, "spec.instanceRef.name");
+  c.search = LowerAscii(model::GetString(obj, "metadata.name") + "\n" +
+                        model::GetString(obj, "spec.displayName") + "\n" +
+                        model::GetString(obj, "spec.description"));
+  return c;
+}
+
+std::string ContinueToken(int64_t last_id) { return kContinuePrefix + std::to_string(last_id); }
+
+absl::StatusOr<int64_t> ParseContinueToken(const std::string& t) {
+  auto bad = [&] {
+    return BadRequestError("continue token \"" + t + "\" is not valid; start the list again");
+  };
+  bool ok = t.rfind(kContinuePrefix, 0) == 0 && t.size() > 3 && t.size() < 24 &&
+            std::all_of(t.begin() + 3, t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!ok) return bad();
+  int64_t id = 0;
+  auto [ptr, ec] = std::from_chars(t.data() + 3, t.data() + t.size(), id);
+  if (ec != std::errc() || ptr != t.data() + t.size()) return bad();
+  return id;
+}
+
+absl::Status ObjectNotFound(const std::string& kind, const std::string& name) {
+  return NotFoundError(QualifiedResource(kind) + " \"" + name + "\" not found");
+}
+
+absl::Status ObjectModified(const std::string& kind, const std::string& name) {
+  return ConflictError("Operation cannot be fulfilled on " + QualifiedResource(kind) + " \"" +
+                       name +
+                       "\": the object has been modified; please apply your changes to the "
+                       "latest version and try again");
+}
+
+absl::Status ObjectExists(const std::string& kind, const std::string& name) {
+  return AlreadyExistsError(QualifiedResource(kind) + " \"" + name + "\" already exists");
+}
+
+absl::Status RevisionExists(const std::string& kind, const std::string& name, int64_t revision) {
+  return ConflictError("revision " + std::to_string(revision) + " of " + QualifiedResource(kind) +
+                       " \"" + name + "\" already exists");
+}
+
+absl::Status RevisionNotFound(const std::string& kind, const std::string& name, int64_t revision) {
+  return NotFoundError("revision " + std::to_string(revision) + " of " + QualifiedResource(kind) +
+                       " \"" + name + "\" not found");
+}
+
+absl::Status TooOldResourceVersion(int64_t after, int64_t compacted_through) {
+  return ExpiredError("too old resource version: " + std::to_string(after) + " (" +
+                      std::to_string(compacted_through + 1) + ")");
+}
+
+absl::Status UnsupportedField(const std::string& field) {
+  return BadRequestError("field label not supported: " + field);
+}
+
+std::string FieldColumn(const std::string& field) {
+  if (field == "metadata.name") return "name";
+  if (field == "metadata.namespace") return "namespace";
+  if (field == "status.phase") return "phase";
+  if (field == "spec.profileRef.name" || field == "spec.templateRef.name" ||
+      field == "spec.instanceRef.name")
+    return "ref_name";
+  return "";
+}
+
+}  // namespace gantry::store

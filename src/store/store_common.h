@@ -1,0 +1,47 @@
+// What the Store implementations share so that they behave identically: the denormalized
+// selector columns of an object, the continue token, and the messages of their refusals.
+//
+// Thread-safety: plain functions over their arguments.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <boost/json.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace gantry::store {
+
+// "computeinstances.paas.gantry.dev" for "ComputeInstance" (the kind itself when unknown).
+std::string QualifiedResource(const std::string& kind);
+
+// ASCII lower case: what search matches case-insensitively on.
+std::string LowerAscii(std::string s);
+
+// Copies of fields of an object kept in columns so that selectors run inside the database.
+struct Columns {
+  std::string labels;    // metadata.labels as a JSON object ("{}" when absent)
+  std::string phase;     // status.phase
+  std::string ref_name;  // spec.profileRef.name, else templateRef, else instanceRef
+  std::string search;    // lower-case "name\ndisplayName\ndescription"
+};
+Columns ColumnsOf(const boost::json::object& obj);
+
+// Continue tokens: "c1.<id>" where id is the last object id of the page.
+std::string ContinueToken(int64_t last_id);
+// The id of a token; INVALID_ARGUMENT (400) for anything malformed.
+absl::StatusOr<int64_t> ParseContinueToken(const std::string& token);
+
+// The refusals every store gives in the same words.
+absl::Status ObjectNotFound(const std::string& kind, const std::string& name);
+absl::Status ObjectModified(const std::string& kind, const std::string& name);
+absl::Status ObjectExists(const std::string& kind, const std::string& name);
+absl::Status RevisionExists(const std::string& kind, const std::string& name, int64_t revision);
+absl::Status RevisionNotFound(const std::string& kind, const std::string& name, int64_t revision);
+absl::Status TooOldResourceVersion(int64_t after, int64_t compacted_through);
+absl::Status UnsupportedField(const std::string& field);
+// The column a field selector compares ("" when the field is not supported).
+std::string FieldColumn(const std::string& field);
+
+}  // namespace gantry::store
