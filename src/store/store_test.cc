@@ -2,10 +2,15 @@
 #include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
 
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <boost/json.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -1139,6 +1144,181 @@ TEST_P(StoreTest, AStoreOpenedLaterOnTheSameFileSeesAndExtendsTheData) {
   EXPECT_THAT(ListNames({}), ElementsAre("b", "a"));
 }
 
+
+// ------------------------------------------------------------------------------------------
+// PostgreSQL only: several stores (replicas) on one database
+
+class PostgresStoreTest : public StoreTest {
+ protected:
+  // A plain libpq connection to the test database (to play another transaction).
+  PGconn* Raw() {
+    PGconn* c = PQconnectdb(url_.c_str());
+    EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+    return c;
+  }
+  static bool Sql(PGconn* c, const std::string& sql) {
+    PGresult* r = PQexec(c, sql.c_str());
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+    PQclear(r);
+    return ok;
+  }
+};
+
+// Collects what a store's observer is given; waits (without a deadline: ctest bounds a hang)
+// for a condition on it.
+class Observed {
+ public:
+  void Attach(Store& store) {
+    store.SetCommitObserver([this](const std::vector<Event>& events) {
+      std::lock_guard<std::mutex> lock(mu_);
+      calls_.push_back(events);
+      cv_.notify_all();
+    });
+  }
+  std::vector<std::vector<Event>> WaitForEvents(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] {
+      size_t total = 0;
+      for (const auto& c : calls_) total += c.size();
+      return total >= n;
+    });
+    return calls_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::vector<Event>> calls_;
+};
+
+TEST_P(PostgresStoreTest, AnotherReplicasCommitsReachThisReplicasObserverInOrder) {
+  auto other = OpenAnother();
+  ASSERT_TRUE(other.ok()) << other.status();
+  Observed here;
+  here.Attach(*store_);
+  MustCreate(Named("a"));                                   // here: rv 1
+  ASSERT_TRUE((*other)->Commit(One(Create(Named("b")))).ok());  // the other replica: rv 2
+  std::vector<Write> two;
+  two.push_back(Create(Named("c")));
+  two.push_back(Delete("b"));
+  ASSERT_TRUE((*other)->Commit(std::move(two)).ok());       // rv 3, 4 in one commit
+  MustCommit(Update(Named("a")));                           // here: rv 5
+  auto calls = here.WaitForEvents(5);
+  std::vector<std::string> seen;
+  for (const auto& call : calls) {
+    std::string line;
+    for (const auto& e : call)
+      line += (line.empty() ? "" : ", ") + std::to_string(e.resource_version) + " " + e.type +
+              " " + e.name;
+    seen.push_back(line);
+  }
+  // One call per commit, in resourceVersion order, whichever replica committed.
+  EXPECT_THAT(seen, ElementsAre("1 ADDED a", "2 ADDED b", "3 ADDED c, 4 DELETED b",
+                                "5 MODIFIED a"));
+  EXPECT_EQ(store_->CurrentResourceVersion(), 5);
+}
+
+TEST_P(PostgresStoreTest, AReplicaSeesTheOtherReplicasCommitsWithoutCommittingItself) {
+  auto other = OpenAnother();
+  ASSERT_TRUE(other.ok()) << other.status();
+  Observed here;
+  here.Attach(*store_);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE((*other)->Commit(One(Create(Named("o" + std::to_string(i))))).ok());
+  auto calls = here.WaitForEvents(3);  // delivered by the LISTEN/NOTIFY tail thread
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[2][0].resource_version, 3);
+  EXPECT_EQ(calls[2][0].name, "o2");
+}
+
+TEST_P(PostgresStoreTest, ConcurrentGuardedClaimsFromTwoReplicasHaveOneWinner) {
+  auto other = OpenAnother();
+  ASSERT_TRUE(other.ok()) << other.status();
+  constexpr int kRuns = 30;
+  std::vector<json::object> queued;
+  for (int i = 0; i < kRuns; ++i)
+    queued.push_back(MustCreate(Make({.name = "run-" + std::to_string(i), .phase = "Queued"})));
+  std::atomic<int> wins{0}, conflicts{0}, other_errors{0};
+  auto claimer = [&](Store* store, std::string holder) {
+    for (const auto& run : queued) {
+      json::object claimed = run;
+      claimed["status"] = json::object{{"phase", "Running"}, {"holder", holder}};
+      auto r = store->Commit(One(Update(claimed, std::stoll(Rv(run)))));
+      if (r.ok()) ++wins;
+      else if (ReasonOf(r.status()) == "Conflict") ++conflicts;
+      else ++other_errors;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back(claimer, t % 2 ? store_.get() : other->get(), "h" + std::to_string(t));
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wins, kRuns);
+  EXPECT_EQ(conflicts, 3 * kRuns);
+  EXPECT_EQ(other_errors, 0);
+  EXPECT_EQ(*store_->Count(kInstance, std::nullopt, {{"status.phase", true, "Running"}}), kRuns);
+}
+
+TEST_P(PostgresStoreTest, AGuardedWriteToARowAnotherTransactionHoldsIsAConflictAtOnce) {
+  json::object a = MustCreate(Named("a"));
+  PGconn* tx = Raw();
+  ASSERT_TRUE(Sql(tx, "BEGIN"));
+  ASSERT_TRUE(Sql(tx, "SELECT 1 FROM objects WHERE name = 'a' FOR UPDATE"));
+  // SKIP LOCKED: no wait for the other transaction, a 409 now.
+  auto r = store_->Commit(One(Update(a, std::stoll(Rv(a)))));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(ReasonOf(r.status()), "Conflict");
+  EXPECT_THAT(StatusText(r.status()), HasSubstr("the object has been modified"));
+  // A missing object is still NotFound, whatever is locked.
+  auto missing = store_->Commit(One(Update(Named("zz"), 3)));
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(Sql(tx, "ROLLBACK"));
+  PQfinish(tx);
+  EXPECT_TRUE(store_->Commit(One(Update(a, std::stoll(Rv(a))))).ok());
+}
+
+TEST_P(PostgresStoreTest, NewerSchemaVersionIsRefused) {
+  store_.reset();
+  PGconn* c = Raw();
+  ASSERT_TRUE(Sql(c, "UPDATE schema_version SET version = 7"));
+  PQfinish(c);
+  auto s = OpenAnother();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(StatusText(s.status()),
+              HasSubstr(" has schema version 7, newer than this gantryd understands (1); run a "
+                        "newer gantryd"));
+}
+
+TEST_P(PostgresStoreTest, MigrationsAreRecordedAndNotRepeated) {
+  PGconn* c = Raw();
+  PGresult* r = PQexec(c, "SELECT version FROM schema_version");
+  ASSERT_EQ(PQntuples(r), 1);
+  EXPECT_STREQ(PQgetvalue(r, 0, 0), "1");
+  PQclear(r);
+  PQfinish(c);
+  MustCreate(Named("kept"));
+  Reopen();
+  EXPECT_TRUE(store_->Get(kInstance, "ml-research", "kept").ok());
+}
+
+TEST_P(PostgresStoreTest, BadUrlAndUnreachableServer) {
+  PostgresOptions bad;
+  bad.url = "mysql://localhost/gantry";
+  auto s = PostgresStore::Open(bad);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(StatusText(s.status()),
+            "the PostgreSQL store needs a postgres://… URL, not \"mysql://localhost/gantry\"");
+  PostgresOptions away;
+  away.url = "postgresql://gantry:secret@/gantry?host=" + dir_ + "/nowhere";
+  s = PostgresStore::Open(away);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(StatusText(s.status()), HasSubstr("cannot connect to PostgreSQL at postgresql://gantry:***@"));
+  EXPECT_THAT(StatusText(s.status()), ::testing::Not(HasSubstr("secret")));
+}
+
 std::string BackendName(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgres"),
@@ -1147,6 +1327,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, StoreSelectorTest, ::testing::Values("sqlite"
                          BackendName);
 INSTANTIATE_TEST_SUITE_P(Backends, StoreFieldTest, ::testing::Values("sqlite", "postgres"),
                          BackendName);
+INSTANTIATE_TEST_SUITE_P(Postgres, PostgresStoreTest, ::testing::Values("postgres"), BackendName);
 INSTANTIATE_TEST_SUITE_P(Sqlite, SqliteOnlyStoreTest, ::testing::Values("sqlite"), BackendName);
 
 }  // namespace
