@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "store/postgres/pg_test_server.h"
+
 #ifndef GANTRYD_PATH
 #error "GANTRYD_PATH must name the gantryd binary (set by tests/CMakeLists.txt)"
 #endif
@@ -47,6 +49,17 @@ int WaitExit(pid_t pid) {
 
 }  // namespace
 
+bool TestStoreIsPostgres() {
+  const char* env = std::getenv("GANTRY_TEST_STORE");
+  return env && std::string(env) == "postgres";
+}
+
+std::string TestStoreUnavailable() {
+  if (!TestStoreIsPostgres()) return "";
+  auto server = store::testing::PgTestServer::Get();
+  return server.ok() ? "" : std::string(server.status().message());
+}
+
 std::string GantrydBinary() {
   const char* env = std::getenv("GANTRY_TEST_GANTRYD");
   return env && *env ? std::string(env) : std::string(GANTRYD_PATH);
@@ -75,6 +88,19 @@ absl::Status GantrydProcess::Start() {
   StopReader();  // the previous run's reader, if any, has seen EOF or will now
   std::vector<std::string> args = {GantrydBinary(), "--listen", "127.0.0.1:0", "--data-dir",
                                    data_dir_};
+  bool own_store = false;
+  for (const auto& a : extra_args_) own_store = own_store || a == "--store";
+  if (TestStoreIsPostgres() && !own_store) {
+    if (store_url_.empty()) {
+      auto server = store::testing::PgTestServer::Get();
+      if (!server.ok()) return server.status();
+      auto url = (*server)->CreateDatabase();
+      if (!url.ok()) return url.status();
+      store_url_ = *url;
+    }
+    args.push_back("--store");
+    args.push_back(store_url_);
+  }
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

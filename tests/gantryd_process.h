@@ -30,9 +30,17 @@ namespace gantry::testing {
 // e.g. a sanitizer one), else the one this build made (GANTRYD_PATH).
 std::string GantrydBinary();
 
+// The store the tests run gantryd on: GANTRY_TEST_STORE=postgres gives each GantrydProcess a
+// fresh database on a throwaway PostgreSQL server (store/postgres/pg_test_server.h) and
+// passes `--store URL`; anything else (the default) is SQLite in the data directory.
+bool TestStoreIsPostgres();
+// Why the PostgreSQL test store cannot be used ("" when it can, or when not asked for).
+std::string TestStoreUnavailable();
+
 class GantrydProcess {
  public:
-  // `extra_args` are appended to `--listen 127.0.0.1:0 --data-dir DIR`.
+  // `extra_args` are appended to `--listen 127.0.0.1:0 --data-dir DIR` (and to `--store URL`
+  // under GANTRY_TEST_STORE=postgres, unless they name a --store themselves).
   explicit GantrydProcess(std::vector<std::string> extra_args = {});
   ~GantrydProcess();
   GantrydProcess(const GantrydProcess&) = delete;
@@ -60,6 +68,8 @@ class GantrydProcess {
   // "http://127.0.0.1:PORT".
   std::string base_url() const;
   const std::string& data_dir() const { return data_dir_; }
+  // The PostgreSQL URL it runs on ("" for SQLite); set by the first Start.
+  const std::string& store_url() const { return store_url_; }
   // Everything gantryd wrote to stderr so far (all runs).
   std::string Log() const;
 
@@ -72,6 +82,7 @@ class GantrydProcess {
   std::string data_dir_;
 
   // Owned by the test thread.
+  std::string store_url_;
   pid_t pid_ = -1;
   int port_ = 0;
   std::thread reader_;

@@ -10,6 +10,7 @@
 
 #include "api_client.h"
 #include "gantryd_process.h"
+#include "store/postgres/pg_test_server.h"
 
 namespace gantry::testing {
 
@@ -18,6 +19,10 @@ class GantrydTest : public ::testing::Test {
   virtual std::vector<std::string> Args() { return {}; }
 
   void SetUp() override {
+    if (std::string why = TestStoreUnavailable(); !why.empty()) {
+      if (store::testing::PostgresRequired()) FAIL() << "PostgreSQL is required here: " << why;
+      GTEST_SKIP() << "GANTRY_TEST_STORE=postgres but PostgreSQL is not available: " << why;
+    }
     gantryd_ = std::make_unique<GantrydProcess>(Args());
     absl::Status s = gantryd_->Start();
     ASSERT_TRUE(s.ok()) << s;

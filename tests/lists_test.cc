@@ -19,7 +19,7 @@ class ListsTest : public GantrydTest {
  protected:
   void SetUp() override {
     GantrydTest::SetUp();
-    if (HasFatalFailure()) return;
+    if (HasFatalFailure() || IsSkipped()) return;
     api().CreateTemplate("default", "t");
     api().CreateProfile("default", "small", "t");
     api().CreateProfile("default", "large", "t");

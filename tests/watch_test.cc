@@ -37,7 +37,7 @@ class WatchTest : public GantrydTest {
  protected:
   void SetUp() override {
     GantrydTest::SetUp();
-    if (HasFatalFailure()) return;
+    if (HasFatalFailure() || IsSkipped()) return;
     api().CreateTemplate("default", "t");
     api().CreateProfile("default", "p", "t");
   }

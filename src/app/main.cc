@@ -27,6 +27,7 @@
 #include "engine/engine.h"
 #include "engine/run_log.h"
 #include "model/codec.h"
+#include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace {
@@ -91,10 +92,24 @@ int main(int argc, char** argv) {
   std::string gpus_flag;
   std::string port_range = "20000-29999";
   std::string advertise_host = "127.0.0.1";
+  std::string store_url;
+  std::string host_id;
+  int lease_seconds = 30;
   app.add_option("--listen", listen, "HOST:PORT to serve HTTP on (port 0 picks a free port)")
       ->capture_default_str();
-  app.add_option("--data-dir", data_dir, "Directory of the SQLite database and keys")
+  app.add_option("--data-dir", data_dir,
+                 "Directory of the SQLite database, the secret key and the run logs")
       ->capture_default_str();
+  app.add_option("--store", store_url,
+                 "postgres://USER:PASSWORD@HOST/DB for a PostgreSQL store shared by several "
+                 "replicas (default: SQLite in --data-dir)");
+  app.add_option("--host-id", host_id,
+                 "This replica's host identity: runs of host-bound drivers (local) stay with "
+                 "their host (default: the host name)");
+  app.add_option("--lease-seconds", lease_seconds,
+                 "How long a run's lease lasts without renewal before another replica takes "
+                 "the run over (PostgreSQL)")
+      ->check(CLI::Range(3, 3600))->capture_default_str();
   app.add_option("--log-format", log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
@@ -160,21 +175,40 @@ int main(int argc, char** argv) {
   }
   ::chmod(data_dir.c_str(), 0700);
   // One gantryd per data directory: the SQLite store has a single owner, which is what lets
-  // the engine recover runs of a dead predecessor at once.
+  // the engine recover runs of a dead predecessor at once. (PostgreSQL replicas each have
+  // their own data directory for the key copy and run logs.)
   std::string lock_path = (std::filesystem::path(data_dir) / "gantryd.lock").string();
   int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
     spdlog::critical("another gantryd is using {} (lock {})", data_dir, lock_path);
     return 1;
   }
-  gantry::store::SqliteOptions store_options;
-  store_options.path = (std::filesystem::path(data_dir) / "gantry.db").string();
-  store_options.synchronous = sync;
-  store_options.event_retention = event_retention;
-  auto store = gantry::store::SqliteStore::Open(store_options);
-  if (!store.ok()) {
-    spdlog::critical("{}", std::string(store.status().message()));
-    return 1;
+  const bool postgres = !store_url.empty() && store_url != "sqlite";
+  std::unique_ptr<gantry::store::Store> store;
+  std::string store_where;
+  if (postgres) {
+    gantry::store::PostgresOptions pg_options;
+    pg_options.url = store_url;
+    pg_options.event_retention = event_retention;
+    auto pg = gantry::store::PostgresStore::Open(pg_options);
+    if (!pg.ok()) {
+      spdlog::critical("{}", std::string(pg.status().message()));
+      return pg.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    store = std::move(*pg);
+    store_where = gantry::store::PostgresStore::Redacted(store_url);
+  } else {
+    gantry::store::SqliteOptions store_options;
+    store_options.path = (std::filesystem::path(data_dir) / "gantry.db").string();
+    store_options.synchronous = sync;
+    store_options.event_retention = event_retention;
+    auto sqlite = gantry::store::SqliteStore::Open(store_options);
+    if (!sqlite.ok()) {
+      spdlog::critical("{}", std::string(sqlite.status().message()));
+      return 1;
+    }
+    store = std::move(*sqlite);
+    store_where = store_options.path;
   }
 
   auto secrets = gantry::SecretBox::Open((std::filesystem::path(data_dir) / "secret.key").string());
@@ -229,12 +263,20 @@ int main(int argc, char** argv) {
   drivers.Register(std::make_unique<gantry::drivers::local::LocalDriver>(local_options));
   gantry::engine::EngineOptions engine_options;
   engine_options.workers = workers;
+  if (host_id.empty()) {
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    host_id = host;
+  }
   engine_options.holder = "gantryd-" + gantry::NewUid().substr(0, 8);
+  engine_options.host = host_id;
+  engine_options.lease = std::chrono::seconds(lease_seconds);
+  engine_options.sole_owner = !postgres;
   engine_options.drain = std::chrono::seconds(drain_seconds);
   engine_options.state_dir = (std::filesystem::path(data_dir) / "instances").string();
-  gantry::engine::Engine engine(**store, drivers, **secrets, logs, clock, metrics, allocator,
+  gantry::engine::Engine engine(*store, drivers, **secrets, logs, clock, metrics, allocator,
                                engine_options);
-  (*store)->SetCommitObserver([&hub, &engine](const std::vector<gantry::store::Event>& events) {
+  store->SetCommitObserver([&hub, &engine](const std::vector<gantry::store::Event>& events) {
     hub.Publish(events);
     for (const auto& e : events)
       if (e.kind == "Run" && e.type != "DELETED") {
@@ -242,7 +284,7 @@ int main(int argc, char** argv) {
         break;
       }
   });
-  gantry::api::ResourceService resources(**store, hub, clock, **secrets);
+  gantry::api::ResourceService resources(*store, hub, clock, **secrets);
   resources.SetTeardownHook([&engine](const gantry::api::Target& t) {
     return engine.DeleteDeployed(t.ns, t.name);
   });
@@ -259,7 +301,7 @@ int main(int argc, char** argv) {
   }
   gantry::api::Router router(resources, engine, logs, metrics, [&store, &engine]() -> absl::Status {
     if (!engine.Running()) return absl::UnavailableError("the deploy engine is not running");
-    return (*store)->Ping();
+    return store->Ping();
   });
   gantry::api::Server server(router, server_options);
   auto port = server.Listen();
@@ -270,11 +312,14 @@ int main(int argc, char** argv) {
   std::string shown_host = server_options.host.find(':') != std::string::npos
                                ? "[" + server_options.host + "]"
                                : server_options.host;
-  spdlog::info("data in {}", store_options.path);
+  spdlog::info("data in {}", store_where);
+  if (postgres) spdlog::info("replica {} on host {}", engine_options.holder, host_id);
   spdlog::info("listening on http://{}:{}", shown_host, *port);
   server.Run([&hub] { hub.CloseAll(); });
   bool drained = engine.Stop();
   drivers.Shutdown();
+  // The PostgreSQL store's tail thread outlives the engine and the hub: detach them.
+  store->SetCommitObserver(nullptr);
   spdlog::info("stopped");
   if (!drained) {
     // Runs still executing are left for the next start to recover; do not wait for them.

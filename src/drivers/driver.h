@@ -107,6 +107,10 @@ class Driver {
   }
   // Stops supervision threads (shutdown); workloads keep running for the next start.
   virtual void Shutdown() {}
+  // True when what a deploy makes lives on the host that ran it (processes, GPUs): with
+  // several replicas, only the replica on that host runs the instance's later runs and
+  // takes over its interrupted ones.
+  virtual bool HostBound() const { return false; }
 };
 
 // Drivers by name. Filled at start-up, read-only afterwards.

@@ -1,5 +1,9 @@
 #include "engine/engine.h"
 
+#include <cstdio>
+#include <ctime>
+#include <optional>
+
 #include <spdlog/spdlog.h>
 
 #include <unistd.h>
@@ -38,6 +42,18 @@ const json::object& At(const json::object& o, std::string_view path) {
 }
 
 bool IsConflict(const absl::Status& s) { return ReasonOf(s) == "Conflict"; }
+
+// "2026-11-30T14:00:00Z" (FormatRfc3339's form); nullopt for anything else.
+std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::string& s) {
+  std::tm tm{};
+  char z = 0;
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &z) != 7 || z != 'Z')
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return std::chrono::system_clock::from_time_t(::timegm(&tm));
+}
 
 // `text` with every sensitive value (3 characters or more) replaced by ******.
 std::string Scrub(std::string text, const std::vector<std::string>& secrets) {
@@ -341,6 +357,8 @@ void Engine::DispatchLoop() {
         case Admission::Decision::kFail:
           Finish(run, absl::FailedPreconditionError(a.message), {}, a.reason);
           break;
+        case Admission::Decision::kSkip:
+          break;
       }
     }
     if (claimed == 0) continue;  // nothing moved: wait for a change (or the periodic look)
@@ -362,8 +380,8 @@ bool Engine::Claim(const json::object& queued, const Admission& admission) {
   rs["phase"] = "Running";
   rs["attempt"] = GetInt(queued, "status.attempt", 0) + 1;
   rs["startTime"] = now;
-  rs["lease"] = json::object{{"holder", options_.holder}, {"renewTime", now},
-                             {"durationSeconds", options_.lease.count()}};
+  rs["lease"] = json::object{{"holder", options_.holder}, {"host", options_.host},
+                             {"renewTime", now}, {"durationSeconds", options_.lease.count()}};
   json::array indices, uuids;
   for (const auto& g : admission.gpus) {
     indices.push_back(json::string(std::to_string(g.index)));
@@ -382,6 +400,8 @@ bool Engine::Claim(const json::object& queued, const Admission& admission) {
       if (!admission.gpus.empty()) is["gpus"] = indices;
       else is.erase("gpus");
     }
+    // Several replicas: the instance's later runs go to this host.
+    if (!options_.sole_owner && admission.host_bound) is["host"] = options_.host;
     is["phase"] = "InProgress";
     is["reason"] = "";
     is["message"] = GetString(queued, "spec.action") + " run " +
@@ -545,6 +565,16 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
   for (int attempt = 0; attempt < kMaxRetries * 5; ++attempt) {
     auto run = store_.Get(kRun, ns, run_name);
     if (!run.ok()) return;
+    if (!options_.sole_owner) {
+      // Several replicas: a run whose lease another replica took over (this one stalled
+      // past its lease) is that replica's to end.
+      std::string holder = GetString(*run, "status.lease.holder");
+      if (!holder.empty() && holder != options_.holder) {
+        spdlog::warn("run {}/{}: lease lost to {}; not recording this replica's result", ns,
+                     run_name, holder);
+        return;
+      }
+    }
     std::string now = Now();
     json::object& rs = model::EnsureObject(*run, "status");
     rs["phase"] = ok ? "Succeeded" : "Failed";
@@ -638,83 +668,110 @@ absl::Status Engine::Recover() {
   for (const auto& run : page.items) {
     std::string holder = GetString(run, "status.lease.holder");
     if (holder == options_.holder) continue;
-    if (!options_.sole_owner) {
-      // Another replica may be alive: only take over expired leases.
-      std::string renew = GetString(run, "status.lease.renewTime");
-      (void)renew;
-      (void)now;
-      continue;  // multi-replica lease takeover arrives with the PostgreSQL store
+    if (options_.sole_owner) {
+      RETURN_IF_ERROR(RecoverRun(run, true));
+      continue;
     }
-    std::string ns = GetString(run, "metadata.namespace");
-    std::string name = GetString(run, "metadata.name");
-    // The driver cleans up what the dead run left (its process group) and says whether
-    // running the action again from the start is safe.
-    bool resume = false;
-    auto instance = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
-    std::string driver_name;
+    // Another replica may be alive: only expired leases are taken over. Renewal times have
+    // second precision; a second of slack keeps a live holder's lease.
+    auto renewed = ParseRfc3339(GetString(run, "status.lease.renewTime"));
+    auto duration = std::chrono::seconds(GetInt(run, "status.lease.durationSeconds", 30));
+    if (renewed && now <= *renewed + duration + std::chrono::seconds(1)) continue;
+    std::string lease_host = GetString(run, "status.lease.host");
+    bool same_host = lease_host == options_.host;
+    const drivers::Driver* d = drivers_.Find(DriverOf(run));
+    if (d && d->HostBound() && !same_host) continue;  // the replica on its host takes it over
+    // Take the lease first: exactly one replica wins (the commit is guarded by the run's
+    // resourceVersion) and recovers the run.
+    json::object taken = run;
+    model::EnsureObject(taken, "status")["lease"] =
+        json::object{{"holder", options_.holder}, {"host", options_.host},
+                     {"renewTime", Now()}, {"durationSeconds", options_.lease.count()}};
+    std::vector<store::Write> w;
+    w.push_back({store::Write::Op::kUpdate, kRun, std::move(taken), Rv(run), 0});
+    auto stored = store_.Commit(std::move(w));
+    if (!stored.ok()) continue;  // another replica took it, or it moved on
+    spdlog::info("taking over run {}/{} from {} (lease expired)", GetString(run, "metadata.namespace"),
+                 GetString(run, "metadata.name"), holder);
+    RecoverRun((*stored)[0], same_host).IgnoreError();
+  }
+  return absl::OkStatus();
+}
+
+std::string Engine::DriverOf(const json::object& run) {
+  std::string ns = GetString(run, "metadata.namespace");
+  auto instance = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+  if (!instance.ok()) return "";
+  auto prof = store_.GetRevision(kProfile, GetString(*instance, "spec.profileRef.namespace", ns),
+                                 GetString(*instance, "spec.profileRef.name"),
+                                 GetInt(run, "spec.profileRevision", 1));
+  if (!prof.ok()) return "";
+  auto tmpl = store_.GetRevision(kTemplate, GetString(prof->spec, "templateRef.namespace", ns),
+                                 GetString(prof->spec, "templateRef.name"),
+                                 GetInt(run, "spec.templateRevision", 1));
+  return tmpl.ok() ? GetString(tmpl->spec, "driver") : "";
+}
+
+absl::Status Engine::RecoverRun(const json::object& run, bool cleanup) {
+  std::string ns = GetString(run, "metadata.namespace");
+  std::string name = GetString(run, "metadata.name");
+  // The driver cleans up what the dead run left (its process group) and says whether
+  // running the action again from the start is safe.
+  bool resume = false;
+  auto instance = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+  // Another host's run: its processes are out of reach; the driver's contract (apply and
+  // destroy are idempotent) makes a re-run safe. Host-bound drivers never get here.
+  if (drivers::Driver* d = drivers_.Find(DriverOf(run)))
+    resume = cleanup ? d->Recover(At(run, "status.driverState")) : true;
+  int64_t attempts = GetInt(run, "status.attempt", 1);
+  std::string uid = GetString(run, "metadata.uid");
+  if (resume && attempts < kMaxAttempts) {
+    logs_.Append(uid, "gantry: gantryd restarted during attempt " + std::to_string(attempts) +
+                          "; the run is queued again (the driver says re-running is safe)");
+    RETURN_IF_ERROR(UpdateRun(ns, name, [](json::object& r) {
+      auto& st = model::EnsureObject(r, "status");
+      st["phase"] = "Queued";
+      st.erase("lease");
+      st.erase("driverState");
+    }));
     if (instance.ok()) {
-      auto prof = store_.GetRevision(kProfile, GetString(*instance, "spec.profileRef.namespace", ns),
-                                     GetString(*instance, "spec.profileRef.name"),
-                                     GetInt(run, "spec.profileRevision", 1));
-      if (prof.ok()) {
-        auto tmpl = store_.GetRevision(
-            kTemplate, GetString(prof->spec, "templateRef.namespace", ns),
-            GetString(prof->spec, "templateRef.name"), GetInt(run, "spec.templateRevision", 1));
-        if (tmpl.ok()) driver_name = GetString(tmpl->spec, "driver");
-      }
-    }
-    if (drivers::Driver* d = drivers_.Find(driver_name))
-      resume = d->Recover(At(run, "status.driverState"));
-    int64_t attempts = GetInt(run, "status.attempt", 1);
-    std::string uid = GetString(run, "metadata.uid");
-    if (resume && attempts < kMaxAttempts) {
-      logs_.Append(uid, "gantry: gantryd restarted during attempt " + std::to_string(attempts) +
-                            "; the run is queued again (the driver says re-running is safe)");
-      RETURN_IF_ERROR(UpdateRun(ns, name, [](json::object& r) {
-        auto& st = model::EnsureObject(r, "status");
-        st["phase"] = "Queued";
-        st.erase("lease");
-        st.erase("driverState");
-      }));
-      if (instance.ok()) {
-        for (int i = 0; i < kMaxRetries; ++i) {
-          auto inst = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
-          if (!inst.ok()) break;
-          auto& is = model::EnsureObject(*inst, "status");
-          is["phase"] = "Waiting";
-          is["reason"] = "ControlPlaneRestarted";
-          is["message"] = "gantryd restarted while run " + name + " was running; it is queued again";
-          std::vector<store::Write> w;
-          w.push_back({store::Write::Op::kUpdate, kInstance, *inst, Rv(*inst), 0});
-          if (store_.Commit(std::move(w)).ok()) break;
-        }
-      }
-      spdlog::info("recovery: run {}/{} re-queued", ns, name);
-    } else {
-      logs_.Append(uid, "gantry: gantryd restarted during the run; it cannot be resumed safely");
-      Finish(run, absl::AbortedError("gantryd restarted while the run was in progress"), {});
-      // Finish maps the code to DriverError; say precisely why.
-      UpdateRun(ns, name, [](json::object& r) {
-        model::EnsureObject(r, "status")["reason"] = "ControlPlaneRestarted";
-      }).IgnoreError();
       for (int i = 0; i < kMaxRetries; ++i) {
         auto inst = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
-        if (!inst.ok() || GetString(*inst, "status.phase") != "Failed") break;
+        if (!inst.ok()) break;
         auto& is = model::EnsureObject(*inst, "status");
+        is["phase"] = "Waiting";
         is["reason"] = "ControlPlaneRestarted";
+        is["message"] = "gantryd restarted while run " + name + " was running; it is queued again";
         std::vector<store::Write> w;
         w.push_back({store::Write::Op::kUpdate, kInstance, *inst, Rv(*inst), 0});
         if (store_.Commit(std::move(w)).ok()) break;
       }
-      spdlog::info("recovery: run {}/{} failed with reason ControlPlaneRestarted", ns, name);
     }
+    spdlog::info("recovery: run {}/{} re-queued", ns, name);
+  } else {
+    logs_.Append(uid, "gantry: gantryd restarted during the run; it cannot be resumed safely");
+    Finish(run, absl::AbortedError("gantryd restarted while the run was in progress"), {});
+    // Finish maps the code to DriverError; say precisely why.
+    UpdateRun(ns, name, [](json::object& r) {
+      model::EnsureObject(r, "status")["reason"] = "ControlPlaneRestarted";
+    }).IgnoreError();
+    for (int i = 0; i < kMaxRetries; ++i) {
+      auto inst = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+      if (!inst.ok() || GetString(*inst, "status.phase") != "Failed") break;
+      auto& is = model::EnsureObject(*inst, "status");
+      is["reason"] = "ControlPlaneRestarted";
+      std::vector<store::Write> w;
+      w.push_back({store::Write::Op::kUpdate, kInstance, *inst, Rv(*inst), 0});
+      if (store_.Commit(std::move(w)).ok()) break;
+    }
+    spdlog::info("recovery: run {}/{} failed with reason ControlPlaneRestarted", ns, name);
   }
   return absl::OkStatus();
 }
 
 Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* blocked_types) {
   Admission a;
-  if (GetString(run, "spec.action") != "deploy") return a;
+  if (options_.sole_owner && GetString(run, "spec.action") != "deploy") return a;
   std::string ns = GetString(run, "metadata.namespace");
   std::string name = GetString(run, "spec.instanceRef.name");
   auto instance = store_.Get(kInstance, ns, name);
@@ -729,6 +786,17 @@ Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* 
                                  GetString(profile->spec, "templateRef.name"),
                                  GetInt(run, "spec.templateRevision", 1));
   if (!tmpl.ok()) return a;
+  const drivers::Driver* driver = drivers_.Find(GetString(tmpl->spec, "driver"));
+  a.host_bound = driver && driver->HostBound();
+  if (!options_.sole_owner && a.host_bound) {
+    // Several replicas: an instance that a host-bound driver deployed stays on its host.
+    std::string host = GetString(*instance, "status.host");
+    if (!host.empty() && host != options_.host) {
+      a.decision = Admission::Decision::kSkip;
+      return a;
+    }
+  }
+  if (GetString(run, "spec.action") != "deploy") return a;
   a.resources = At(profile->spec, "resources");
   std::string type = GetString(a.resources, "gpu.type");  // "" = any type
   int count = static_cast<int>(GetInt(a.resources, "gpu.count", 0));
@@ -753,7 +821,8 @@ Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* 
   if (local && count > 0) {
     int total = gpus_.Total(type);
     if (total < count) {
-      a.decision = Admission::Decision::kFail;
+      // Several replicas: a replica on another host may have them.
+      a.decision = options_.sole_owner ? Admission::Decision::kFail : Admission::Decision::kWait;
       a.reason = "Unschedulable";
       std::map<std::string, int> have;
       for (const auto& g : gpus_.inventory().gpus) ++have[g.type];
@@ -872,6 +941,7 @@ absl::Status Engine::RebuildGpuAssignments() {
   while (true) {
     ASSIGN_OR_RETURN(auto page, store_.List(q));
     for (const auto& i : page.items) {
+      if (!options_.sole_owner && GetString(i, "status.host") != options_.host) continue;
       const json::value* g = model::FindPath(i, "status.gpus");
       if (!g || !g->is_array() || g->get_array().empty()) continue;
       std::vector<int> indices;
@@ -899,6 +969,8 @@ void Engine::AdoptWorkloads() {
   for (const auto& inst : page->items) {
     const json::object& state = At(inst, "status.driverState");
     if (state.empty()) continue;
+    // Several replicas: each adopts the workloads of its own host.
+    if (!options_.sole_owner && GetString(inst, "status.host") != options_.host) continue;
     std::string ns = GetString(inst, "metadata.namespace");
     std::string name = GetString(inst, "metadata.name");
     auto prof = store_.GetRevision(kProfile, GetString(inst, "spec.profileRef.namespace", ns),
@@ -1026,8 +1098,11 @@ void Engine::HeartbeatLoop() {
     for (auto& a : active)
       UpdateRun(a->ns, a->name, [&](json::object& r) {
         if (GetString(r, "status.phase") != "Running") return;
+        if (GetString(r, "status.lease.holder") != options_.holder) return;
         model::EnsureObject(r, "status.lease")["renewTime"] = now;
       }).IgnoreError();
+    // Several replicas: take over the runs of replicas whose leases expired.
+    if (!options_.sole_owner) Recover().IgnoreError();
   }
 }
 

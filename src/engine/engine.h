@@ -49,8 +49,12 @@ namespace gantry::engine {
 struct EngineOptions {
   int workers = 4;
   std::string holder;                          // this replica's identity in leases
+  std::string host;                            // the host it runs on (host-bound drivers)
   std::chrono::seconds lease{30};
-  bool sole_owner = true;                      // SQLite: no other replica can hold leases
+  // SQLite: no other replica can hold leases, so runs left Running are recovered at start.
+  // false (PostgreSQL, several replicas): only expired leases are taken over, at start and
+  // then every lease/3; the runs of host-bound drivers (local) stay with their host.
+  bool sole_owner = true;
   std::chrono::seconds drain{10};              // how long Stop waits for running runs
   std::string state_dir;                       // per-instance driver state lives below it
   std::chrono::seconds default_timeout{3600};  // when a template sets none
@@ -99,12 +103,14 @@ class Engine : public drivers::WorkloadObserver {
   class Context;
   // The dispatcher's decision on a queued run (see Admit).
   struct Admission {
-    enum class Decision { kAdmit, kWait, kFail } decision = Decision::kAdmit;
+    // kSkip: another replica's run (its instance lives on another host).
+    enum class Decision { kAdmit, kWait, kFail, kSkip } decision = Decision::kAdmit;
     std::string reason, message;
     std::string owner;       // GPU owner key of the instance
     std::vector<Gpu> gpus;   // assigned (local driver)
     bool gpus_were_held = false;
     boost::json::object resources;  // the profile's spec.resources
+    bool host_bound = false;        // the template's driver is host-bound
   };
   // Capacity and quota admission of a queued run, first come first served per GPU type:
   // a deploy that waits for GPUs of a type blocks later deploys of that type.
@@ -127,7 +133,12 @@ class Engine : public drivers::WorkloadObserver {
   void Finish(const boost::json::object& run, const absl::Status& result,
               const boost::json::object& outputs, const std::string& reason = "",
               const std::string& driver = "");
+  // Runs left Running by a dead gantryd (see EngineOptions::sole_owner).
   absl::Status Recover();
+  // Cleans up after `run` (through its driver when `cleanup`) and re-queues or fails it.
+  absl::Status RecoverRun(const boost::json::object& run, bool cleanup);
+  // The driver of a run's template revision ("" when it cannot be found).
+  std::string DriverOf(const boost::json::object& run);
   // Updates a run with `mutate`, re-reading on conflict.
   absl::Status UpdateRun(const std::string& ns, const std::string& name,
                          const std::function<void(boost::json::object&)>& mutate);
