@@ -2,6 +2,8 @@
 // requests race, timeouts that take the script's whole process tree, watch events for every
 // phase change, run logs (plain and followed), sensitive values kept out of every answer, log
 // and file, /metrics, and graceful shutdown.
+#include <libpq-fe.h>
+
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -290,8 +292,23 @@ printf '{"endpoint": "http://db.example"}' > "$GANTRY_OUTPUTS"
       EXPECT_EQ(bytes.find(secret_), std::string::npos)
           << e.path() << " holds the secret in plaintext";
     }
-    EXPECT_TRUE(fs::exists(gantryd_->data_dir() + "/gantry.db"));
     EXPECT_GT(files, 0);
+    if (gantryd_->store_url().empty()) {
+      EXPECT_TRUE(fs::exists(gantryd_->data_dir() + "/gantry.db"));
+      return;
+    }
+    // PostgreSQL: every stored text, as the database holds it.
+    PGconn* c = PQconnectdb(gantryd_->store_url().c_str());
+    ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+    PGresult* r = PQexec(c, "SELECT body FROM objects UNION ALL SELECT body FROM events "
+                            "UNION ALL SELECT spec FROM revisions");
+    ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK);
+    EXPECT_GT(PQntuples(r), 0);
+    for (int i = 0; i < PQntuples(r); ++i)
+      EXPECT_EQ(std::string(PQgetvalue(r, i, 0)).find(secret_), std::string::npos)
+          << "the database holds the secret in plaintext: " << PQgetvalue(r, i, 0);
+    PQclear(r);
+    PQfinish(c);
   }
 
   std::string secret_;
