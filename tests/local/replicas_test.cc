@@ -1,0 +1,109 @@
+// Host-bound runs with several replicas (PostgreSQL): two gantryd on one database with
+// different --host-id, each with its own (configured) GPUs. A local instance deployed by
+// replica A belongs to host-a: a destroy posted to replica B waits for a replica on host-a,
+// while B goes on claiming the runs it may run, and A's return finishes it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "local_fixture.h"
+#include "store/postgres/pg_test_server.h"
+
+namespace gantry::testing {
+namespace {
+
+namespace json = boost::json;
+using local_test::Assignments;
+using local_test::GetNode;
+
+class ReplicasLocalTest : public LocalTest {
+ protected:
+  std::vector<std::string> Args() override {
+    std::vector<std::string> args = LocalTest::Args();
+    args.insert(args.end(), {"--store", url_, "--host-id", host_});
+    return args;
+  }
+  std::string Gpus() override { return "h100:2"; }
+
+  void SetUp() override {
+    auto server = store::testing::PgTestServer::Get();
+    if (!server.ok()) {
+      if (store::testing::PostgresRequired()) FAIL() << server.status();
+      GTEST_SKIP() << "this test needs PostgreSQL: " << server.status().message();
+    }
+    auto url = (*server)->CreateDatabase();
+    ASSERT_TRUE(url.ok()) << url.status();
+    url_ = *url;
+    host_ = "host-a";
+    LocalTest::SetUp();
+    if (HasFatalFailure()) return;
+    host_ = "host-b";
+    second_ = std::make_unique<GantrydProcess>(Args());
+    std::filesystem::copy_file(gantryd_->data_dir() + "/secret.key", second_->data_dir() + "/secret.key",
+                  std::filesystem::copy_options::overwrite_existing);
+  }
+  void TearDown() override {
+    second_.reset();
+    LocalTest::TearDown();
+  }
+
+  std::string url_, host_;
+  std::unique_ptr<GantrydProcess> second_;
+};
+
+TEST_F(ReplicasLocalTest, ALocalInstanceStaysWithTheHostThatDeployedIt) {
+  CreateLocalTemplate("wl", /*http=*/false);
+  CreateLocalProfile("one-gpu", "wl", json::object{{"gpu", {{"type", "h100"}, {"count", 1}}}});
+  api().CreateInstance("default", "a1", "one-gpu");
+  // Only replica A runs: it deploys a1 on host-a.
+  ASSERT_EQ(Action("a1", "deploy").status, 202);
+  json::object a1 = WaitPhase("a1", "Success");
+  EXPECT_EQ(Str(a1, "status.host"), "host-a");
+  EXPECT_EQ(Assignments(GetNode(api()))[0], "default/a1");
+
+  // A stops (its workload keeps running); B starts and must not take a1's workload or GPU.
+  EXPECT_EQ(gantryd_->Terminate(), 0);
+  ASSERT_TRUE(second_->Start().ok());
+  Api b(second_->base_url());
+  for (const auto& [index, holder] : Assignments(GetNode(b))) EXPECT_EQ(holder, "") << index;
+
+  // Destroy through B: queued for host-a. B skips it but deploys b1, queued after it.
+  ASSERT_EQ(b.Post(NsPath("default", "computeinstances", "a1") + "/destroy", json::object{}).status,
+            202);
+  b.CreateInstance("default", "b1", "one-gpu");
+  ASSERT_EQ(b.Post(NsPath("default", "computeinstances", "b1") + "/deploy", json::object{}).status,
+            202);
+  json::object b1;
+  ASSERT_TRUE(PollUntil([&] {
+    Resp r = b.Get(NsPath("default", "computeinstances", "b1"));
+    b1 = r.obj();
+    return Str(b1, "status.phase") == "Success";
+  })) << second_->Log();
+  EXPECT_EQ(Str(b1, "status.host"), "host-b");
+  // The pass that claimed b1 looked at a1's older destroy run and left it.
+  Resp run = b.Get(NsPath("default", "runs", "a1-2"));
+  EXPECT_EQ(Str(run.obj(), "status.phase"), "Queued") << run.raw;
+  EXPECT_EQ(Str(b.Get(NsPath("default", "computeinstances", "a1")).obj(), "status.phase"),
+            "Waiting");
+
+  // A comes back: it destroys a1 and frees its GPU.
+  ASSERT_TRUE(gantryd_->Restart().ok());
+  Reconnect();
+  WaitPhase("a1", "NotDeployed");
+  EXPECT_EQ(Str(GetRun("a1-2"), "status.phase"), "Succeeded");
+  for (const auto& [index, holder] : Assignments(GetNode(api()))) EXPECT_EQ(holder, "") << index;
+  // b1 is B's, untouched.
+  EXPECT_EQ(Assignments(GetNode(b))[0], "default/b1");
+  EXPECT_EQ(Str(b.Get(NsPath("default", "computeinstances", "b1")).obj(), "status.phase"),
+            "Success");
+  // B destroys its own instance.
+  ASSERT_EQ(b.Post(NsPath("default", "computeinstances", "b1") + "/destroy", json::object{}).status,
+            202);
+  ASSERT_TRUE(PollUntil([&] {
+    return Str(b.Get(NsPath("default", "computeinstances", "b1")).obj(), "status.phase") ==
+           "NotDeployed";
+  }));
+}
+
+}  // namespace
+}  // namespace gantry::testing
