@@ -1286,20 +1286,31 @@ TEST_P(PostgresStoreTest, NewerSchemaVersionIsRefused) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(StatusText(s.status()),
-              HasSubstr(" has schema version 7, newer than this gantryd understands (1); run a "
+              HasSubstr(" has schema version 7, newer than this gantryd understands (2); run a "
                         "newer gantryd"));
 }
 
-TEST_P(PostgresStoreTest, MigrationsAreRecordedAndNotRepeated) {
+TEST_P(PostgresStoreTest, MigrationsAreRecordedAndAnOlderSchemaIsMigrated) {
   PGconn* c = Raw();
   PGresult* r = PQexec(c, "SELECT version FROM schema_version");
   ASSERT_EQ(PQntuples(r), 1);
-  EXPECT_STREQ(PQgetvalue(r, 0, 0), "1");
+  EXPECT_STREQ(PQgetvalue(r, 0, 0), "2");
   PQclear(r);
-  PQfinish(c);
   MustCreate(Named("kept"));
+  // A database of the previous release (schema version 1: no flushes table) is migrated at
+  // start, its data kept.
+  store_.reset();
+  ASSERT_TRUE(Sql(c, "DROP TABLE flushes"));
+  ASSERT_TRUE(Sql(c, "UPDATE schema_version SET version = 1"));
   Reopen();
   EXPECT_TRUE(store_->Get(kInstance, "ml-research", "kept").ok());
+  EXPECT_EQ(Rv(MustCreate(Named("new"))), "2");
+  r = PQexec(c, "SELECT version, (SELECT COUNT(*) FROM flushes) > 0 FROM schema_version");
+  ASSERT_EQ(PQntuples(r), 1);
+  EXPECT_STREQ(PQgetvalue(r, 0, 0), "2");
+  EXPECT_STREQ(PQgetvalue(r, 0, 1), "t");  // the durable create flushed through it
+  PQclear(r);
+  PQfinish(c);
 }
 
 TEST_P(PostgresStoreTest, BadUrlAndUnreachableServer) {

@@ -11,6 +11,7 @@
 //                               commit_rv (the commit's last rv) groups a commit's events
 //   revisions(kind, namespace, name, revision, created, spec)
 //   meta(key, value)            compaction watermark
+//   flushes(pid, n)             one row per connection, written by Flush (below)
 //
 // Commit: BEGIN; lock the rows that updates and deletes target (`FOR UPDATE SKIP LOCKED`
 // when the write is guarded by a resourceVersion: a row another transaction is changing
@@ -18,7 +19,18 @@
 // wait); lock gantry_state and take the next resourceVersions; apply the writes in order;
 // NOTIFY gantry_events; COMMIT. Rows are always locked before gantry_state, and the holder
 // of gantry_state never waits for a row it has not locked yet, so commits cannot deadlock
-// on it. kRelaxed commits use synchronous_commit=off.
+// on it.
+//
+// Durability without serialised fsyncs: every commit is made with synchronous_commit=off,
+// so gantry_state is released as soon as the commit is in the WAL buffers, not after the
+// fsync (holding it across the fsync capped every replica together at one commit per
+// fsync). A kDurable commit then makes a tiny synchronous commit (Flush), which returns
+// once the WAL is flushed past its own commit record and therefore past this one;
+// concurrent flushes share fsyncs (group commit). Commits are thus visible to other
+// sessions a moment before they are durable; watchers only ever get durable events (own
+// commits are delivered after Flush, the tail thread flushes before delivering), and a
+// client is answered only once its write is durable. What a crash of the database server
+// in that moment can lose is what no client was told about.
 //
 // Watch across replicas: every replica tails the events table. A thread LISTENs on
 // gantry_events and, when woken (or once a second), reads the events after the last one it
@@ -96,6 +108,8 @@ class PostgresStore final : public Store {
   void Release(std::unique_ptr<Conn> conn);
   absl::Status ApplyWrite(Conn& c, Write& w, int64_t rv, int64_t commit_rv, bool skipped_lock,
                           std::vector<Event>* events, boost::json::object* stored);
+  // Returns once every commit made so far is durable (WAL flushed).
+  absl::Status Flush(Conn& c);
   void MaybeCompact(Conn& c);
   // Delivers events through `through` (own events of the commit ending there when they
   // follow on directly, else read from the database with `c`).
