@@ -100,4 +100,15 @@ std::string FieldColumn(const std::string& field) {
   return "";
 }
 
+bool IsPlainFieldPath(const std::string& field) {
+  if (field.empty() || field.size() > 128 || field.front() == '.' || field.back() == '.')
+    return false;
+  for (size_t i = 0; i < field.size(); ++i) {
+    char c = field[i];
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || (c == '.' && field[i - 1] != '.');
+    if (!ok) return false;
+  }
+  return std::isalpha(static_cast<unsigned char>(field.front()));
+}
+
 }  // namespace gantry::store

@@ -41,7 +41,10 @@ absl::Status RevisionExists(const std::string& kind, const std::string& name, in
 absl::Status RevisionNotFound(const std::string& kind, const std::string& name, int64_t revision);
 absl::Status TooOldResourceVersion(int64_t after, int64_t compacted_through);
 absl::Status UnsupportedField(const std::string& field);
-// The column a field selector compares ("" when the field is not supported).
+// The indexed column a field selector compares ("" for other fields).
 std::string FieldColumn(const std::string& field);
+// "spec.user", "objectRef.name": dot-separated identifiers, safe inside a JSON path. Field
+// selectors on such paths (not indexed) read the stored JSON.
+bool IsPlainFieldPath(const std::string& field);
 
 }  // namespace gantry::store

@@ -900,11 +900,26 @@ TEST_P(StoreFieldTest, TemplateRefNameOnProfiles) {
 }
 
 TEST_P(StoreFieldTest, UnsupportedFieldIsBadRequest) {
-  auto r = store_->List({.kind = kInstance, .fields = {{"spec.displayName", true, "x"}}});
+  auto r = store_->List({.kind = kInstance, .fields = {{"spec.display-name", true, "x"}}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(HttpCodeOf(r.status()), 400);
-  EXPECT_EQ(StatusText(r.status()), "field label not supported: spec.displayName");
+  EXPECT_EQ(StatusText(r.status()), "field label not supported: spec.display-name");
+  for (std::string bad : {".spec", "spec.", "spec..name", "1spec", "spec['x']", "spec.*"})
+    EXPECT_FALSE(store_->List({.kind = kInstance, .fields = {{bad, true, "x"}}}).ok()) << bad;
+}
+
+// Fields without a column (spec.user of RoleBindings, ...) are read from the stored JSON;
+// absent ones compare as "".
+TEST_P(StoreFieldTest, OtherFieldsAreReadFromTheObject) {
+  EXPECT_THAT(Filtered({{"spec.displayName", true, "Notebook"}}), ElementsAre("two"));
+  EXPECT_THAT(Filtered({{"spec.displayName", false, "Notebook"}}),
+              ElementsAre("gpu-four", "three", "one"));
+  EXPECT_THAT(Filtered({{"spec.displayName", true, ""}}), ElementsAre("gpu-four", "three"));
+  EXPECT_THAT(Filtered({{"spec.description", true, "Inference endpoint"},
+                        {"metadata.namespace", true, "b"}}),
+              ElementsAre("three"));
+  EXPECT_EQ(*store_->Count(kInstance, std::nullopt, {{"spec.displayName", true, "Notebook"}}), 1);
 }
 
 TEST_P(StoreFieldTest, PhaseChangesAreSeenAfterUpdate) {
@@ -944,9 +959,9 @@ TEST_P(StoreFieldTest, Count) {
   EXPECT_EQ(*store_->Count(kInstance, "b", {{"spec.profileRef.name", true, "h100-x8"}}), 1);
   EXPECT_EQ(*store_->Count(kInstance, std::nullopt, {{"status.phase", false, "Success"}}), 2);
   EXPECT_EQ(*store_->Count(kProfile, std::nullopt, {}), 0);
-  auto bad = store_->Count(kInstance, std::nullopt, {{"status.reason", true, "x"}});
+  auto bad = store_->Count(kInstance, std::nullopt, {{"status.re-ason", true, "x"}});
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(StatusText(bad.status()), "field label not supported: status.reason");
+  EXPECT_EQ(StatusText(bad.status()), "field label not supported: status.re-ason");
 }
 
 // ------------------------------------------------------------------------------------------

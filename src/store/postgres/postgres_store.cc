@@ -229,6 +229,14 @@ absl::Status AppendFields(const std::vector<FieldFilter>& fields, std::string* s
                           std::vector<std::string>* params) {
   for (const auto& f : fields) {
     std::string column = FieldColumn(f.field);
+    if (column.empty() && IsPlainFieldPath(f.field)) {
+      // Any other field (spec.user of RoleBindings, ...): read from the stored JSON,
+      // unindexed, as SQLite does; absent fields compare as "".
+      std::string path = "{";
+      for (char ch : f.field) path += ch == '.' ? ',' : ch;
+      params->push_back(path + "}");
+      column = "COALESCE(body::jsonb #>> $" + std::to_string(params->size()) + "::text[], '')";
+    }
     if (column.empty()) return UnsupportedField(f.field);
     params->push_back(f.value);
     *sql += " AND " + column + (f.equals ? " = $" : " <> $") + std::to_string(params->size()) +

@@ -167,6 +167,12 @@ absl::Status AppendFields(const std::vector<FieldFilter>& fields, std::string* s
                           std::vector<std::string>* binds) {
   for (const auto& f : fields) {
     std::string column = FieldColumn(f.field);
+    if (column.empty() && IsPlainFieldPath(f.field)) {
+      // Any other field of the object (spec.user of RoleBindings, status.createdBy, ...):
+      // read from the JSON body, unindexed; callers use it on small kinds or small pages.
+      binds->push_back("$." + f.field);
+      column = "COALESCE(json_extract(body, ?" + std::to_string(binds->size()) + "), '')";
+    }
     if (column.empty()) return UnsupportedField(f.field);
     binds->push_back(f.value);
     *sql += " AND " + column + (f.equals ? " = ?" : " != ?") + std::to_string(binds->size());
