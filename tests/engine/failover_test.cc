@@ -31,7 +31,7 @@ constexpr int kWorkers = 4;
 class FailoverTest : public EngineTest {
  protected:
   std::vector<std::string> Args() override {
-    return {"--store", url_, "--workers", std::to_string(kWorkers), "--lease-seconds", "3",
+    return {"--store", url_, "--workers", std::to_string(kWorkers), "--lease-seconds", "6",
             "--host-id", "failover-host"};
   }
 
@@ -149,7 +149,8 @@ printf '{"pid": "%s"}' "$$" > "$GANTRY_OUTPUTS"
     ++runs_per_instance[Str(r, "spec.instanceRef.name")];
     EXPECT_EQ(Str(r, "status.phase"), "Succeeded") << name;
     // The dead replica's runs ran again once (exec: idempotent by contract), the rest once.
-    EXPECT_EQ(Int(r, "status.attempt"), interrupted.count(name) ? 2 : 1) << name;
+    EXPECT_EQ(Int(r, "status.attempt"), interrupted.count(name) ? 2 : 1)
+        << name << "\nsurvivor's log:\n" << second_->Log();
   }
   EXPECT_EQ(runs_per_instance.size(), static_cast<size_t>(kInstances));
   for (const auto& [instance, n] : runs_per_instance) EXPECT_EQ(n, 1) << instance;
