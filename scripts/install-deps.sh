@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libabsl-dev libsqlite3-dev
-  libsodium-dev libyaml-cpp-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev
+  libsodium-dev libssl-dev libyaml-cpp-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev
   libbenchmark-dev sqlite3 curl procps python3
   libpq-dev postgresql
 )

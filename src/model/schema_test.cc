@@ -101,7 +101,8 @@ TEST(KindTable, FindKindByPluralKnowsEveryServedKind) {
   EXPECT_TRUE(ci->namespaced);
   EXPECT_FALSE(ci->versioned);
   EXPECT_EQ(ci->ListKind(), "ComputeInstanceList");
-  EXPECT_THAT(ci->field_selectors, ElementsAre("status.phase", "spec.profileRef.name"));
+  EXPECT_THAT(ci->field_selectors,
+              ElementsAre("status.phase", "spec.profileRef.name", "status.createdBy"));
 
   const KindInfo* projects = FindKindByPlural("projects");
   ASSERT_NE(projects, nullptr);
