@@ -20,6 +20,8 @@
 //       pipe fed B bytes and a stdout/stderr pipe read to EOF, as the exec driver does. With
 //       --posix-spawn, glibc's posix_spawnp (clone with CLONE_VM|CLONE_VFORK) instead of fork.
 //
+// With GANTRY_TOKEN set, every request carries `Authorization: Bearer $GANTRY_TOKEN`.
+//
 // Thread-safety: each worker thread owns its connection; shared results are atomics or
 // guarded by a mutex.
 #include <fcntl.h>
@@ -119,6 +121,8 @@ class Conn {
         if (!stream_) Connect();
         http::request<http::string_body> req{verb, target, 11};
         req.set(http::field::host, host_);
+        if (const char* t = std::getenv("GANTRY_TOKEN"); t && *t)
+          req.set(http::field::authorization, std::string("Bearer ") + t);
         req.keep_alive(true);
         if (verb == http::verb::post || verb == http::verb::put) {
           req.set(http::field::content_type, "application/json");
@@ -265,6 +269,8 @@ class SuccessWatcher {
     stream_->connect(resolver.resolve(host_, port_));
     http::request<http::empty_body> req{http::verb::get, target_, 11};
     req.set(http::field::host, host_);
+    if (const char* t = std::getenv("GANTRY_TOKEN"); t && *t)
+      req.set(http::field::authorization, std::string("Bearer ") + t);
     http::write(*stream_, req);
     parser_.body_limit(boost::none);
     http::read_header(*stream_, buf_, parser_);

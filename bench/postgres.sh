@@ -53,6 +53,9 @@ if [[ ! -x $TOOLS/loadgen || $ROOT/bench/loadgen.cc -nt $TOOLS/loadgen ]]; then
 fi
 LG=$TOOLS/loadgen
 
+# gantryd requires credentials: each replica gets the same bootstrap (org-admin) token, and
+# loadgen and curl send it.
+export GANTRY_TOKEN=${GANTRY_TOKEN:-bench-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')}
 TMP=$(mktemp -d /tmp/gantry-pgbench.XXXXXX)
 chmod 755 "$TMP"
 PIDS=()
@@ -93,6 +96,7 @@ start_replica() {  # NAME DB [KEY_FROM]: gantryd on database DB; sets PORT[NAME]
   local dir=$TMP/$1
   mkdir -p "$dir/data"
   [[ -n ${3:-} ]] && cp "$TMP/$3/data/secret.key" "$dir/data/secret.key"
+  GANTRY_BOOTSTRAP_TOKEN=$GANTRY_TOKEN \
   "$GANTRYD" --listen 127.0.0.1:0 --data-dir "$dir/data" --store "$(url "$2")" \
     --threads "$THREADS" --workers "$WORKERS" --log-level info 2>"$dir/gantryd.log" &
   PIDS+=($!)
@@ -112,7 +116,8 @@ stop_replicas() {
   PIDS=()
 }
 post() {  # PORT PATH JSON
-  curl -sS --fail-with-body -X POST -H 'Content-Type: application/json' --data "$3" \
+  curl -sS --fail-with-body -X POST -H 'Content-Type: application/json' \
+    -H "Authorization: Bearer $GANTRY_TOKEN" --data "$3" \
     "http://127.0.0.1:$1$2" >/dev/null || die "POST $2 failed"
 }
 setup_profile() {  # PORT: a no-op exec template and a profile on it
