@@ -219,7 +219,16 @@ TEST_F(RunsTest, MetricsExposeRequestsRunsQueueDepthAndDurations) {
   ASSERT_EQ(Action("bad", "deploy").status, 202);
   WaitPhase("bad", "Failed");
 
-  Resp m = api().Get("/metrics");
+  // The engine counts a run (and then its duration) right after committing its end, so the
+  // phase can be seen a moment before the counters move (longer on PostgreSQL, whose commits are visible before
+  // the flush that Commit waits for): poll for the failed run's sample.
+  Resp m;
+  EXPECT_TRUE(PollUntil([&] {
+    m = api().Get("/metrics");
+    return m.raw.find("phase=\"Failed\"") != std::string::npos &&
+           m.raw.find("gantry_run_duration_seconds_count{action=\"deploy\"} 2") !=
+               std::string::npos;
+  })) << m.raw;
   ASSERT_EQ(m.status, 200);
   const std::string& text = m.raw;
   // The value of the first sample of `name` whose labels hold every `k="v"` in `labels`.
