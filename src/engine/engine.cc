@@ -593,7 +593,8 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
     if (!run.ok()) return;
     std::string now = Now();
     json::object& rs = model::EnsureObject(*run, "status");
-    rs["phase"] = ok ? "Succeeded" : "Failed";
+    const bool canceled = result.code() == absl::StatusCode::kCancelled;
+    rs["phase"] = ok ? "Succeeded" : canceled ? "Canceled" : "Failed";
     rs["reason"] = reason;
     rs["message"] = ok ? action + " succeeded" : message;
     rs["completionTime"] = now;
@@ -675,7 +676,8 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) {
       if (release_gpus || remove) gpus_.Release(owner);
-      metrics_.Add("gantry_runs_total", {{"action", action}, {"phase", ok ? "Succeeded" : "Failed"}});
+      metrics_.Add("gantry_runs_total",
+                   {{"action", action}, {"phase", ok ? "Succeeded" : canceled ? "Canceled" : "Failed"}});
       for (const auto& r : runs_to_remove) logs_.Remove(GetString(r, "metadata.uid"));
       return;
     }
