@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -137,14 +138,18 @@ exit 3
 
   // Polls until Slurm reports `job` over (or no longer lists it) and no process of it is left.
   bool WaitJobGone(const std::string& job) {
+    // slurmd runs the batch script from SPOOL/jobNNNNN/slurm_script.
+    char spool[32];
+    std::snprintf(spool, sizeof spool, "/spool/job%05lld/", std::stoll(job));
+    const std::string marker = cluster_->dir() + spool;
     std::string state;
     bool ok = PollUntil([&] {
       state = cluster_->JobState(job);
       return (state.empty() || state == "CANCELLED" || state == "FAILED" || state == "COMPLETED") &&
-             ProcessesWith(cluster_->dir() + "/spool/job").empty();
+             ProcessesWith(marker).empty();
     });
     EXPECT_TRUE(ok) << "job " << job << " is " << state << "; processes left: "
-                    << ::testing::PrintToString(ProcessesWith(cluster_->dir() + "/spool/job"));
+                    << ::testing::PrintToString(ProcessesWith(marker));
     return ok;
   }
 
@@ -384,8 +389,10 @@ TEST_F(SlurmDriverTest, WhatSlurmRefusesReachesTheUserInItsWords) {
   Deploy("np");
   json::object o = WaitPhase("np", "Failed");
   EXPECT_EQ(Str(o, "status.reason"), "DriverError");
-  EXPECT_TRUE(Has(Str(o, "status.message"), "Slurm refused the job: sbatch: error: Batch job "
-                                            "submission failed: Invalid partition name specified"))
+  EXPECT_TRUE(Has(Str(o, "status.message"),
+                  "Slurm refused the job: sbatch: error: invalid partition specified: "
+                  "nosuchpartition; sbatch: error: Batch job submission failed: Invalid "
+                  "partition name specified"))
       << Str(o, "status.message");
 
   // More GPUs per node than any node has.
