@@ -20,7 +20,12 @@ int64_t Num(const json::value* v, int64_t fallback = 0) {
   if (!v) return fallback;
   if (v->is_int64()) return v->get_int64();
   if (v->is_uint64()) return static_cast<int64_t>(std::min<uint64_t>(v->get_uint64(), INT64_MAX));
-  if (v->is_double()) return static_cast<int64_t>(v->get_double());
+  if (v->is_double()) {
+    // Outside input: a double beyond int64 (or NaN) must not be converted as is (UB).
+    double d = v->get_double();
+    if (!(d > -9.2e18 && d < 9.2e18)) return fallback;
+    return static_cast<int64_t>(d);
+  }
   if (v->is_object()) {
     const json::object& o = v->get_object();
     const json::value* set = o.if_contains("set");
@@ -69,14 +74,15 @@ SlurmJob ParseJob(const json::object& j) {
   job.start_time = Num(j, "start_time");
   job.end_time = Num(j, "end_time");
   job.submit_time = Num(j, "submit_time");
-  job.restart_count = static_cast<int>(Num(j, "restart_cnt"));
+  job.restart_count = static_cast<int>(std::clamp<int64_t>(Num(j, "restart_cnt"), 0, 1 << 30));
   if (const json::value* e = j.if_contains("exit_code")) {
     if (e->is_object()) {
       // v0.0.39+: {"status": ["EXITED"|"SIGNALED"|...], "return_code": n, "signal": {"id": n}}
       const json::object& o = e->get_object();
-      job.exit_code = static_cast<int>(Num(o, "return_code"));
+      job.exit_code = static_cast<int>(std::clamp<int64_t>(Num(o, "return_code"), 0, 255));
       if (const json::value* sig = o.if_contains("signal"); sig && sig->is_object())
-        job.exit_signal = static_cast<int>(Num(sig->get_object(), "id"));
+        job.exit_signal =
+            static_cast<int>(std::clamp<int64_t>(Num(sig->get_object(), "id"), 0, 127));
     } else {
       // v0.0.38: a wait(2) status: code in the high byte, the signal in the low bits.
       int64_t w = Num(e);

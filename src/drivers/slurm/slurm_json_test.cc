@@ -116,6 +116,14 @@ TEST(SlurmJsonTest, MalformedOutputIsAnErrorNotACrash) {
   ASSERT_EQ(odd->jobs.size(), 1u);
   EXPECT_EQ(odd->jobs[0].job_id, 0);
   EXPECT_EQ(odd->jobs[0].state, "");
+  // Found by fuzz_squeue_json: numbers beyond int64 (converting them was undefined behaviour).
+  auto huge = ParseJobListing(R"({"jobs": [{"job_id": 1e300, "start_time": -5.5e32,
+      "exit_code": {"return_code": 99999, "signal": {"id": -4}}}]})");
+  ASSERT_TRUE(huge.ok());
+  EXPECT_EQ(huge->jobs[0].job_id, 0);
+  EXPECT_EQ(huge->jobs[0].start_time, 0);
+  EXPECT_EQ(huge->jobs[0].exit_code, 255);
+  EXPECT_EQ(huge->jobs[0].exit_signal, 0);
 }
 
 TEST(SlurmJsonTest, EndReasons) {
