@@ -349,6 +349,37 @@ TEST_F(SlurmDriverTest, Kill9OfGantrydReadoptsItsJobsById) {
   EXPECT_EQ(Str(o, "status.reason"), "JobCancelled");
 }
 
+TEST_F(SlurmDriverTest, Kill9WhileAJobIsPendingResumesThatJobInsteadOfSubmittingAnother) {
+  CreateSlurmTemplate("train");
+  CreateProfile("all", "train", SlurmCluster::kGpus);
+  api().CreateInstance("default", "big", "all");
+  api().CreateInstance("default", "next", "all");
+  DeployRunning("big");
+  Deploy("next");
+  WaitInstance("next", [](const json::object& i) {
+    return Str(i, "status.phase") == "Waiting" && Str(i, "status.reason") == "Resources";
+  }, "next Waiting for Resources");
+  std::string job = std::to_string(Int(GetRun("next-1"), "status.driverState.jobId"));
+
+  gantryd_->Kill9();
+  ASSERT_TRUE(gantryd_->Restart().ok()) << gantryd_->Log();
+  Reconnect();
+  // The interrupted deploy is queued again and waits for the same job.
+  WaitInstance("next", [](const json::object& i) {
+    return Str(i, "status.phase") == "Waiting" && Str(i, "status.reason") == "Resources";
+  }, "next Waiting for Resources again");
+  EXPECT_EQ(Int(GetRun("next-1"), "status.attempt"), 2);
+  std::string log = RunLog("next-1");
+  EXPECT_TRUE(Has(log, "resuming Slurm job " + job + " (PENDING), submitted by an earlier attempt"))
+      << log;
+  EXPECT_EQ(Action("big", "destroy").status, 202);
+  json::object o = WaitPhase("next", "Success");
+  EXPECT_EQ(Str(o, "status.outputs.jobId"), job);
+  // Exactly one job was submitted for it.
+  CommandOutput out = cluster_->Run({"squeue", "-h", "-n", "default.next", "-o", "%i"});
+  EXPECT_EQ(out.out, job + "\n");
+}
+
 TEST_F(SlurmDriverTest, ClusterDownIsAClearErrorAndADeployedJobShowsIt) {
   CreateSlurmTemplate("train");
   CreateProfile("one", "train", 1);
