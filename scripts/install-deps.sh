@@ -8,6 +8,7 @@ PACKAGES=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libabsl-dev libsqlite3-dev
   libsodium-dev libssl-dev libyaml-cpp-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev
   libbenchmark-dev sqlite3 curl procps python3
+  slurm-wlm
 )
 
 missing=()

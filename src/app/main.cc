@@ -30,6 +30,7 @@
 #include "common/tls_files.h"
 #include "drivers/exec/exec_driver.h"
 #include "drivers/local/local_driver.h"
+#include "drivers/slurm/slurm_driver.h"
 #include "engine/inventory.h"
 #include "engine/engine.h"
 #include "engine/run_log.h"
@@ -260,6 +261,7 @@ int main(int argc, char** argv) {
   gantry::drivers::DriverRegistry drivers;
   drivers.Register(std::make_unique<gantry::drivers::exec::ExecDriver>());
   drivers.Register(std::make_unique<gantry::drivers::local::LocalDriver>(local_options));
+  drivers.Register(std::make_unique<gantry::drivers::slurm::SlurmDriver>());
   gantry::engine::EngineOptions engine_options;
   engine_options.workers = workers;
   engine_options.holder = "gantryd-" + gantry::NewUid().substr(0, 8);
