@@ -49,6 +49,14 @@ extern char** environ;
 
 namespace {
 
+// gantryd needs credentials: $GANTRY_TOKEN (run_all.sh starts gantryd with the same value as
+// GANTRY_BOOTSTRAP_TOKEN) is sent as a bearer token on every request.
+template <class Request>
+void SetAuthorization(Request& req) {
+  static const char* token = std::getenv("GANTRY_TOKEN");
+  if (token && *token) req.set(http::field::authorization, std::string("Bearer ") + token);
+}
+
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -119,6 +127,7 @@ class Conn {
         if (!stream_) Connect();
         http::request<http::string_body> req{verb, target, 11};
         req.set(http::field::host, host_);
+        SetAuthorization(req);
         req.keep_alive(true);
         if (verb == http::verb::post || verb == http::verb::put) {
           req.set(http::field::content_type, "application/json");
@@ -265,6 +274,7 @@ class SuccessWatcher {
     stream_->connect(resolver.resolve(host_, port_));
     http::request<http::empty_body> req{http::verb::get, target_, 11};
     req.set(http::field::host, host_);
+    SetAuthorization(req);
     http::write(*stream_, req);
     parser_.body_limit(boost::none);
     http::read_header(*stream_, buf_, parser_);
