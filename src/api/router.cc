@@ -248,6 +248,10 @@ Response Router::Route(const Request& request, std::string* route) {
       segments[2] == model::kVersion)
     return HandleApi(request, std::vector<std::string>(segments.begin() + 3, segments.end()),
                      query, route);
+  if (ui_ && get) {
+    *route = "/ui";
+    return ui_->Serve(path);
+  }
   return NotFoundPath(path);
 }
 

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "api/http_types.h"
 #include "api/resources.h"
+#include "api/static_files.h"
 #include "common/metrics.h"
 #include "engine/engine.h"
 #include "engine/run_log.h"
@@ -27,6 +28,9 @@ class Router {
 
   Response Handle(const Request& request);
 
+  // Serves the web UI for GETs of paths the API does not own (may be null: 404 Status).
+  void SetStaticFiles(const StaticFiles* ui) { ui_ = ui; }
+
  private:
   Response Route(const Request& request, std::string* route);
   Response HandleApi(const Request& request, const std::vector<std::string>& segments,
@@ -39,6 +43,7 @@ class Router {
   engine::RunLogs& logs_;
   Metrics& metrics_;
   std::function<absl::Status()> ready_;
+  const StaticFiles* ui_ = nullptr;
 };
 
 }  // namespace gantry::api

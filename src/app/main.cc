@@ -16,6 +16,7 @@
 #include "api/resources.h"
 #include "api/router.h"
 #include "api/server.h"
+#include "api/static_files.h"
 #include "api/watch_hub.h"
 #include "common/clock.h"
 #include "common/ids.h"
@@ -120,6 +121,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--advertise-host", advertise_host,
                  "Host name or address in the endpoints of local instances")
+      ->capture_default_str();
+  std::string ui_dir = gantry::api::StaticFiles::DefaultRoot();
+  app.add_option("--ui-dir", ui_dir, "The built web UI served from / (web/dist)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -261,6 +265,9 @@ int main(int argc, char** argv) {
     if (!engine.Running()) return absl::UnavailableError("the deploy engine is not running");
     return (*store)->Ping();
   });
+  gantry::api::StaticFiles ui(ui_dir);
+  router.SetStaticFiles(&ui);
+  if (!ui.available()) spdlog::info("web UI not built (no index.html in {}): / explains", ui_dir);
   gantry::api::Server server(router, server_options);
   auto port = server.Listen();
   if (!port.ok()) {
