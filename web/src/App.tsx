@@ -59,8 +59,8 @@ function Shell({ children }: { children: ReactNode }) {
         <Toolbar isFullHeight isStatic>
           <ToolbarContent>
             <ToolbarItem>
-              <Flex alignItems={{ default: 'alignItemsCenter' }} spaceItems={{ default: 'spaceItemsSm' }}>
-                <span style={{ color: '#fff' }}>Project</span>
+              <Flex alignItems={{ default: 'alignItemsCenter' }} spaceItems={{ default: 'spaceItemsSm' }} flexWrap={{ default: 'nowrap' }}>
+                <label htmlFor="project-select" style={{ color: '#fff', whiteSpace: 'nowrap' }}>Project</label>
                 <FormSelect aria-label="Project" id="project-select" value={current} onChange={(_e, v) => switchProject(v)} style={{ minWidth: 180 }}>
                   {!current && <FormSelectOption value="" label="Choose a project" isPlaceholder />}
                   {projects.map((pr) => (

@@ -8,7 +8,7 @@ import {
   DescriptionListTerm, Form, FormGroup, HelperText, HelperTextItem, Label, PageSection, TextArea, TextInput, Title,
   Wizard, WizardFooterWrapper, WizardStep, useWizardContext, Text, Flex, Alert,
 } from '@patternfly/react-core';
-import { ApiError, collectionPath, get, objectPath, post } from '../api/client';
+import { collectionPath, get, objectPath, post, query } from '../api/client';
 import type { ComputeInstance, ComputeProfile, EnvironmentTemplate, List } from '../api/types';
 import { sharedFrom } from '../api/types';
 import { useCurrentProject } from '../project';
@@ -85,9 +85,10 @@ export function InstanceWizard() {
     setNameTaken('checking');
     const ac = new AbortController();
     const t = window.setTimeout(() => {
-      get(objectPath('computeinstances', project, name), ac.signal)
-        .then(() => setNameTaken('taken'))
-        .catch((e) => { if (!ac.signal.aborted) setNameTaken(e instanceof ApiError && e.code === 404 ? 'free' : ''); });
+      // A list by name answers 200 either way (a GET of a free name would be a 404 in the console).
+      get<List<ComputeInstance>>(collectionPath('computeinstances', project) + query({ fieldSelector: `metadata.name=${name}` }), ac.signal)
+        .then((l) => setNameTaken(l.items.some((i) => i.metadata?.name === name && i.metadata?.namespace === project) ? 'taken' : 'free'))
+        .catch(() => { if (!ac.signal.aborted) setNameTaken(''); });
     }, 250);
     return () => { window.clearTimeout(t); ac.abort(); };
   }, [name, project]);
