@@ -12,7 +12,7 @@
 // Fails on any browser console error or uncaught page error (the few responses the flow
 // provokes on purpose are listed in `expected`). Saves screenshots to docs/screens/.
 //
-//   node e2e/studio.e2e.mjs [--gantryd PATH] [--no-screens]
+//   node e2e/studio.e2e.mjs [--gantryd PATH] [--screens DIR | --no-screens]   (default DIR: docs/screens)
 // Skips (exit 77) when chromium or node_modules are missing, unless CI or GANTRY_CI is set.
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, dirname } from 'node:path';
@@ -39,7 +39,7 @@ const { chromium } = await import('playwright-core');
 const { startGantryd } = await import('../scripts/gantryd.mjs');
 const args = process.argv.slice(2);
 const opt = (n) => { const i = args.indexOf(n); return i >= 0 ? args[i + 1] : undefined; };
-const screensDir = join(repoRoot, 'docs/screens');
+const screensDir = opt('--screens') ?? join(repoRoot, 'docs/screens');
 const takeScreens = !args.includes('--no-screens');
 if (takeScreens) mkdirSync(screensDir, { recursive: true });
 
@@ -269,6 +269,7 @@ try {
   await page.getByRole('tab', { name: /Runs/ }).click();
   await page.getByTestId('following').waitFor();
   await page.getByTestId('run-log').getByText('preparing workspace for ml-research/gpu-instance-prod').waitFor();
+  await page.mouse.move(700, 800);
   await shot('overview-in-progress');
   await page.locator('[data-testid=overview-status] [data-phase=Success]').waitFor({ timeout: 30000 });
   await page.getByTestId('run-log').getByText('workspace ready at').waitFor();

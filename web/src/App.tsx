@@ -61,7 +61,7 @@ function Shell({ children }: { children: ReactNode }) {
             <ToolbarItem>
               <Flex alignItems={{ default: 'alignItemsCenter' }} spaceItems={{ default: 'spaceItemsSm' }} flexWrap={{ default: 'nowrap' }}>
                 <label htmlFor="project-select" style={{ color: '#fff', whiteSpace: 'nowrap' }}>Project</label>
-                <FormSelect aria-label="Project" id="project-select" value={current} onChange={(_e, v) => switchProject(v)} style={{ minWidth: 180 }}>
+                <FormSelect aria-label="Project" id="project-select" value={current} onChange={(_e, v) => switchProject(v)} style={{ minWidth: 260 }}>
                   {!current && <FormSelectOption value="" label="Choose a project" isPlaceholder />}
                   {projects.map((pr) => (
                     <FormSelectOption key={pr.metadata?.name} value={pr.metadata?.name ?? ''} label={pr.spec?.displayName ? `${pr.spec.displayName} (${pr.metadata?.name})` : pr.metadata?.name ?? ''} />
@@ -72,7 +72,7 @@ function Shell({ children }: { children: ReactNode }) {
             <ToolbarItem align={{ default: 'alignRight' }}>
               <Flex alignItems={{ default: 'alignItemsCenter' }} spaceItems={{ default: 'spaceItemsSm' }}>
                 <span style={{ color: '#fff' }} data-testid="whoami">{user?.displayName || user?.username}</span>
-                {user?.orgRole ? <Label color="blue" isCompact>{open ? 'open API' : user.orgRole}</Label> : null}
+                {user?.orgRole && !open ? <Label color="blue" isCompact>{user.orgRole}</Label> : null}
                 {!open && <Button variant="secondary" isInline onClick={() => { void logout().then(() => navigate('/login')); }} style={{ color: '#fff', borderColor: '#fff' }}>Log out</Button>}
               </Flex>
             </ToolbarItem>

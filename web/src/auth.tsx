@@ -34,7 +34,7 @@ export function AuthProvider({ children }: { children: ReactNode }) {
     } catch (err) {
       if (err instanceof ApiError && err.code === 404) {
         setOpen(true);
-        setUser({ username: 'anonymous', displayName: 'Open API (no sign-in)', orgRole: 'org-admin', projects: {} });
+        setUser({ username: 'anonymous', displayName: 'No sign-in (open API)', orgRole: 'org-admin', projects: {} });
       } else {
         setUser(null);
       }

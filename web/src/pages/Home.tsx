@@ -13,7 +13,7 @@ function link(i: ComputeInstance) {
 }
 
 export function HomePage() {
-  const { isAdmin, user } = useAuth();
+  const { isAdmin, user, open } = useAuth();
   const [items, setItems] = useState<ComputeInstance[] | null>(null);
   const [nodes, setNodes] = useState<GpuNode[]>([]);
   const [error, setError] = useState<unknown>(null);
@@ -48,7 +48,7 @@ export function HomePage() {
       <PageSection variant="light">
         <Flex justifyContent={{ default: 'justifyContentSpaceBetween' }} alignItems={{ default: 'alignItemsCenter' }}>
           <div>
-            <Title headingLevel="h1">Welcome{user?.displayName ? `, ${user.displayName}` : ''}</Title>
+            <Title headingLevel="h1">Welcome{user?.displayName && !open ? `, ${user.displayName}` : ''}</Title>
             <Text className="gantry-muted">Compute instances across your projects, live.</Text>
           </div>
           {project && <Link to={`/p/${encodeURIComponent(project)}/instances/new`}><Button>New Compute Instance</Button></Link>}
@@ -110,9 +110,9 @@ export function HomePage() {
                           <DataListItemRow>
                             <DataListItemCells dataListCells={[
                               <DataListCell key="n"><Link to={link(i)}>{i.spec?.displayName || i.metadata?.name}</Link> <span className="gantry-muted">in {i.metadata?.namespace}</span></DataListCell>,
-                              <DataListCell key="o">{i.status?.outputs?.endpoint
-                                ? <a href={i.status.outputs.endpoint} target="_blank" rel="noreferrer">{i.status.outputs.endpoint}</a>
-                                : <span className="gantry-muted">{i.spec?.profileRef?.name}</span>}</DataListCell>,
+                              <DataListCell key="o">{/^https?:\/\//.test(i.status?.outputs?.endpoint ?? '')
+                                ? <a href={i.status?.outputs?.endpoint} target="_blank" rel="noreferrer">{i.status?.outputs?.endpoint}</a>
+                                : <span className="gantry-muted">profile {i.spec?.profileRef?.name}</span>}</DataListCell>,
                             ]} />
                           </DataListItemRow>
                         </DataListItem>

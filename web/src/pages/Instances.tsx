@@ -116,7 +116,7 @@ export function InstancesPage() {
             </ToolbarItem>
             <ToolbarItem variant="pagination" align={{ default: 'alignRight' }}>
               <Flex alignItems={{ default: 'alignItemsCenter' }} spaceItems={{ default: 'spaceItemsSm' }}>
-                <FormSelect aria-label="Per page" value={limit} onChange={(_e, v) => setLimit(Number(v))} style={{ width: 110 }}>
+                <FormSelect aria-label="Per page" value={limit} onChange={(_e, v) => setLimit(Number(v))} style={{ width: 150 }}>
                   {[10, 20, 50, 100].map((n) => <FormSelectOption key={n} value={n} label={`${n} per page`} />)}
                 </FormSelect>
                 <Button variant="control" aria-label="Previous page" isDisabled={page === 0} onClick={() => setPage(page - 1)}>‹ Previous</Button>
