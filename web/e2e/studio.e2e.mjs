@@ -107,7 +107,11 @@ try {
     consoleErrors.push(`${m.text()} (${where})`);
   });
   page.on('pageerror', (e) => consoleErrors.push(`uncaught: ${e.message}`));
-  const shot = async (name) => { if (takeScreens) await page.screenshot({ path: join(screensDir, `${name}.png`) }); };
+  const shot = async (name) => {
+    if (!takeScreens) return;
+    await page.locator('#main-content').evaluate((e) => e.scrollTo(0, 0)).catch(() => {});
+    await page.screenshot({ path: join(screensDir, `${name}.png`) });
+  };
 
   // ---------------------------------------------------------------- log in as admin
   step('log in as admin');

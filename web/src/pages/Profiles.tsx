@@ -199,7 +199,7 @@ export function ProfileEditor() {
         {!template ? <HelperText><HelperTextItem>Choose a template to set rules for its variables.</HelperTextItem></HelperText>
           : !(template.spec?.variables ?? []).length ? <HelperText><HelperTextItem>The template declares no variables.</HelperTextItem></HelperText> : (
             <Table aria-label="Variable rules" variant="compact">
-              <Thead><Tr><Th>Variable</Th><Th>Type</Th><Th>Users may override</Th><Th>Default</Th><Th>Allowed values (restricted)</Th><Th>Required</Th></Tr></Thead>
+              <Thead><Tr><Th width={20}>Variable</Th><Th modifier="fitContent">Type</Th><Th width={20}>Users may override</Th><Th width={20}>Default</Th><Th width={25}>Allowed values (restricted)</Th><Th modifier="fitContent">Required</Th></Tr></Thead>
               <Tbody>
                 {(template.spec?.variables ?? []).map((d) => {
                   const r = rules[d.name] ?? { name: d.name };

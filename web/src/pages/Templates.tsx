@@ -164,7 +164,7 @@ export function TemplateEditor() {
   };
   if (existing && !obj && !error) return <Loading />;
   const form = (
-    <Form onSubmit={(e) => { e.preventDefault(); void save(); }} style={{ maxWidth: 1000 }}>
+    <Form onSubmit={(e) => { e.preventDefault(); void save(); }} style={{ maxWidth: 1200 }}>
       <ErrorAlert error={error} />
       <Grid hasGutter>
         <GridItem span={4}>
@@ -193,13 +193,13 @@ export function TemplateEditor() {
       </FormGroup>
       <FormGroup label="Variables" fieldId="template-vars">
         <Table aria-label="Template variables" variant="compact">
-          <Thead><Tr><Th>Name</Th><Th>Type</Th><Th>Default</Th><Th>Allowed values (enum)</Th><Th>Description</Th><Th>Required</Th><Th>Sensitive</Th><Th screenReaderText="Remove" /></Tr></Thead>
+          <Thead><Tr><Th width={15}>Name</Th><Th width={10}>Type</Th><Th width={15}>Default</Th><Th width={20}>Allowed values (enum)</Th><Th width={25}>Description</Th><Th modifier="fitContent">Required</Th><Th modifier="fitContent">Sensitive</Th><Th screenReaderText="Remove" /></Tr></Thead>
           <Tbody>
             {vars.map((v, i) => (
               <Tr key={i}>
                 <Td><TextInput aria-label={`variable ${i + 1} name`} value={v.name} onChange={(_e, x) => setVar(i, { name: x.trim() })} /></Td>
                 <Td>
-                  <FormSelect aria-label={`variable ${i + 1} type`} value={v.type ?? 'string'} onChange={(_e, x) => setVar(i, { type: x as VarRow['type'] })}>
+                  <FormSelect style={{ minWidth: 110 }} aria-label={`variable ${i + 1} type`} value={v.type ?? 'string'} onChange={(_e, x) => setVar(i, { type: x as VarRow['type'] })}>
                     {['string', 'number', 'bool', 'enum'].map((t) => <FormSelectOption key={t} value={t} label={t} />)}
                   </FormSelect>
                 </Td>
