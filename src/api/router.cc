@@ -250,7 +250,7 @@ Response Router::Route(const Request& request, std::string* route) {
                      query, route);
   if (ui_ && get) {
     *route = "/ui";
-    return ui_->Serve(path);
+    return ui_->Serve(path, request.accept);
   }
   return NotFoundPath(path);
 }

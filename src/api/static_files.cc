@@ -101,13 +101,17 @@ std::string StaticFiles::DefaultRoot() {
   return GANTRY_SOURCE_UI_DIR;
 }
 
-Response StaticFiles::Serve(const std::string& path) const {
-  if (IsApiPath(path))
+Response StaticFiles::Serve(const std::string& path, const std::string& accept) const {
+  auto not_found = [&path] {
     return ErrorResponse(
         NotFoundError("the server could not find the requested resource (" + path + ")"));
+  };
+  if (IsApiPath(path)) return not_found();
+  const bool browser = accept.find("text/html") != std::string::npos;
   std::error_code ec;
   const fs::path root(root_);
   if (!fs::is_regular_file(root / "index.html", ec)) {
+    if (path != "/" && !browser) return not_found();
     Response r;
     r.status = 404;
     r.content_type = "text/plain; charset=utf-8";
@@ -126,14 +130,8 @@ Response StaticFiles::Serve(const std::string& path) const {
     bool hashed = path.rfind("/assets/", 0) == 0;
     return File(file, hashed ? "public, max-age=31536000, immutable" : "no-cache");
   }
-  if (!rel.empty() && rel.filename().has_extension()) {
-    Response r;
-    r.status = 404;
-    r.content_type = "text/plain; charset=utf-8";
-    r.headers.emplace_back("Cache-Control", "no-cache");
-    r.body = "not found: " + path + "\n";
-    return r;
-  }
+  if (rel.empty()) return File(root / "index.html", "no-cache");
+  if (!browser || rel.filename().has_extension()) return not_found();
   return File(root / "index.html", "no-cache");
 }
 

@@ -5,13 +5,15 @@
 //   `assets/` carry a content hash in their names (Vite), so they are cached for a year
 //   (`immutable`); everything else, index.html included, is `no-cache` so a rebuilt UI is
 //   picked up at the next load.
-// - A GET of a path without a file extension that matches no file is a client-side route of
-//   the single-page app: it gets index.html (SPA fallback). A missing file with an extension
-//   (`/logo.png`) is 404.
+// - A GET by a browser (Accept names text/html) of a path without a file extension that
+//   matches no file is a client-side route of the single-page app: it gets index.html (SPA
+//   fallback, so deep links and reloads work). Anything else that matches no file gets the
+//   API's 404 Status, as before the UI existed (API clients and scripts never get a page for a
+//   mistyped path).
 // - Paths of the API (`/api`, `/apis`, `/openapi`, `/auth`) are never answered with a page:
 //   they get the API's 404 Status, so a client of the API never parses HTML.
-// - When the UI was not built (no index.html under the root) `/` answers 404 with a short
-//   text naming the build command; the API works as before.
+// - When the UI was not built (no index.html under the root) `/`, and any page a browser asks
+//   for, answers 404 with a short text naming the build command; the API works as before.
 //
 // Thread-safety: Serve may be called concurrently; the object is constant after construction
 // and reads files on every request (a rebuilt UI needs no restart).
@@ -33,8 +35,9 @@ class StaticFiles {
   const std::string& root() const { return root_; }
 
   // Answers a GET or HEAD of `path`, the request path with its segments already checked by
-  // the router (no empty, ".", ".." or NUL segments), always starting with "/".
-  Response Serve(const std::string& path) const;
+  // the router (no empty, ".", ".." or NUL segments), always starting with "/". `accept` is
+  // the request's Accept header.
+  Response Serve(const std::string& path, const std::string& accept) const;
 
   // The default --ui-dir: the first folder holding index.html among `ui/` next to the
   // gantryd binary and the web/dist of the source tree this binary was built from. Returns

@@ -188,7 +188,7 @@ export function TemplateEditor() {
       </Grid>
       <FormGroup label="Description" fieldId="template-description"><TextArea id="template-description" value={description} onChange={(_e, v) => setDescription(v)} rows={2} /></FormGroup>
       <FormGroup label={`${driver} configuration (JSON)`} fieldId="template-config">
-        <TextArea id="template-config" value={config} onChange={(_e, v) => setConfig(v)} rows={8} style={{ fontFamily: 'monospace' }} validated={configError ? 'error' : 'default'} />
+        <TextArea id="template-config" value={config} onChange={(_e, v) => setConfig(v)} rows={12} style={{ fontFamily: 'monospace' }} validated={configError ? 'error' : 'default'} />
         <HelperText>{configError ? <HelperTextItem variant="error">{configError}</HelperTextItem> : <HelperTextItem>See docs/drivers.md for the fields of each driver.</HelperTextItem>}</HelperText>
       </FormGroup>
       <FormGroup label="Variables" fieldId="template-vars">
