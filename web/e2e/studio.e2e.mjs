@@ -205,7 +205,9 @@ try {
   await page.getByRole('button', { name: 'New Compute Instance' }).click();
   await page.getByTestId('profile-card-ws-standard').waitFor();
   await shot('wizard-profile');
-  await page.getByTestId('profile-card-ws-standard').click();
+  // Keyboard: the profile cards are radios.
+  await page.locator('#profile-ml-research-ws-standard-input').focus();
+  await page.keyboard.press('Space');
   if (!(await page.locator('#profile-ml-research-ws-standard-input').isChecked())) throw new Error('profile card not selected');
   await page.getByRole('button', { name: 'Continue' }).click();
   await page.fill('#unique-name', 'batch-00');
@@ -327,6 +329,21 @@ try {
   await page.getByRole('dialog').getByRole('button', { name: 'Save' }).click();
   await page.getByText('Selected: vision').first().waitFor();
 
+  step('edit the profile (revision 2) → upgrade the instance to it');
+  await page.goto(`${base}/p/ml-research/profiles/ws-standard`);
+  await page.fill('#profile-description', 'One demo GPU with a prepared workspace (now with jax 0.4 too).');
+  await page.getByRole('button', { name: 'Save (new revision)' }).click();
+  await page.getByText('Revision 2 ·').waitFor();
+  await page.getByRole('tab', { name: 'Revisions' }).click();
+  await page.getByText('2 (current)').waitFor();
+  await shot('profile-revisions');
+  await page.goto(`${base}/p/ml-research/instances/gpu-instance-prod`);
+  await page.getByTestId('upgrade').getByText('Profile revision 2 is available').waitFor();
+  await shot('overview-upgrade');
+  await page.getByRole('button', { name: 'Upgrade to revision 2' }).click();
+  await page.getByTestId('upgrade').waitFor({ state: 'detached' });
+  await page.getByText('revision 2 (latest 2)').waitFor();
+
   step('an API refusal is shown as its message');
   await page.goto(`${base}/p/ml-research/profiles`);
   await page.getByRole('row', { name: /ws-standard/ }).getByRole('button', { name: 'Kebab toggle' }).click();
@@ -387,7 +404,7 @@ try {
   if (await confirm.isEnabled()) throw new Error('Delete enabled with a wrong name');
   await page.fill('#confirm-name', 'gpu-instance-prod');
   await shot('delete');
-  await confirm.click();
+  await page.keyboard.press('Enter'); // the typed name confirms by keyboard too
   // A deployed instance is torn down (a destroy run), then its record goes: the row disappears live.
   await page.getByRole('row', { name: /gpu-instance-prod/ }).waitFor({ state: 'detached', timeout: 30000 });
 

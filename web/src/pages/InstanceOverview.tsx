@@ -221,7 +221,7 @@ export function InstanceOverview() {
                 <DescriptionListGroup><DescriptionListTerm>Display Name</DescriptionListTerm><DescriptionListDescription>{inst.spec?.displayName || '—'}</DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>Description</DescriptionListTerm><DescriptionListDescription>{inst.spec?.description || '—'}</DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>Compute Profile</DescriptionListTerm><DescriptionListDescription>
-                  {profile?.spec?.displayName ? `${profile.spec.displayName} (${profileNs}/${profileName})` : `${profileNs}/${profileName}`} · revision {pinnedRev || '—'}{latestRev ? ` of ${latestRev}` : ''}
+                  {profile?.spec?.displayName ? `${profile.spec.displayName} (${profileNs}/${profileName})` : `${profileNs}/${profileName}`} · revision {pinnedRev || '—'}{latestRev ? ` (latest ${latestRev})` : ''}
                 </DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>Publish Status</DescriptionListTerm><DescriptionListDescription><StatusLabel phase={phase} action={inst.status?.action} /> {inst.status?.reason ? <span className="gantry-muted">{inst.status.reason}</span> : null}</DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>Creation Date</DescriptionListTerm><DescriptionListDescription>{formatDate(inst.metadata?.creationTimestamp)}</DescriptionListDescription></DescriptionListGroup>
