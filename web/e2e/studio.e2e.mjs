@@ -58,7 +58,7 @@ const step = (s) => console.log(`--- ${s}`);
 async function api(method, path, body) {
   const res = await fetch(base + path, {
     method,
-    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${server.token}` },
+    headers: { 'Content-Type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json', Authorization: `Bearer ${server.token}` },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -78,8 +78,17 @@ try {
   // keeps the single worker busy so the UI's deploy is visibly Waiting first.
   await api('POST', `${G}/projects`, { metadata: { name: 'ml-research' }, spec: { displayName: 'ML Research', description: 'Data scientists and ML researchers.' } });
   if (auth) {
-    await api('POST', `${G}/users`, { metadata: { name: 'admin' }, spec: { displayName: 'Ada Admin', orgRole: 'org-admin', password: adminPassword } });
-    await api('POST', `${G}/users`, { metadata: { name: 'alice' }, spec: { displayName: 'Alice Researcher', orgRole: '', password: alicePassword } });
+    // Users with passwords (an "admin" the server may already have gets this password).
+    const user = async (name, spec) => {
+      try {
+        await api('POST', `${G}/users`, { apiVersion: 'paas.gantry.dev/v1', kind: 'User', metadata: { name }, spec });
+      } catch (e) {
+        if (!String(e.message).includes(': 409 ')) throw e;
+        await api('PATCH', `${G}/users/${name}`, { spec });
+      }
+    };
+    await user('admin', { displayName: 'Ada Admin', orgRole: 'org-admin', password: adminPassword });
+    await user('alice', { displayName: 'Alice Researcher', orgRole: '', password: alicePassword });
   }
   await api('POST', `${G}/namespaces/ml-research/environmenttemplates`, {
     metadata: { name: 'blocker' },
