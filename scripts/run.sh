@@ -19,6 +19,16 @@ if ! command -v nvidia-smi >/dev/null 2>&1; then
 fi
 first_start=0
 [ -f .gantry/gantry.db ] || first_start=1
+# The first user, admin (org-admin): its password is kept in .gantry/admin-password (0600)
+# unless GANTRY_ADMIN_PASSWORD is given. gantryd uses it only when it creates the user.
+PASSWORD_FILE=.gantry/admin-password
+if [ -z "${GANTRY_ADMIN_PASSWORD:-}" ]; then
+  if [ "$first_start" = 1 ] && [ ! -f "$PASSWORD_FILE" ]; then
+    mkdir -p .gantry
+    (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' > "$PASSWORD_FILE")
+  fi
+  [ -f "$PASSWORD_FILE" ] && export GANTRY_ADMIN_PASSWORD="$(cat "$PASSWORD_FILE")"
+fi
 
 ./build-release/src/app/gantryd "${args[@]}" "$@" &
 pid=$!
@@ -28,9 +38,17 @@ for _ in $(seq 1 100); do
   kill -0 $pid 2>/dev/null || { wait $pid; exit 1; }
   sleep 0.1
 done
-if [ "$first_start" = 1 ]; then
+if [ "$first_start" = 1 ] && [ -n "${GANTRY_ADMIN_PASSWORD:-}" ]; then
+  # Log the CLI in (a token in ~/.config/gantry/config.yaml), then load the examples with it.
+  printf '%s\n' "$GANTRY_ADMIN_PASSWORD" |
+    "$GANTRY" --server "$SERVER" login --user admin --password-stdin || true
   echo "first start: loading examples/"
   "$GANTRY" --server "$SERVER" apply -f examples/ || true
+fi
+if [ -f "$PASSWORD_FILE" ]; then
+  LOGIN="user admin, password $(cat "$PASSWORD_FILE")   (kept in $PASSWORD_FILE)"
+else
+  LOGIN="user admin, with the password set by GANTRY_ADMIN_PASSWORD on first start"
 fi
 cat <<MSG
 
@@ -38,7 +56,9 @@ cat <<MSG
   UI:     ${SERVER}/   (PaaS Studio)
   API:    ${SERVER}/apis/paas.gantry.dev/v1
   GPUs:   curl -s ${SERVER}/apis/paas.gantry.dev/v1/nodes
-  Login:  none yet: the API is open to anyone who can reach ${LISTEN} (loopback only by default).
+  Login:  ${LOGIN}
+          CLI: logged in on first start; elsewhere: ${GANTRY} login --server ${SERVER} --user admin
+          kubectl: ${GANTRY} kubeconfig > gantry.kubeconfig && kubectl --kubeconfig gantry.kubeconfig get ci -A
   Try:    ${GANTRY} get instances -n ml-research
           ${GANTRY} deploy my-notebook -n ml-research --wait      # then open status.outputs.endpoint
           ${GANTRY} get instance my-notebook -n ml-research -o yaml

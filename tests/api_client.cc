@@ -134,7 +134,8 @@ bool Resp::IsStatus(int want_code, const std::string& want_reason) const {
          !message().empty();
 }
 
-Api::Api(std::string base_url) : client_(std::move(base_url)) {}
+Api::Api(std::string base_url, std::string token)
+    : client_(std::move(base_url), std::move(token)) {}
 
 Resp Api::Call(const std::string& method, const std::string& target, const std::string& body,
                const std::string& content_type) {

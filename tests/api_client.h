@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "client/http_client.h"
+#include "test_credentials.h"
 
 namespace gantry::testing {
 
@@ -53,7 +54,9 @@ struct Resp {
 
 class Api {
  public:
-  explicit Api(std::string base_url);
+  // Sends `token` as a bearer token (by default the harness's org-admin bootstrap token;
+  // "" sends no credentials).
+  explicit Api(std::string base_url, std::string token = kBootstrapToken);
 
   // Every call adds a test failure when the answer is a 5xx or the transport fails.
   Resp Call(const std::string& method, const std::string& target, const std::string& body = "",

@@ -44,8 +44,9 @@ CliResult RunGantry(const std::vector<std::string>& args, const std::string& hom
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::string home_env = "HOME=" + home;
+  std::string token_env = std::string("GANTRY_TOKEN=") + kBootstrapToken;
   std::vector<char*> envp = {home_env.data(), const_cast<char*>("PATH=/usr/bin:/bin"),
-                             const_cast<char*>("LC_ALL=C"), nullptr};
+                             const_cast<char*>("LC_ALL=C"), token_env.data(), nullptr};
 
   int in[2], out[2], err[2];
   CliResult r;

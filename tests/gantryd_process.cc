@@ -53,7 +53,13 @@ std::string GantrydBinary() {
 }
 
 GantrydProcess::GantrydProcess(std::vector<std::string> extra_args)
-    : extra_args_(std::move(extra_args)), data_dir_(MakeTempDir()) {}
+    : extra_args_(std::move(extra_args)),
+      env_{{"GANTRY_BOOTSTRAP_TOKEN", kBootstrapToken}, {"GANTRY_ADMIN_PASSWORD", kAdminPassword}},
+      data_dir_(MakeTempDir()) {}
+
+void GantrydProcess::SetEnv(const std::string& key, const std::string& value) {
+  env_[key] = value;
+}
 
 GantrydProcess::~GantrydProcess() {
   Kill9();
@@ -80,6 +86,19 @@ absl::Status GantrydProcess::Start() {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  // The environment: ours, with the harness's variables set or removed.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    std::string key(kv.substr(0, kv.find('=')));
+    if (!env_.count(key)) env_strings.emplace_back(kv);
+  }
+  for (const auto& [k, v] : env_)
+    if (!v.empty()) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
     return absl::UnavailableError("pipe2: " + std::string(std::strerror(errno)));
@@ -100,7 +119,7 @@ absl::Status GantrydProcess::Start() {
       ::dup2(devnull, 1);
     }
     ::dup2(fds[1], 2);
-    ::execv(argv[0], argv.data());
+    ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
   ::close(fds[1]);

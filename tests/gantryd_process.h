@@ -17,12 +17,14 @@
 #include <sys/types.h>
 
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "test_credentials.h"
 
 namespace gantry::testing {
 
@@ -37,6 +39,10 @@ class GantrydProcess {
   ~GantrydProcess();
   GantrydProcess(const GantrydProcess&) = delete;
   GantrydProcess& operator=(const GantrydProcess&) = delete;
+
+  // Sets (or, with an empty value, removes) an environment variable of gantryd for the next
+  // Start/Restart. By default the two of kBootstrapToken/kAdminPassword are set.
+  void SetEnv(const std::string& key, const std::string& value);
 
   // Spawns gantryd and waits for its `listening on` line. FAILED_PRECONDITION when already
   // running; UNAVAILABLE when it exits or stays silent past the deadline (the message carries
@@ -69,6 +75,7 @@ class GantrydProcess {
 
   // Constant after construction.
   std::vector<std::string> extra_args_;
+  std::map<std::string, std::string> env_;  // test thread only
   std::string data_dir_;
 
   // Owned by the test thread.

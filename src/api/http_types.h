@@ -22,6 +22,8 @@ struct Request {
   std::string content_type;
   std::string accept;
   std::string authorization;
+  std::string cookie;       // the Cookie header (web sessions)
+  std::string csrf;         // the X-Gantry-CSRF header
   std::string body;
   std::string remote;       // peer address, for logs and audit
 };

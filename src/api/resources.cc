@@ -23,6 +23,17 @@ constexpr char kInstance[] = "ComputeInstance";
 constexpr char kProfile[] = "ComputeProfile";
 constexpr char kTemplate[] = "EnvironmentTemplate";
 constexpr char kProject[] = "Project";
+constexpr char kUser[] = "User";
+constexpr char kRoleBinding[] = "RoleBinding";
+
+bool Sharable(const std::string& kind) {
+  return kind == kInstance || kind == kProfile || kind == kTemplate || kind == "ServiceProfile" ||
+         kind == "ServiceInstance";
+}
+
+// Continue tokens of a project's list: the store's own for the project's objects, then
+// "s1.OFFSET" into the objects shared into it.
+constexpr char kSharedContinue[] = "s1.";
 
 std::string Resource(const model::KindInfo& k) { return k.plural + "." + model::kGroup; }
 
@@ -188,9 +199,21 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
                                               json::object& next,
                                               std::vector<store::Write>* writes) {
   const std::string& kind = t.kind->kind;
+  if (kind == kUser) return CheckUserWrite(t, current, next, writes);
   const json::object& spec = ObjectAt(next, "spec");
   std::string name = GetString(next, "metadata.name");
   bool spec_changed = !current || ObjectAt(*current, "spec") != spec;
+
+  if (kind == kRoleBinding) {
+    std::string user = GetString(spec, "user");
+    auto u = store_.Get(kUser, "", user);
+    if (!u.ok()) {
+      if (!absl::IsNotFound(u.status())) return u.status();
+      return InvalidError(kind, name,
+                          {{"spec.user", "user \"" + user + "\" not found", "FieldValueNotFound"}});
+    }
+    return absl::OkStatus();
+  }
 
   if (kind == kProfile) {
     std::string tns = GetString(spec, "templateRef.namespace", t.ns);
@@ -311,6 +334,20 @@ absl::StatusOr<json::object> ResourceService::Create(const Target& t, std::strin
   if (t.kind->kind == kInstance) {
     status["phase"] = "NotDeployed";
     status["conditions"] = json::array();
+    if (!t.caller.empty()) {
+      status["createdBy"] = t.caller;
+      ASSIGN_OR_RETURN(json::object project, store_.Get(kProject, "", t.ns));
+      if (const json::value* q = FindPath(project, "spec.quota.instancesPerUser");
+          q && q->is_int64()) {
+        ASSIGN_OR_RETURN(int64_t owned,
+                         store_.Count(kInstance, t.ns, {{"status.createdBy", true, t.caller}}));
+        if (owned >= q->get_int64())
+          return ForbiddenError("exceeded quota: project " + t.ns + " allows " +
+                                std::to_string(q->get_int64()) +
+                                " compute instances per user and " + t.caller + " already has " +
+                                std::to_string(owned) + "; delete one first");
+      }
+    }
   } else if (t.kind->kind == kProject) {
     status["phase"] = "Active";
   }
@@ -349,15 +386,64 @@ absl::StatusOr<store::ListOptions> ResourceService::ListOptionsFor(const Target&
   return opts;
 }
 
+absl::StatusOr<std::vector<json::object>> ResourceService::SharedInto(
+    const Target& t, const store::ListOptions& opts) {
+  std::vector<json::object> out;
+  for (const char* mode : {"All", "Selected"}) {
+    store::ListOptions o = opts;
+    o.ns = std::nullopt;
+    o.limit = 0;
+    o.continue_token.clear();
+    o.fields.push_back({"spec.sharing.mode", true, mode});
+    ASSIGN_OR_RETURN(auto page, store_.List(o));
+    for (auto& obj : page.items) {
+      std::string owner = GetString(obj, "metadata.namespace");
+      if (owner == t.ns || !SharedWith(obj, t.ns)) continue;
+      model::EnsureObject(obj, "status")["sharedFrom"] = json::object{{"namespace", owner}};
+      out.push_back(std::move(obj));
+    }
+  }
+  // One order for every page: by project, then name.
+  std::sort(out.begin(), out.end(), [](const json::object& a, const json::object& b) {
+    return std::pair(GetString(a, "metadata.namespace"), GetString(a, "metadata.name")) <
+           std::pair(GetString(b, "metadata.namespace"), GetString(b, "metadata.name"));
+  });
+  return out;
+}
+
 absl::StatusOr<json::object> ResourceService::List(const Target& t, const Query& q) {
   ASSIGN_OR_RETURN(store::ListOptions opts, ListOptionsFor(t, q));
   if (t.kind->namespaced && !t.all_namespaces) RETURN_IF_ERROR(CheckProjectExists(t.ns));
-  ASSIGN_OR_RETURN(store::ListResult result, store_.List(opts));
+  const bool with_shared = t.kind->namespaced && !t.all_namespaces && Sharable(t.kind->kind);
+  size_t shared_offset = 0;
+  bool own_done = false;
+  if (with_shared && opts.continue_token.rfind(kSharedContinue, 0) == 0) {
+    std::string off = opts.continue_token.substr(sizeof kSharedContinue - 1);
+    if (off.empty() || off.size() > 9 || off.find_first_not_of("0123456789") != std::string::npos)
+      return BadRequestError("the continue token is not valid");
+    shared_offset = std::stoul(off);
+    own_done = true;
+  }
+  store::ListResult result;
+  if (own_done) {
+    result.resource_version = store_.CurrentResourceVersion();
+  } else {
+    ASSIGN_OR_RETURN(result, store_.List(opts));
+  }
   json::array items;
   items.reserve(result.items.size());
   for (auto& o : result.items) items.push_back(std::move(o));
+  std::string next_token = result.continue_token;
+  if (with_shared && next_token.empty() &&
+      (opts.limit == 0 || static_cast<int64_t>(items.size()) < opts.limit)) {
+    ASSIGN_OR_RETURN(auto shared, SharedInto(t, opts));
+    size_t room = opts.limit == 0 ? shared.size() : static_cast<size_t>(opts.limit) - items.size();
+    size_t i = shared_offset;
+    for (; i < shared.size() && room > 0; ++i, --room) items.push_back(std::move(shared[i]));
+    if (i < shared.size()) next_token = kSharedContinue + std::to_string(i);
+  }
   json::object meta{{"resourceVersion", std::to_string(result.resource_version)}};
-  if (!result.continue_token.empty()) meta["continue"] = result.continue_token;
+  if (!next_token.empty()) meta["continue"] = next_token;
   return json::object{{"apiVersion", model::kApiVersion},
                       {"kind", t.kind->ListKind()},
                       {"metadata", std::move(meta)},
@@ -561,6 +647,27 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
                                (names.size() == 1 ? "" : "s") + " (" + list_names(names) +
                                "); delete them first",
                            "InUse");
+  } else if (kind == kUser) {
+    if (GetString(current, "spec.orgRole") == "org-admin" &&
+        !(FindPath(current, "spec.disabled") && FindPath(current, "spec.disabled")->is_bool() &&
+          FindPath(current, "spec.disabled")->get_bool())) {
+      ASSIGN_OR_RETURN(int64_t admins, EnabledOrgAdmins());
+      if (admins <= 1)
+        return ConflictError("user " + t.name + " is the last enabled org-admin; make another "
+                             "user org-admin first",
+                             "LastOrgAdmin");
+    }
+    std::vector<store::Write> writes;
+    writes.push_back({store::Write::Op::kDelete, kind, current,
+                      expected_rv ? expected_rv
+                                  : std::stoll(GetString(current, "metadata.resourceVersion", "0")),
+                      0});
+    if (credentials_) {
+      ASSIGN_OR_RETURN(auto forget, credentials_->ForgetWrites(t.name));
+      for (auto& w : forget) writes.push_back(std::move(w));
+    }
+    ASSIGN_OR_RETURN(auto stored, store_.Commit(std::move(writes)));
+    return std::move(stored[0]);
   } else if (kind == kProject) {
     std::string contents;
     for (const auto& k : model::AllKinds()) {
@@ -625,7 +732,8 @@ absl::StatusOr<json::object> ResourceService::GetRevision(const Target& t,
 }
 
 absl::StatusOr<std::shared_ptr<LineStream>> ResourceService::Watch(const Target& t,
-                                                                   const Query& q) {
+                                                                   const Query& q,
+                                                                   Visibility visible) {
   ASSIGN_OR_RETURN(store::ListOptions opts, ListOptionsFor(t, q));
   if (t.kind->namespaced && !t.all_namespaces) RETURN_IF_ERROR(CheckProjectExists(t.ns));
   ASSIGN_OR_RETURN(int64_t timeout, ParseNonNegative(q, "timeoutSeconds"));
@@ -634,7 +742,7 @@ absl::StatusOr<std::shared_ptr<LineStream>> ResourceService::Watch(const Target&
                             rv_param.find_first_not_of("0123456789") != std::string::npos))
     return BadRequestError("resourceVersion \"" + rv_param + "\" is not valid");
 
-  WatchFilter filter{opts.kind, opts.ns, opts.labels, opts.fields, opts.search};
+  WatchFilter filter{opts.kind, opts.ns, opts.labels, opts.fields, opts.search, visible};
   if (!t.name.empty()) filter.fields.push_back({"metadata.name", true, t.name});
   auto stream = std::make_shared<LineStream>();
   if (timeout > 0) stream->timeout = std::chrono::seconds(std::min<int64_t>(timeout, 86400));
@@ -658,7 +766,7 @@ absl::StatusOr<std::shared_ptr<LineStream>> ResourceService::Watch(const Target&
       return list.status();
     }
     for (auto it = list->items.rbegin(); it != list->items.rend(); ++it)
-      stream->Push(WatchLine("ADDED", *it));
+      if (!visible || visible(*it)) stream->Push(WatchLine("ADDED", *it));
     after = list->resource_version;
   } else {
     after = std::stoll(rv_param);
@@ -732,6 +840,55 @@ absl::StatusOr<json::object> ResourceService::Upgrade(const Target& t) {
     if (ReasonOf(stored.status()) == "Conflict" && attempt < kMaxRetries) continue;
     return stored.status();
   }
+}
+
+absl::StatusOr<int64_t> ResourceService::EnabledOrgAdmins() {
+  ASSIGN_OR_RETURN(int64_t admins, store_.Count(kUser, "", {{"spec.orgRole", true, "org-admin"}}));
+  store::ListOptions o;
+  o.kind = kUser;
+  o.ns = "";
+  o.fields = {{"spec.orgRole", true, "org-admin"}};
+  ASSIGN_OR_RETURN(auto page, store_.List(o));
+  for (const auto& u : page.items)
+    if (const json::value* d = FindPath(u, "spec.disabled"); d && d->is_bool() && d->get_bool())
+      --admins;
+  return admins;
+}
+
+absl::Status ResourceService::CheckUserWrite(const Target& t, const json::object* current,
+                                             json::object& next,
+                                             std::vector<store::Write>* writes) {
+  std::string name = GetString(next, "metadata.name");
+  json::object& spec = model::EnsureObject(next, "spec");
+  // The password goes to the credential store, hashed; it never stays in the User.
+  if (const json::value* pw = spec.if_contains("password")) {
+    std::string password = pw->is_string() ? std::string(pw->get_string()) : "";
+    spec.erase("password");
+    if (!credentials_) return BadRequestError("this server does not keep passwords");
+    auto write = credentials_->PasswordWrite(name, password);
+    if (!write.ok())
+      return InvalidError(kUser, name, {{"spec.password", std::string(write.status().message())}});
+    writes->push_back(*std::move(write));
+  }
+  auto flag = [](const json::object* o, const char* path) {
+    const json::value* v = o ? FindPath(*o, path) : nullptr;
+    return v && v->is_bool() && v->get_bool();
+  };
+  std::string old_role = current ? GetString(*current, "spec.orgRole") : "";
+  std::string new_role = GetString(spec, "orgRole");
+  bool old_disabled = flag(current, "spec.disabled"), new_disabled = flag(&next, "spec.disabled");
+  if ((old_role != new_role || old_disabled != new_disabled) && !t.caller_is_org_admin)
+    return ForbiddenError("users.paas.gantry.dev is forbidden: only an org-admin may change "
+                          "spec.orgRole or spec.disabled");
+  if (current && old_role == "org-admin" && !old_disabled &&
+      (new_role != "org-admin" || new_disabled)) {
+    ASSIGN_OR_RETURN(int64_t admins, EnabledOrgAdmins());
+    if (admins <= 1)
+      return ConflictError("user " + name + " is the last enabled org-admin; make another user "
+                           "org-admin first",
+                           "LastOrgAdmin");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ResourceService::EnsureProject(const std::string& name,

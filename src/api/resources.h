@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "api/http_types.h"
 #include "api/watch_hub.h"
+#include "auth/authenticator.h"
 #include "common/clock.h"
 #include "common/secrets.h"
 #include "model/schema.h"
@@ -32,7 +33,14 @@ struct Target {
   std::string ns;
   bool all_namespaces = false;
   std::string name;
+  // Who asks (already authorized by the router): recorded as an instance's creator, counted
+  // by instancesPerUser, and checked for the fields only an org-admin may change.
+  std::string caller;
+  bool caller_is_org_admin = false;
 };
+
+// Decides whether the caller may see an object (lists and watches across projects).
+using Visibility = std::function<bool(const boost::json::object& obj)>;
 
 using Query = std::map<std::string, std::string>;
 
@@ -47,6 +55,8 @@ class ResourceService {
 
   absl::StatusOr<boost::json::object> Create(const Target& t, std::string_view body);
   absl::StatusOr<boost::json::object> Get(const Target& t);
+  // A list in a project also holds the objects of other projects shared into it (templates,
+  // profiles, instances), marked status.sharedFrom, after the project's own.
   absl::StatusOr<boost::json::object> List(const Target& t, const Query& q);
   absl::StatusOr<boost::json::object> Replace(const Target& t, std::string_view body);
   absl::StatusOr<boost::json::object> MergePatch(const Target& t, std::string_view body);
@@ -56,7 +66,9 @@ class ResourceService {
   absl::StatusOr<boost::json::object> ListRevisions(const Target& t);
   absl::StatusOr<boost::json::object> GetRevision(const Target& t, std::string_view revision);
   // Opens a watch; the stream gets the history asked for, then live events.
-  absl::StatusOr<std::shared_ptr<LineStream>> Watch(const Target& t, const Query& q);
+  // `visible` (when set) filters what the stream carries, history and live events alike.
+  absl::StatusOr<std::shared_ptr<LineStream>> Watch(const Target& t, const Query& q,
+                                                    Visibility visible = nullptr);
 
   // Moves an instance to its profile's latest revision (and that revision's template
   // revision). 409 while Waiting or InProgress; 422 when its variables no longer fit.
@@ -66,6 +78,9 @@ class ResourceService {
   absl::Status EnsureProject(const std::string& name, const std::string& display_name);
 
   void SetTeardownHook(TeardownHook hook) { teardown_ = std::move(hook); }
+  // Keeps user passwords (spec.password of Users is hashed there, never stored in the User)
+  // and forgets a deleted user's credentials. Without one, passwords are refused.
+  void SetCredentials(auth::Authenticator* credentials) { credentials_ = credentials; }
   // Called with each Run removed together with its instance (the engine drops its log).
   void SetRunsRemovedHook(std::function<void(const boost::json::object&)> hook) {
     on_runs_removed_ = std::move(hook);
@@ -94,7 +109,16 @@ class ResourceService {
   WatchHub& hub_;
   const Clock& clock_;
   const SecretBox& secrets_;
+  // Objects of other projects shared into t.ns, matching the list's selectors.
+  absl::StatusOr<std::vector<boost::json::object>> SharedInto(const Target& t,
+                                                              const store::ListOptions& opts);
+  // Rules of User writes: password to credentials, org-admin-only fields, the last org-admin.
+  absl::Status CheckUserWrite(const Target& t, const boost::json::object* current,
+                              boost::json::object& next, std::vector<store::Write>* writes);
+  absl::StatusOr<int64_t> EnabledOrgAdmins();
+
   TeardownHook teardown_;
+  auth::Authenticator* credentials_ = nullptr;
   std::function<void(const boost::json::object&)> on_runs_removed_;
 };
 

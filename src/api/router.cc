@@ -5,6 +5,7 @@
 #include "api/openapi.h"
 #include "api/status_http.h"
 #include "api/table.h"
+#include "auth/credentials.h"
 #include "common/clock.h"
 #include "common/errors.h"
 #include "model/codec.h"
@@ -126,12 +127,57 @@ bool IsTrue(const Query& q, const std::string& key) {
   return it != q.end() && (it->second == "true" || it->second == "1");
 }
 
+bool IsMutation(const std::string& method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+}
+
+// The audit verb of a request on the API.
+std::string AuditVerb(const std::string& method, const std::string& sub, bool collection) {
+  if (method == "POST") return sub.empty() || sub == "tokens" ? "create" : sub;
+  if (method == "PUT") return "update";
+  if (method == "PATCH") return "patch";
+  if (method == "DELETE") return "delete";
+  return collection ? "list" : "get";
+}
+
+auth::Verb VerbOf(const std::string& method, const std::string& sub, bool collection,
+                  bool watch) {
+  if (method == "GET" || method == "HEAD")
+    return watch ? auth::Verb::kWatch : collection ? auth::Verb::kList : auth::Verb::kGet;
+  if (method == "POST")
+    return sub.empty() || sub == "tokens" ? auth::Verb::kCreate : auth::Verb::kOperate;
+  if (method == "PUT" || method == "PATCH") return auth::Verb::kUpdate;
+  return auth::Verb::kDelete;
+}
+
+bool SharedIntoAny(const json::object& obj, const std::map<std::string, auth::Role>& projects) {
+  std::string mode = model::GetString(obj, "spec.sharing.mode", "None");
+  if (mode == "All") return !projects.empty();
+  if (mode != "Selected") return false;
+  if (const json::value* p = model::FindPath(obj, "spec.sharing.projects"); p && p->is_array())
+    for (const auto& e : p->get_array())
+      if (e.is_string() && projects.count(std::string(e.get_string()))) return true;
+  return false;
+}
+
+json::object WhoAmI(const auth::Identity& id, const json::object* user) {
+  json::object projects;
+  for (const auto& [p, r] : id.subject.projects) projects[p] = auth::RoleName(r);
+  json::object out{{"username", id.subject.user},
+                   {"displayName", user ? model::GetString(*user, "spec.displayName") : ""},
+                   {"orgRole", auth::RoleName(id.subject.org_role)},
+                   {"projects", std::move(projects)}};
+  if (id.via_session) out["csrfToken"] = id.csrf;
+  return out;
+}
+
 }  // namespace
 
 Router::Router(ResourceService& resources, engine::Engine& engine, engine::RunLogs& logs,
-               Metrics& metrics, std::function<absl::Status()> ready)
-    : resources_(resources), engine_(engine), logs_(logs), metrics_(metrics),
-      ready_(std::move(ready)) {
+               Metrics& metrics, auth::Authenticator& authn, auth::AuditLog& audit,
+               std::function<absl::Status()> ready)
+    : resources_(resources), engine_(engine), logs_(logs), metrics_(metrics), authn_(authn),
+      audit_(audit), ready_(std::move(ready)) {
   metrics_.Describe("gantry_http_requests_total", "counter", "HTTP requests by route, method and code.");
   metrics_.Describe("gantry_http_request_duration_seconds", "histogram",
                     "HTTP request latency by route (streams: until the stream starts).",
@@ -140,12 +186,31 @@ Router::Router(ResourceService& resources, engine::Engine& engine, engine::RunLo
 
 Response Router::Handle(const Request& request) {
   auto start = std::chrono::steady_clock::now();
-  std::string route = "other";
-  Response response = Route(request, &route);
+  Call call;
+  Response response = Route(request, call);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   metrics_.Add("gantry_http_requests_total",
-               {{"route", route}, {"method", request.method}, {"code", std::to_string(response.status)}});
-  metrics_.Observe("gantry_http_request_duration_seconds", {{"route", route}}, secs);
+               {{"route", call.route}, {"method", request.method}, {"code", std::to_string(response.status)}});
+  metrics_.Observe("gantry_http_request_duration_seconds", {{"route", call.route}}, secs);
+  if (call.audit) {
+    auth::AuditEntry& e = call.entry;
+    e.code = response.status;
+    bool ok = response.status >= 200 && response.status < 300;
+    e.result = ok ? "Allowed"
+                  : (response.status == 401 || response.status == 403 || response.status == 429)
+                        ? "Denied"
+                        : "Failed";
+    if (!ok || e.name.empty()) {
+      boost::system::error_code ec;
+      json::value body = json::parse(response.body, ec);
+      if (!ec && body.is_object()) {
+        if (!ok) e.message = model::GetString(body.as_object(), "message");
+        else if (response.stream == nullptr) e.name = model::GetString(body.as_object(), "metadata.name");
+      }
+    }
+    e.source = request.remote;
+    audit_.Record(e);
+  }
   return response;
 }
 
@@ -178,7 +243,7 @@ Response Router::RunLog(const Target& t, const Query& query) {
   return Text(200, logs_.Read(uid));
 }
 
-Response Router::Route(const Request& request, std::string* route) {
+Response Router::Route(const Request& request, Call& call) {
   auto parsed = boost::urls::parse_origin_form(request.target);
   if (!parsed) return ErrorResponse(BadRequestError("the request path is not a valid URL path"));
   std::vector<std::string> segments;
@@ -206,7 +271,7 @@ Response Router::Route(const Request& request, std::string* route) {
     return s.ok() ? Text(200, "ok") : Text(503, "not ready: " + std::string(s.message()));
   }
   if (path == "/metrics" && get) {
-    *route = "/metrics";
+    call.route = "/metrics";
     metrics_.Set("gantry_run_queue_depth", {}, static_cast<double>(engine_.QueueDepth()));
     Response r = Text(200, metrics_.Render());
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -244,20 +309,204 @@ Response Router::Route(const Request& request, std::string* route) {
   if (path == "/apis" && get) return JsonResponse(200, ApiGroupList());
   if (path == "/apis/paas.gantry.dev" && get) return JsonResponse(200, ApiGroup());
   if (path == "/apis/paas.gantry.dev/v1" && get) return JsonResponse(200, ApiResourceList());
+  if (segments.size() == 2 && segments[0] == "auth") return HandleAuth(request, segments[1], call);
   if (segments.size() > 3 && segments[0] == "apis" && segments[1] == model::kGroup &&
-      segments[2] == model::kVersion)
+      segments[2] == model::kVersion) {
+    if (IsMutation(request.method)) {
+      // Recorded whatever happens next, refusals included.
+      call.audit = true;
+      call.entry.verb = AuditVerb(request.method, "", false);
+      call.entry.resource = segments[3] == "namespaces" && segments.size() > 5 ? segments[5] : segments[3];
+    }
+    auto identity = authn_.Authenticate(request.authorization, request.cookie);
+    if (!identity.ok()) return ErrorResponse(identity.status());
+    call.entry.user = identity->subject.user;
+    if (identity->via_session && IsMutation(request.method) &&
+        !auth::HashesEqual(auth::HashSecret(request.csrf), auth::HashSecret(identity->csrf)))
+      return ErrorResponse(ForbiddenError(
+          "a change made with a session cookie needs the X-Gantry-CSRF header with the "
+          "csrfToken returned by /auth/login or /auth/whoami"));
     return HandleApi(request, std::vector<std::string>(segments.begin() + 3, segments.end()),
-                     query, route);
+                     query, *identity, call);
+  }
   if (ui_ && get) {
-    *route = "/ui";
+    call.route = "/ui";
     return ui_->Serve(path, request.accept);
   }
   return NotFoundPath(path);
 }
 
+Response Router::HandleAuth(const Request& request, const std::string& what, Call& call) {
+  call.route = "/auth/" + what;
+  if (what == "login") {
+    if (request.method != "POST") return ErrorResponse(MethodNotAllowedError("log in with POST"));
+    call.audit = true;
+    call.entry.verb = "login";
+    call.entry.resource = "sessions";
+    if (absl::Status s = CheckJsonBody(request); !s.ok()) return ErrorResponse(s);
+    boost::system::error_code ec;
+    json::value body = json::parse(request.body, ec);
+    if (ec || !body.is_object())
+      return ErrorResponse(BadRequestError(
+          "the body must be a JSON object: {\"username\": \"...\", \"password\": \"...\"}"));
+    std::string user = model::GetString(body.as_object(), "username");
+    std::string password = model::GetString(body.as_object(), "password");
+    call.entry.user = user.substr(0, 253);
+    call.entry.name = call.entry.user;
+    if (user.empty() || password.empty())
+      return ErrorResponse(BadRequestError("username and password are required"));
+    auto login = authn_.Login(user, password, request.remote);
+    if (!login.ok()) return ErrorResponse(login.status());
+    Response r = JsonResponse(200, json::object{{"username", user},
+                                                {"csrfToken", login->identity.csrf},
+                                                {"expiresAt", login->expires_at}});
+    r.headers.push_back({"Set-Cookie", std::string(auth::kSessionCookie) + "=" +
+                                           login->cookie_value +
+                                           "; Path=/; HttpOnly; SameSite=Strict"});
+    r.headers.push_back({"Cache-Control", "no-store"});
+    return r;
+  }
+  if (what == "token") {
+    // A token for the CLI (gantry login): password in, bearer token out, no session.
+    if (request.method != "POST") return ErrorResponse(MethodNotAllowedError("use POST"));
+    call.audit = true;
+    call.entry.verb = "create";
+    call.entry.resource = "tokens";
+    if (absl::Status s = CheckJsonBody(request); !s.ok()) return ErrorResponse(s);
+    auto body = model::ParseObjectJson(request.body);
+    if (!body.ok()) return ErrorResponse(body.status());
+    std::string user = model::GetString(*body, "username");
+    std::string password = model::GetString(*body, "password");
+    call.entry.user = user.substr(0, 253);
+    if (user.empty() || password.empty())
+      return ErrorResponse(BadRequestError("username and password are required"));
+    auto subject = authn_.CheckPassword(user, password, request.remote);
+    if (!subject.ok()) return ErrorResponse(subject.status());
+    std::optional<std::chrono::seconds> ttl;
+    if (std::string e = model::GetString(*body, "expiresIn"); !e.empty()) {
+      ttl = auth::ParseDuration(e);
+      if (!ttl)
+        return ErrorResponse(BadRequestError("expiresIn \"" + e.substr(0, 64) +
+                                             "\" is not a duration such as 90d or 12h"));
+    }
+    auto out = authn_.CreateToken(user, model::GetString(*body, "description"), ttl);
+    if (out.ok()) call.entry.name = user + "/" + model::GetString(*out, "metadata.name");
+    return FromStatusOr(std::move(out), 201);
+  }
+  if (what != "logout" && what != "whoami") return NotFoundPath("/auth/" + what);
+  auto identity = authn_.Authenticate(request.authorization, request.cookie);
+  if (what == "whoami") {
+    if (request.method != "GET") return ErrorResponse(MethodNotAllowedError("use GET"));
+    if (!identity.ok()) return ErrorResponse(identity.status());
+    Target ut;
+    ut.kind = model::FindKindByName("User");
+    ut.name = identity->subject.user;
+    auto user = resources_.Get(ut);
+    Response r = JsonResponse(200, WhoAmI(*identity, user.ok() ? &*user : nullptr));
+    r.headers.push_back({"Cache-Control", "no-store"});
+    return r;
+  }
+  if (request.method != "POST") return ErrorResponse(MethodNotAllowedError("log out with POST"));
+  call.audit = true;
+  call.entry.verb = "logout";
+  call.entry.resource = "sessions";
+  if (!identity.ok()) return ErrorResponse(identity.status());
+  call.entry.user = identity->subject.user;
+  if (!identity->via_session)
+    return ErrorResponse(BadRequestError("logout ends a web session; revoke API tokens instead"));
+  if (!auth::HashesEqual(auth::HashSecret(request.csrf), auth::HashSecret(identity->csrf)))
+    return ErrorResponse(ForbiddenError("logout needs the X-Gantry-CSRF header"));
+  if (absl::Status s = authn_.Logout(identity->session); !s.ok()) return ErrorResponse(s);
+  Response r = SuccessStatus("logged out");
+  r.headers.push_back({"Set-Cookie", std::string(auth::kSessionCookie) +
+                                         "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"});
+  return r;
+}
+
+absl::Status Router::Authorize(const auth::Subject& subject, const Target& t, auth::Verb verb,
+                               const std::string& kind) {
+  auth::Access a{verb, kind, "", auth::Relation::kOwn};
+  if (kind == "User" || kind == "Token") {
+    a.relation = !t.name.empty() && t.name == subject.user ? auth::Relation::kSelf
+                                                            : auth::Relation::kOther;
+  } else if (kind == "Project") {
+    a.project = t.name;
+    a.relation = subject.projects.count(t.name) ? auth::Relation::kOwn : auth::Relation::kOther;
+  } else if (t.kind->namespaced && !t.all_namespaces) {
+    a.project = t.ns;
+    a.relation = subject.projects.count(t.ns) ? auth::Relation::kOwn : auth::Relation::kOther;
+  }
+  auth::Decision d = auth::Authorize(subject, a);
+  if (d.allowed) return absl::OkStatus();
+  if (a.relation == auth::Relation::kOther && verb == auth::Verb::kGet && !t.name.empty()) {
+    Target obj_target = t;
+    auto obj = resources_.Get(obj_target);
+    if (obj.ok() && SharedIntoAny(*obj, subject.projects)) {
+      a.relation = auth::Relation::kSharedIn;
+      d = auth::Authorize(subject, a);
+      if (d.allowed) return absl::OkStatus();
+    }
+  }
+  return ForbiddenError(d.reason);
+}
+
+Response Router::HandleTokens(const Request& request, const Target& t, const std::string& token,
+                              const Query& query, Call& call) {
+  // The user must exist (404 names it), whoever asks.
+  if (auto user = resources_.Get(t); !user.ok()) return ErrorResponse(user.status());
+  const std::string& m = request.method;
+  if (token.empty()) {
+    if (m == "GET") return FromStatusOr(authn_.ListTokens(t.name));
+    if (m != "POST") return ErrorResponse(MethodNotAllowedError(m + " is not supported on tokens"));
+    if (absl::Status s = CheckJsonBody(request); !s.ok()) return ErrorResponse(s);
+    json::object body;
+    if (!request.body.empty()) {
+      auto parsed = model::ParseObjectJson(request.body);
+      if (!parsed.ok()) return ErrorResponse(parsed.status());
+      body = *std::move(parsed);
+    }
+    for (const auto& kv : body)
+      if (kv.key() != "description" && kv.key() != "expiresIn" && kv.key() != "apiVersion" &&
+          kv.key() != "kind")
+        return ErrorResponse(InvalidError("Token", "", {{std::string(kv.key()),
+                                                         "unknown field; a token takes description "
+                                                         "and expiresIn",
+                                                         "FieldValueNotSupported"}}));
+    std::optional<std::chrono::seconds> ttl;
+    std::string expires = model::GetString(body, "expiresIn");
+    if (!expires.empty()) {
+      ttl = auth::ParseDuration(expires);
+      if (!ttl)
+        return ErrorResponse(InvalidError(
+            "Token", "", {{"expiresIn", "Invalid value: \"" + expires.substr(0, 64) +
+                                           "\": use a duration such as 90d, 12h or 30m"}}));
+    }
+    auto out = authn_.CreateToken(t.name, model::GetString(body, "description"), ttl);
+    if (out.ok()) call.entry.name = t.name + "/" + model::GetString(*out, "metadata.name");
+    return FromStatusOr(std::move(out), 201);
+  }
+  if (m == "DELETE") {
+    call.entry.name = t.name + "/" + token;
+    if (absl::Status s = authn_.RevokeToken(t.name, token); !s.ok()) return ErrorResponse(s);
+    return SuccessStatus("token " + token + " revoked");
+  }
+  if (m == "GET") {
+    auto list = authn_.ListTokens(t.name);
+    if (!list.ok()) return ErrorResponse(list.status());
+    for (const auto& item : (*list)["items"].as_array())
+      if (model::GetString(item.as_object(), "metadata.name") == token)
+        return JsonResponse(200, item.as_object());
+    return ErrorResponse(NotFoundError("token \"" + token + "\" of user " + t.name + " not found"));
+  }
+  return ErrorResponse(MethodNotAllowedError(m + " is not supported on a token"));
+}
+
 Response Router::HandleApi(const Request& request, const std::vector<std::string>& segs,
-                           const Query& query, std::string* route) {
+                           const Query& query, const auth::Identity& identity, Call& call) {
+  const auth::Subject& subject = identity.subject;
   Target t;
+  t.caller = subject.user;
+  t.caller_is_org_admin = subject.org_role == auth::Role::kOrgAdmin;
   size_t i = 0;
   if (segs[0] == "namespaces") {
     if (segs.size() < 3) {
@@ -288,10 +537,35 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
                                        model::kApiVersion + "/namespaces/PROJECT/" +
                                        t.kind->plural + "/" + t.name));
   const std::string& m = request.method;
-  *route = std::string(t.all_namespaces ? "/" : "/namespaces/{ns}/") + t.kind->plural +
-           (t.name.empty() ? "" : "/{name}") + (sub.empty() ? "" : "/" + sub);
-  if (m == "POST" || m == "PUT" || m == "PATCH" || m == "DELETE")
+  call.route = std::string(t.all_namespaces ? "/" : "/namespaces/{ns}/") + t.kind->plural +
+               (t.name.empty() ? "" : "/{name}") + (sub.empty() ? "" : "/" + sub);
+  call.entry.verb = AuditVerb(m, sub, t.name.empty());
+  call.entry.resource = sub == "tokens" ? "tokens" : t.kind->plural;
+  call.entry.ns = t.ns;
+  call.entry.name = t.name;
+  if (sub != "tokens") call.entry.subresource = sub;
+  if (IsMutation(m))
     if (absl::Status s = CheckWriteOptions(query); !s.ok()) return ErrorResponse(s);
+
+  // Authorize before anything else is looked at.
+  const bool tokens = t.kind->kind == "User" && sub == "tokens";
+  const bool watch = IsTrue(query, "watch");
+  if (absl::Status s = Authorize(subject, t,
+                                 VerbOf(m, sub, t.name.empty() || (tokens && subname.empty()), watch),
+                                 tokens ? "Token" : t.kind->kind);
+      !s.ok())
+    return ErrorResponse(s);
+  if (tokens) return HandleTokens(request, t, subname, query, call);
+  // Lists and watches across projects (and of projects) carry what the caller may see.
+  Visibility visible;
+  if (!subject.SeesAllProjects() && t.name.empty() &&
+      (t.all_namespaces || t.kind->kind == "Project")) {
+    std::map<std::string, auth::Role> mine = subject.projects;
+    bool projects = t.kind->kind == "Project";
+    visible = [mine, projects](const json::object& o) {
+      return mine.count(model::GetString(o, projects ? "metadata.name" : "metadata.namespace")) > 0;
+    };
+  }
 
   if (t.kind->kind == "Node") {
     // Computed from this host's inventory, not stored.
@@ -325,11 +599,60 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
     return FromStatusOr(resources_.GetRevision(t, subname));
   }
 
+  std::string since, until;
+  Query list_query = query;
+  if (t.kind->kind == "AuditEvent" && t.name.empty()) {
+    // ?user=NAME&object=RESOURCE/[PROJECT/]NAME&since=T&until=T: field selectors plus a time
+    // window (RFC 3339, compared as text: every stored time has the same format).
+    std::string selector = list_query["fieldSelector"];
+    auto add = [&](const std::string& f) { selector += (selector.empty() ? "" : ",") + f; };
+    if (auto it = query.find("user"); it != query.end()) add("user=" + it->second);
+    if (auto it = query.find("object"); it != query.end()) {
+      std::vector<std::string> parts;
+      for (size_t b = 0, e; b <= it->second.size(); b = e + 1) {
+        e = it->second.find('/', b);
+        if (e == std::string::npos) e = it->second.size();
+        parts.push_back(it->second.substr(b, e - b));
+      }
+      if (parts.size() < 2 || parts.size() > 3 || parts[0].empty())
+        return ErrorResponse(BadRequestError("object must be RESOURCE/NAME or RESOURCE/PROJECT/NAME"));
+      add("objectRef.resource=" + parts[0]);
+      if (parts.size() == 3) add("objectRef.namespace=" + parts[1]);
+      add("objectRef.name=" + parts.back());
+    }
+    list_query["fieldSelector"] = selector;
+    for (auto [key, out] : {std::pair<const char*, std::string*>{"since", &since}, {"until", &until}})
+      if (auto it = query.find(key); it != query.end()) {
+        if (!auth::ParseTimestamp(it->second))
+          return ErrorResponse(BadRequestError(std::string(key) + " must be an RFC 3339 time such "
+                                               "as 2026-11-30T12:00:00Z, not \"" +
+                                               it->second.substr(0, 64) + "\""));
+        *out = it->second;
+      }
+    if (list_query["fieldSelector"].empty()) list_query.erase("fieldSelector");
+    if (!since.empty() || !until.empty()) {
+      Visibility inner = visible;
+      visible = [inner, since, until](const json::object& o) {
+        std::string time = model::GetString(o, "time");
+        return (!inner || inner(o)) && (since.empty() || time >= since) &&
+               (until.empty() || time < until);
+      };
+    }
+  }
   if (t.name.empty()) {
     if (m == "GET") {
-      if (IsTrue(query, "watch"))
-        return WatchResponse(request, query, *t.kind, resources_.Watch(t, query));
-      return ReadResponse(request, query, *t.kind, resources_.List(t, query));
+      if (watch)
+        return WatchResponse(request, list_query, *t.kind,
+                             resources_.Watch(t, list_query, visible));
+      auto list = resources_.List(t, list_query);
+      if (list.ok() && visible) {
+        json::array& items = (*list)["items"].as_array();
+        json::array kept;
+        for (auto& item : items)
+          if (visible(item.as_object())) kept.push_back(std::move(item));
+        items = std::move(kept);
+      }
+      return ReadResponse(request, query, *t.kind, std::move(list));
     }
     if (m == "POST") {
       if (absl::Status s = CheckJsonBody(request); !s.ok()) return ErrorResponse(s);

@@ -2,8 +2,10 @@
 // Request -> Response (STYLE.md #9); the transport (server.h) never looks inside.
 //
 // Routes: /healthz /livez /readyz /version /metrics, /openapi/v2, /openapi/v3[/apis/paas.gantry.dev/v1],
-// discovery at /api[/v1] and /apis[/paas.gantry.dev[/v1]], and the resources of API.md under
-// /apis/paas.gantry.dev/v1.
+// discovery at /api[/v1] and /apis[/paas.gantry.dev[/v1]] (all public), /auth/login, /auth/logout,
+// /auth/whoami, and the resources of API.md under /apis/paas.gantry.dev/v1 (authenticated,
+// then authorized by auth::Authorize, docs/security.md). Every mutation and every refusal of
+// one is written to the audit log.
 //
 // Thread-safety: Handle may be called concurrently from any thread.
 #pragma once
@@ -14,6 +16,8 @@
 #include "api/http_types.h"
 #include "api/resources.h"
 #include "api/static_files.h"
+#include "auth/audit.h"
+#include "auth/authenticator.h"
 #include "common/metrics.h"
 #include "engine/engine.h"
 #include "engine/run_log.h"
@@ -24,17 +28,32 @@ class Router {
  public:
   // `ready` answers /readyz: OK when the server can serve (store reachable, engine running).
   Router(ResourceService& resources, engine::Engine& engine, engine::RunLogs& logs,
-         Metrics& metrics, std::function<absl::Status()> ready);
+         Metrics& metrics, auth::Authenticator& authn, auth::AuditLog& audit,
+         std::function<absl::Status()> ready);
 
   Response Handle(const Request& request);
+
+  // What one request did, for metrics and the audit log.
+  struct Call {
+    std::string route = "other";
+    bool audit = false;  // a mutation (or an attempt at one)
+    auth::AuditEntry entry;
+  };
 
   // Serves the web UI for GETs of paths the API does not own (may be null: 404 Status).
   void SetStaticFiles(const StaticFiles* ui) { ui_ = ui; }
 
  private:
-  Response Route(const Request& request, std::string* route);
+  Response Route(const Request& request, Call& call);
+  Response HandleAuth(const Request& request, const std::string& path, Call& call);
   Response HandleApi(const Request& request, const std::vector<std::string>& segments,
-                     const Query& query, std::string* route);
+                     const Query& query, const auth::Identity& identity, Call& call);
+  Response HandleTokens(const Request& request, const Target& t, const std::string& token,
+                        const Query& query, Call& call);
+  // OK, or 403 naming the missing permission. Reads of one object of another project are
+  // allowed when it is shared into one of the caller's projects.
+  absl::Status Authorize(const auth::Subject& subject, const Target& t, auth::Verb verb,
+                         const std::string& kind);
   Response InstanceAction(const Target& t, const std::string& action);
   Response RunLog(const Target& t, const Query& query);
 
@@ -42,6 +61,8 @@ class Router {
   engine::Engine& engine_;
   engine::RunLogs& logs_;
   Metrics& metrics_;
+  auth::Authenticator& authn_;
+  auth::AuditLog& audit_;
   std::function<absl::Status()> ready_;
   const StaticFiles* ui_ = nullptr;
 };

@@ -224,6 +224,8 @@ awaitable<void> Server::Impl::Session(tcp::socket socket) {
     r.content_type = std::string(req[http::field::content_type]);
     r.accept = std::string(req[http::field::accept]);
     r.authorization = std::string(req[http::field::authorization]);
+    r.cookie = std::string(req[http::field::cookie]);
+    r.csrf = std::string(req["X-Gantry-CSRF"]);
     r.body = std::move(req.body());
     r.remote = remote;
     ++in_flight;

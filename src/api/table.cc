@@ -116,6 +116,15 @@ std::vector<Column> ColumnsFor(const model::KindInfo& kind) {
     return {name, Path("Instance", "spec.instanceRef.name"), Path("Action", "spec.action"),
             Path("Status", "status.phase"), Age(), IntPath("Generation", "spec.generation", 1),
             Path("Reason", "status.reason", 1)};
+  if (kind.kind == "User")
+    return {name, display, Path("Email", "spec.email"), Path("Org Role", "spec.orgRole"), Age()};
+  if (kind.kind == "RoleBinding")
+    return {name, Path("User", "spec.user"), Path("Role", "spec.role"), Age()};
+  if (kind.kind == "AuditEvent")
+    return {Path("Time", "time"), Path("User", "user"), Path("Verb", "verb"),
+            Path("Resource", "objectRef.resource"), Path("Project", "objectRef.namespace"),
+            Path("Object", "objectRef.name"), Path("Result", "result"), IntPath("Code", "code"),
+            Path("Message", "message", 1), Path("Source", "sourceAddress", 1)};
   if (kind.kind == "Node")
     return {name, Path("GPU Source", "status.gpuSource"),
             Column{"Capacity", "GPUs per type.", 0, [](const json::object& o, TimePoint) {

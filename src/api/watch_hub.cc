@@ -19,6 +19,7 @@ std::string Lower(std::string s) {
 bool WatchFilter::Matches(const store::Event& e) const {
   if (e.kind != kind) return false;
   if (ns && e.ns != *ns) return false;
+  if (visible && !visible(e.object)) return false;
   if (!labels.Empty()) {
     std::map<std::string, std::string> l;
     if (const json::value* v = model::FindPath(e.object, "metadata.labels"); v && v->is_object())

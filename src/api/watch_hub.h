@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +28,8 @@ struct WatchFilter {
   model::LabelSelector labels;
   std::vector<store::FieldFilter> fields;
   std::string search;
+  // When set, only objects it accepts (the caller's projects on a watch across projects).
+  std::function<bool(const boost::json::object&)> visible;
 
   bool Matches(const store::Event& e) const;
 };

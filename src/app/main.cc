@@ -10,6 +10,8 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -18,6 +20,9 @@
 #include "api/server.h"
 #include "api/static_files.h"
 #include "api/watch_hub.h"
+#include "auth/audit.h"
+#include "auth/authenticator.h"
+#include "auth/credentials.h"
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/metrics.h"
@@ -121,6 +126,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--advertise-host", advertise_host,
                  "Host name or address in the endpoints of local instances")
+      ->capture_default_str();
+  std::string session_idle = "30m", session_max = "12h";
+  app.add_option("--session-idle", session_idle,
+                 "Web sessions end after this long without a request (e.g. 30m)")
+      ->capture_default_str();
+  app.add_option("--session-max", session_max, "Web sessions end this long after login")
       ->capture_default_str();
   std::string ui_dir = gantry::api::StaticFiles::DefaultRoot();
   app.add_option("--ui-dir", ui_dir, "The built web UI served from / (web/dist)")
@@ -261,7 +272,50 @@ int main(int argc, char** argv) {
     spdlog::critical("the deploy engine cannot start: {}", std::string(s.message()));
     return 1;
   }
-  gantry::api::Router router(resources, engine, logs, metrics, [&store, &engine]() -> absl::Status {
+  gantry::auth::AuthOptions auth_options;
+  {
+    auto idle = gantry::auth::ParseDuration(session_idle);
+    auto max = gantry::auth::ParseDuration(session_max);
+    if (!idle || !max) {
+      spdlog::critical("--session-idle and --session-max take durations such as 30m or 12h");
+      return 1;
+    }
+    auth_options.session_idle = *idle;
+    auth_options.session_max = *max;
+    if (const char* t = std::getenv("GANTRY_BOOTSTRAP_TOKEN"); t && *t) {
+      if (std::strlen(t) < 16) {
+        spdlog::critical("GANTRY_BOOTSTRAP_TOKEN must be at least 16 characters long");
+        return 1;
+      }
+      auth_options.bootstrap_token = t;
+      spdlog::warn("GANTRY_BOOTSTRAP_TOKEN is set: it acts as an org-admin token until restart");
+    }
+  }
+  gantry::auth::Authenticator authn(**store, clock, auth_options);
+  gantry::auth::AuditLog audit(**store, clock);
+  resources.SetCredentials(&authn);
+  {
+    const char* pw = std::getenv("GANTRY_ADMIN_PASSWORD");
+    auto admin = authn.EnsureAdmin(pw ? pw : "");
+    if (!admin.ok()) {
+      spdlog::critical("cannot create the first user: {}", std::string(admin.status().message()));
+      return 1;
+    }
+    if (admin->has_value()) {
+      if ((*admin)->empty()) {
+        spdlog::info("created user admin (org-admin) with the password from GANTRY_ADMIN_PASSWORD");
+      } else {
+        // Printed once, on stdout and not in the log: the log may be shipped elsewhere.
+        std::printf("\n  Gantry created user \"admin\" (org-admin) with password: %s\n"
+                    "  It is shown only this once. Log in with: gantry login --user admin\n\n",
+                    (*admin)->c_str());
+        std::fflush(stdout);
+        spdlog::info("created user admin (org-admin); its generated password was printed on stdout");
+      }
+    }
+  }
+  gantry::api::Router router(resources, engine, logs, metrics, authn, audit,
+                             [&store, &engine]() -> absl::Status {
     if (!engine.Running()) return absl::UnavailableError("the deploy engine is not running");
     return (*store)->Ping();
   });

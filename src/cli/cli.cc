@@ -7,6 +7,7 @@
 
 #include "cli/actions.h"
 #include "cli/apply.h"
+#include "cli/auth_commands.h"
 #include "cli/context.h"
 #include "cli/get.h"
 
@@ -111,7 +112,52 @@ Runner SetupLogs(CLI::App& sub) {
   return [o](CommandContext& ctx) { return RunLogsCommand(ctx, *o); };
 }
 
-// The command table. Later: login, share.
+Runner SetupLogin(CLI::App& sub) {
+  auto o = std::make_shared<LoginOptions>();
+  sub.add_option("-u,--user", o->user, "User name")->capture_default_str();
+  sub.add_flag("--password-stdin", o->password_stdin, "Read the password from stdin");
+  sub.add_option("--expires", o->expires, "Lifetime of the token (90d, 12h)")->capture_default_str();
+  return [o](CommandContext& ctx) { return RunLogin(ctx, *o); };
+}
+
+Runner SetupWhoAmI(CLI::App& sub) {
+  return [](CommandContext& ctx) { return RunWhoAmI(ctx); };
+}
+
+Runner SetupTokens(CLI::App& sub) {
+  auto o = std::make_shared<TokensOptions>();
+  sub.require_subcommand(1);
+  CLI::App* create = sub.add_subcommand("create", "Create a token (printed once)");
+  create->add_option("-d,--description", o->description, "What the token is for");
+  create->add_option("--expires", o->expires, "Lifetime (30d, 12h); default: never");
+  create->add_option("-u,--user", o->user, "Whose token (org-admins only for others)");
+  CLI::App* list = sub.add_subcommand("list", "List tokens (never their secrets)");
+  list->add_option("-u,--user", o->user, "Whose tokens");
+  CLI::App* revoke = sub.add_subcommand("revoke", "Revoke a token at once");
+  revoke->add_option("name", o->name, "Token name (tok-...)")->required();
+  revoke->add_option("-u,--user", o->user, "Whose token");
+  return [o, create, revoke](CommandContext& ctx) {
+    o->verb = create->parsed() ? "create" : revoke->parsed() ? "revoke" : "list";
+    return RunTokens(ctx, *o);
+  };
+}
+
+Runner SetupShare(CLI::App& sub) {
+  auto o = std::make_shared<ShareOptions>();
+  sub.add_option("kind", o->kind, "computeprofile, environmenttemplate or computeinstance")
+      ->required();
+  sub.add_option("name", o->name, "Object name")->required();
+  sub.add_flag("--all", o->all, "Share with every project");
+  sub.add_flag("--none", o->none, "Share with no other project");
+  sub.add_option("--projects", o->projects, "Share with these projects (a,b)");
+  return [o](CommandContext& ctx) { return RunShare(ctx, *o); };
+}
+
+Runner SetupKubeconfig(CLI::App& sub) {
+  return [](CommandContext& ctx) { return RunKubeconfig(ctx); };
+}
+
+// The command table.
 const CommandSpec kCommands[] = {
     {"get", "List objects or show some (tables, -o json|yaml|wide|name)", SetupGet},
     {"describe", "Show one object in detail", SetupDescribe},
@@ -124,6 +170,13 @@ const CommandSpec kCommands[] = {
     {"cancel", "Cancel an instance's queued (Waiting) run", SetupCancel},
     {"upgrade", "Move an instance to its profile's latest revision", SetupUpgrade},
     {"logs", "Print a run's log (NAME: a run or an instance); -f follows it", SetupLogs},
+    {"login", "Get an API token with your password and save it in the config file", SetupLogin},
+    {"whoami", "Show who the token belongs to and their roles", SetupWhoAmI},
+    {"tokens", "Create, list and revoke API tokens", SetupTokens},
+    {"share", "Share a profile, template or instance: --all, --none or --projects a,b",
+     SetupShare},
+    {"kubeconfig", "Print a kubeconfig that lets stock kubectl use this server and token",
+     SetupKubeconfig},
 };
 
 }  // namespace

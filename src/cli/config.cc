@@ -1,6 +1,13 @@
 #include "cli/config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -27,6 +34,34 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   return ss.str();
 }
 
+absl::Status WriteWholeFile(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat(path, ": ", std::strerror(errno)));
+  ::fchmod(fd, 0600);  // an existing file keeps its mode otherwise: it holds a token
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) {
+      ::close(fd);
+      return absl::UnavailableError(absl::StrCat(path, ": write failed"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) return absl::UnavailableError(absl::StrCat(path, ": close failed"));
+  return absl::OkStatus();
+}
+
+std::string ConfigYaml(const Settings& settings) {
+  // JSON strings are valid YAML scalars: no quoting rules to get wrong.
+  return absl::StrCat("server: ", boost::json::serialize(boost::json::value(settings.server)),
+                      "\ntoken: ", boost::json::serialize(boost::json::value(settings.token)),
+                      "\nproject: ", boost::json::serialize(boost::json::value(settings.project)),
+                      "\n");
+}
+
 absl::StatusOr<Settings> ResolveSettings(const GlobalFlags& flags, const EnvGetter& getenv,
                                          const FileReader& read_file) {
   std::string path;
@@ -41,6 +76,7 @@ absl::StatusOr<Settings> ResolveSettings(const GlobalFlags& flags, const EnvGett
   }
 
   Settings s;
+  s.config_path = path;
   if (!path.empty()) {
     absl::StatusOr<std::string> text = read_file(path);
     if (!text.ok()) {

@@ -24,6 +24,7 @@ struct Settings {
   std::string token;
   std::string project;
   bool project_explicit = false;  // -n/--project was given
+  std::string config_path;  // the config file consulted ("" when none); `gantry login` writes it
 };
 
 struct GlobalFlags {
@@ -41,6 +42,13 @@ using FileReader = std::function<absl::StatusOr<std::string>(const std::string& 
 // INVALID_ARGUMENT when the file is not a YAML mapping or a key is not a string.
 absl::StatusOr<Settings> ResolveSettings(const GlobalFlags& flags, const EnvGetter& getenv,
                                          const FileReader& read_file);
+
+// Writes a whole file with mode 0600, creating its directory; for `gantry login`.
+using FileWriter = std::function<absl::Status(const std::string& path, const std::string& text)>;
+absl::Status WriteWholeFile(const std::string& path, const std::string& text);
+
+// The config file's YAML for these settings (server, token, project).
+std::string ConfigYaml(const Settings& settings);
 
 // std::getenv and std::ifstream, for main.
 std::optional<std::string> SystemGetEnv(const std::string& name);

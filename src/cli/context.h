@@ -35,6 +35,7 @@ struct CommandContext {
   std::istream* in = nullptr;  // for `-f -`
   absl::Time now;  // when the command started: ages in tables
   FileReader read_file;
+  FileWriter write_file;  // unset: WriteWholeFile
   // The running clock and a pause, for commands that wait (--wait, --timeout, reconnect
   // backoff). Tests inject a fake clock and a sleep that only advances it. When unset, the
   // wall clock and absl::SleepFor are used (see Clock() and Pause()).

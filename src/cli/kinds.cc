@@ -28,8 +28,9 @@ constexpr KnownKind kKnown[] = {
     {"serviceprofiles", "ServiceProfile", true, {}, kOtherRank},
     {"serviceinstances", "ServiceInstance", true, {}, kOtherRank},
     {"runs", "Run", true, {}, kOtherRank},
-    {"users", "User", false, {}, kOtherRank},
-    {"rolebindings", "RoleBinding", true, {}, kOtherRank},
+    {"users", "User", false, {"user"}, 1},
+    {"rolebindings", "RoleBinding", true, {"rb"}, 1},
+    {"auditevents", "AuditEvent", false, {"audit"}, kOtherRank},
     {"nodes", "Node", false, {"node"}, kOtherRank},
 };
 

@@ -121,6 +121,13 @@ absl::Status ConnectSocket(net::io_context& ioc, tcp::socket& socket, const std:
 absl::StatusOr<HttpResponse> HttpClient::Send(std::string_view method, std::string_view target,
                                               std::string_view body,
                                               std::string_view content_type) {
+  return SendWithHeaders(method, target, {}, body, content_type);
+}
+
+absl::StatusOr<HttpResponse> HttpClient::SendWithHeaders(
+    std::string_view method, std::string_view target,
+    const std::map<std::string, std::string>& headers, std::string_view body,
+    std::string_view content_type) {
   RETURN_IF_ERROR(init_status_);
   http::verb verb = http::string_to_verb(method);
   if (verb == http::verb::unknown) {
@@ -131,6 +138,7 @@ absl::StatusOr<HttpResponse> HttpClient::Send(std::string_view method, std::stri
   req.set(http::field::user_agent, "gantry-cli");
   req.set(http::field::accept, "application/json");
   if (!token_.empty()) req.set(http::field::authorization, absl::StrCat("Bearer ", token_));
+  for (const auto& [k, v] : headers) req.set(k, v);
   if (!body.empty() || verb == http::verb::post || verb == http::verb::put ||
       verb == http::verb::patch) {
     req.set(http::field::content_type, content_type);

@@ -77,6 +77,12 @@ class HttpClient : public HttpTransport {
                       const std::function<bool(std::string_view line)>& on_line) override;
   const std::string& base_url() const override { return base_url_; }
 
+  // Send with extra request headers (a web session's Cookie and X-Gantry-CSRF, in tests).
+  absl::StatusOr<HttpResponse> SendWithHeaders(std::string_view method, std::string_view target,
+                                               const std::map<std::string, std::string>& headers,
+                                               std::string_view body = "",
+                                               std::string_view content_type = "application/json");
+
   // Number of TCP connections opened so far (Send and Stream); lets tests observe reuse.
   int connections_opened_for_test() const { return connections_opened_; }
 

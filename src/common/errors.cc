@@ -81,6 +81,18 @@ absl::Status UnsupportedMediaTypeError(std::string_view message) {
   return WithReason(absl::InvalidArgumentError(Sv(message)), "UnsupportedMediaType", 415);
 }
 
+absl::Status UnauthorizedError(std::string_view message) {
+  return WithReason(absl::UnauthenticatedError(Sv(message)), "Unauthorized", 401);
+}
+
+absl::Status ForbiddenError(std::string_view message) {
+  return WithReason(absl::PermissionDeniedError(Sv(message)), "Forbidden", 403);
+}
+
+absl::Status TooManyRequestsError(std::string_view message) {
+  return WithReason(absl::ResourceExhaustedError(Sv(message)), "TooManyRequests", 429);
+}
+
 std::string ReasonOf(const absl::Status& status) {
   if (auto r = Payload(status, kReasonUrl)) return *r;
   switch (status.code()) {

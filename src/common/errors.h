@@ -42,6 +42,12 @@ absl::Status ExpiredError(std::string_view message);
 absl::Status MethodNotAllowedError(std::string_view message);
 // 415 UnsupportedMediaType.
 absl::Status UnsupportedMediaTypeError(std::string_view message);
+// 401 Unauthorized: no credentials, or credentials that are wrong, expired or revoked.
+absl::Status UnauthorizedError(std::string_view message);
+// 403 Forbidden: the caller is known but may not do this; the message names the permission.
+absl::Status ForbiddenError(std::string_view message);
+// 429 TooManyRequests (login attempts).
+absl::Status TooManyRequestsError(std::string_view message);
 
 // The Kubernetes reason of `status` ("NotFound", "Invalid", ...), derived from the code when
 // no explicit reason was attached.

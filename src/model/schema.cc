@@ -81,6 +81,33 @@ std::vector<KindInfo> BuildKinds() {
   project.status = Obj("status", "", {Str("phase", "Active or Terminating.")});
   kinds.push_back(project);
 
+  KindInfo user;
+  user.kind = "User";
+  user.plural = "users";
+  user.singular = "user";
+  user.namespaced = false;
+  user.spec = Obj(
+      "spec", "A person or automation that uses Gantry.",
+      {Str("displayName", "Human-friendly name."), Str("email", "Contact address."),
+       Enum("orgRole", "Org-wide role: org-admin, paas-admin, or empty for none.",
+            {"", "org-admin", "paas-admin"}),
+       Str("password", "Write-only: sets the password (at least 8 characters); never returned."),
+       Bool("disabled", "A disabled user cannot log in; their tokens and sessions stop working.")});
+  user.status = Obj("status", "", {});
+  kinds.push_back(user);
+
+  KindInfo binding;
+  binding.kind = "RoleBinding";
+  binding.plural = "rolebindings";
+  binding.singular = "rolebinding";
+  binding.short_names = {"rb"};
+  binding.spec = Obj("spec", "Gives a user a built-in role in this project.",
+                     {Str("user", "The user's name.", true),
+                      Enum("role", "The project role.", {"project-admin", "member", "viewer"}, true)});
+  binding.status = Obj("status", "", {});
+  binding.field_selectors = {"spec.user", "spec.role"};
+  kinds.push_back(binding);
+
   Field variable_decl = Obj(
       "", "A variable the template accepts.",
       {Str("name", "Variable name.", true),
@@ -113,7 +140,11 @@ std::vector<KindInfo> BuildKinds() {
        Arr("variables", "Inputs the template accepts.", variable_decl),
        Arr("outputs", "Outputs the template promises to produce.", Str("", "")),
        Sharing()});
-  tmpl.status = Obj("status", "", {Int("revision", "Current revision; bumps on every spec change.")});
+  tmpl.status = Obj("status", "",
+                    {Int("revision", "Current revision; bumps on every spec change."),
+                     Int("templateRevision", "Profiles: the template revision of this revision."),
+                     Obj("sharedFrom", "Set on objects listed in a project they are shared into.",
+                         {Str("namespace", "")})});
   kinds.push_back(tmpl);
 
   Field variable_rule = Obj(
@@ -176,8 +207,9 @@ std::vector<KindInfo> BuildKinds() {
        Free("driverState", "What the driver needs to re-adopt the workload."),
        Int("templateRevision", "The template revision this instance uses."),
        Obj("sharedFrom", "Set on objects listed in a project they are shared into.",
-           {Str("namespace", "")})});
-  instance.field_selectors = {"status.phase", "spec.profileRef.name"};
+           {Str("namespace", "")}),
+       Str("createdBy", "The user who created the instance (counts toward instancesPerUser).")});
+  instance.field_selectors = {"status.phase", "spec.profileRef.name", "status.createdBy"};
   kinds.push_back(instance);
 
   KindInfo run;
@@ -221,6 +253,21 @@ std::vector<KindInfo> BuildKinds() {
            Obj("", "", {Int("index", ""), Str("uuid", ""), Str("name", ""), Str("type", ""),
                         Int("memoryMiB", ""), Str("assignedTo", "project/instance")}))});
   kinds.push_back(node);
+
+  KindInfo audit;
+  audit.kind = "AuditEvent";
+  audit.plural = "auditevents";
+  audit.singular = "auditevent";
+  audit.short_names = {"audit"};
+  audit.namespaced = false;
+  audit.read_only = true;
+  // Audit events carry their fields at the top level (time, user, verb, objectRef, result,
+  // code, message, sourceAddress), like Kubernetes Events; spec and status stay empty.
+  audit.spec = Obj("spec", "Unused: an audit event's fields are at the top level.", {});
+  audit.status = Obj("status", "", {});
+  audit.field_selectors = {"user", "verb", "result", "objectRef.resource", "objectRef.namespace",
+                           "objectRef.name"};
+  kinds.push_back(audit);
 
   return kinds;
 }

@@ -56,8 +56,11 @@ struct Event {
 };
 
 struct FieldFilter {
-  std::string field;  // metadata.name, metadata.namespace, status.phase, spec.profileRef.name,
-                      // spec.templateRef.name, spec.instanceRef.name
+  // metadata.name, metadata.namespace, status.phase, spec.profileRef.name,
+  // spec.templateRef.name, spec.instanceRef.name (indexed columns), or any other
+  // dot-separated path of string fields in the object (spec.user, status.createdBy: read
+  // from the stored JSON, unindexed). Absent fields compare as "".
+  std::string field;
   bool equals = true;
   std::string value;
 };

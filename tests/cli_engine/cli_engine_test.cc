@@ -88,6 +88,7 @@ class CliEngineTest : public GantrydTest {
     std::string out = Path(tag + ".out"), err = Path(tag + ".err");
     std::string config = "GANTRY_CONFIG=" + Path("config.yaml");
     std::string home = "HOME=" + dir_;
+    std::string token = std::string("GANTRY_TOKEN=") + kBootstrapToken;
     pid_t pid = fork();
     if (pid == 0) {
       int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -100,7 +101,7 @@ class CliEngineTest : public GantrydTest {
       std::vector<char*> cargv;
       for (auto& a : argv) cargv.push_back(a.data());
       cargv.push_back(nullptr);
-      char* envp[] = {config.data(), home.data(), nullptr};
+      char* envp[] = {config.data(), home.data(), token.data(), nullptr};
       execve(cargv[0], cargv.data(), envp);
       _exit(127);
     }

@@ -138,7 +138,7 @@ class KubectlTest : public GantrydTest, public ::testing::WithParamInterface<std
     std::ofstream(dir_ + "/config")
         << "apiVersion: v1\nkind: Config\nclusters:\n- name: gantry\n  cluster: {server: "
         << gantryd_->base_url()
-        << "}\nusers:\n- name: me\n  user: {}\ncontexts:\n- name: gantry\n  context: "
+        << "}\nusers:\n- name: me\n  user: {token: " << kBootstrapToken << "}\ncontexts:\n- name: gantry\n  context: "
            "{cluster: gantry, user: me, namespace: default}\ncurrent-context: gantry\n";
   }
 

@@ -152,6 +152,11 @@ class RunScriptTest : public ::testing::Test {
       std::string listen = "127.0.0.1:" + std::to_string(port_);
       ::setenv("GANTRY_LISTEN", listen.c_str(), 1);
       ::unsetenv("GANTRY_GPUS");
+      ::unsetenv("GANTRY_ADMIN_PASSWORD");
+      // The harness's Api authenticates with the bootstrap token; the CLI that run.sh logs
+      // in writes its config under this copy, not the real home.
+      ::setenv("GANTRY_BOOTSTRAP_TOKEN", kBootstrapToken, 1);
+      ::setenv("HOME", root_.c_str(), 1);
       ::execlp("bash", "bash", "scripts/run.sh", static_cast<char*>(nullptr));
       ::_exit(127);
     }
@@ -212,6 +217,20 @@ TEST_F(RunScriptTest, NewcomerRunsTheScriptDeploysTheNotebookAndOpensItsEndpoint
 
   Api api(server);
   ASSERT_TRUE(api.Healthy());
+  // The banner tells how to log in, and that password works (the CLI was logged in with it).
+  const std::string password = Slurp(root_ + "/.gantry/admin-password");
+  ASSERT_GE(password.size(), 16u);
+  EXPECT_NE(out.find("user admin, password " + password.substr(0, password.find('\n'))),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("Logged in to " + server + " as admin"), std::string::npos) << out;
+  {
+    client::HttpClient raw(server);
+    auto login = raw.Send("POST", "/auth/login",
+                          json::serialize(json::object{{"username", "admin"},
+                                                       {"password", password.substr(0, password.find('\n'))}}));
+    ASSERT_TRUE(login.ok());
+    EXPECT_EQ(login->status, 200) << login->body;
+  }
   // The examples were loaded.
   Resp project = api.Get(ClusterPath("projects", "ml-research"));
   EXPECT_EQ(project.status, 200) << project.raw;

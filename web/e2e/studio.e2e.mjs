@@ -71,7 +71,7 @@ try {
   const whoami = await fetch(`${base}/auth/whoami`);
   const auth = whoami.status !== 404;
   console.log(`gantryd at ${base}; identity API: ${auth ? 'yes (log in for real)' : 'not yet (open API)'}`);
-  const adminPassword = randomBytes(12).toString('hex');
+  const adminPassword = server.adminPassword; // gantryd's first-start admin (org-admin)
   const alicePassword = randomBytes(12).toString('hex');
 
   // Setup the UI does not own: the team's project, users, and a slow "blocker" deploy that
@@ -87,7 +87,7 @@ try {
         await api('PATCH', `${G}/users/${name}`, { spec });
       }
     };
-    await user('admin', { displayName: 'Ada Admin', orgRole: 'org-admin', password: adminPassword });
+    await api('PATCH', `${G}/users/admin`, { spec: { displayName: 'Ada Admin' } });
     await user('alice', { displayName: 'Alice Researcher', orgRole: '', password: alicePassword });
   }
   await api('POST', `${G}/namespaces/ml-research/environmenttemplates`, {
@@ -129,9 +129,9 @@ try {
     await page.waitForSelector('#username');
     await page.fill('#username', 'admin');
     await page.fill('#password', 'wrong-password');
+    expected.push({ url: '/auth/login', status: 401 }); // the wrong password, refused
     await page.getByRole('button', { name: 'Log in' }).click();
-    await page.getByTestId('login-error').waitFor();
-    expected.push({ url: '/auth/login', status: 401 });
+    await page.getByTestId('login-error').getByText('invalid username or password').waitFor();
     await page.fill('#username', 'admin');
     await page.fill('#password', adminPassword);
     await shot('login');
@@ -152,6 +152,7 @@ try {
   if (auth) {
     step('add alice as a member of vision');
     await page.getByRole('link', { name: 'vision', exact: true }).click();
+    await page.locator('#member-user option[value=alice]').waitFor({ state: 'attached' });
     await page.selectOption('#member-user', 'alice');
     await page.selectOption('#member-role', 'member');
     await page.getByRole('button', { name: 'Add member' }).click();

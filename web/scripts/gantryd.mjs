@@ -1,7 +1,8 @@
 // Starts a real gantryd for the UI's scripts and browser tests: 127.0.0.1:0, a fresh temporary
 // data directory, learns the port from its `listening on http://HOST:PORT` log line (no sleeps).
 // GANTRY_BOOTSTRAP_TOKEN is set to a random token (gantryd's first admin credential once the
-// identity API exists; ignored before) and returned as `token`.
+// identity API exists; ignored before) and returned as `token`; GANTRY_ADMIN_PASSWORD likewise
+// (the password of the `admin` user gantryd creates on first start) as `adminPassword`.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,10 +23,11 @@ export function findGantryd(explicit) {
 export async function startGantryd({ binary, args = [], uiDir, cwd = repoRoot } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'gantry-web-'));
   const token = randomBytes(24).toString('hex');
+  const adminPassword = randomBytes(12).toString('hex');
   const argv = ['--listen', '127.0.0.1:0', '--data-dir', dataDir, ...args];
   if (uiDir) argv.push('--ui-dir', uiDir);
   const child = spawn(findGantryd(binary), argv, {
-    cwd, env: { ...process.env, GANTRY_BOOTSTRAP_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'],
+    cwd, env: { ...process.env, GANTRY_BOOTSTRAP_TOKEN: token, GANTRY_ADMIN_PASSWORD: adminPassword }, stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';
   const url = await new Promise((resolveUrl, reject) => {
@@ -45,5 +47,5 @@ export async function startGantryd({ binary, args = [], uiDir, cwd = repoRoot } 
     }
     rmSync(dataDir, { recursive: true, force: true });
   };
-  return { url, token, dataDir, stop, log: () => log };
+  return { url, token, adminPassword, dataDir, stop, log: () => log };
 }

@@ -191,6 +191,18 @@ void AppendSelector(const model::LabelSelector& sel, std::string* sql,
   }
 }
 
+// "spec.user", "objectRef.name": dot-separated identifiers, safe inside a JSON path.
+bool IsPlainFieldPath(const std::string& field) {
+  if (field.empty() || field.size() > 128 || field.front() == '.' || field.back() == '.')
+    return false;
+  for (size_t i = 0; i < field.size(); ++i) {
+    char c = field[i];
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || (c == '.' && field[i - 1] != '.');
+    if (!ok) return false;
+  }
+  return std::isalpha(static_cast<unsigned char>(field.front()));
+}
+
 absl::Status AppendFields(const std::vector<FieldFilter>& fields, std::string* sql,
                           std::vector<std::string>* binds) {
   for (const auto& f : fields) {
@@ -201,7 +213,14 @@ absl::Status AppendFields(const std::vector<FieldFilter>& fields, std::string* s
     else if (f.field == "spec.profileRef.name" || f.field == "spec.templateRef.name" ||
              f.field == "spec.instanceRef.name")
       column = "ref_name";
-    else return BadRequestError("field label not supported: " + f.field);
+    else if (IsPlainFieldPath(f.field)) {
+      // Any other field of the object (spec.user of RoleBindings, status.createdBy, ...):
+      // read from the JSON body, unindexed; callers use it on small kinds or small pages.
+      binds->push_back("$." + f.field);
+      column = "COALESCE(json_extract(body, ?" + std::to_string(binds->size()) + "), '')";
+    } else {
+      return BadRequestError("field label not supported: " + f.field);
+    }
     binds->push_back(f.value);
     *sql += " AND " + column + (f.equals ? " = ?" : " != ?") + std::to_string(binds->size());
   }

@@ -105,7 +105,7 @@ function UsersTab() {
       <Table aria-label="Users" variant="compact">
         <Thead><Tr><Th>User</Th><Th>Display Name</Th><Th>Org role</Th><Th>Disabled</Th><Th>Creation Date</Th></Tr></Thead>
         <Tbody>{users.map((u) => (
-          <Tr key={u.metadata.name}><Td>{u.metadata.name}</Td><Td>{u.spec.displayName}</Td><Td>{u.spec.orgRole || '—'}</Td><Td>{u.spec.disabled ? 'yes' : 'no'}</Td><Td>{formatDate(u.metadata.creationTimestamp)}</Td></Tr>
+          <Tr key={u.metadata?.name}><Td>{u.metadata?.name}</Td><Td>{u.spec?.displayName}</Td><Td>{u.spec?.orgRole || '—'}</Td><Td>{u.spec?.disabled ? 'yes' : 'no'}</Td><Td>{formatDate(u.metadata?.creationTimestamp)}</Td></Tr>
         ))}</Tbody>
       </Table>
       <Title headingLevel="h3" size="md" style={{ margin: '16px 0 8px' }}>New user</Title>
@@ -133,7 +133,8 @@ export function ProjectMembers() {
   const [project, setProject] = useState<Project | null>(null);
   const [bindings, setBindings] = useState<RoleBinding[] | null>(null);
   const [error, setError] = useState<unknown>(null);
-  const [users, setUsers] = useState<User[]>([]);
+  const [users, setUsers] = useState<User[] | null>(null); // null: loading, or not readable
+  const [usersReadable, setUsersReadable] = useState(true);
   const [newUser, setNewUser] = useState('');
   const [newRole, setNewRole] = useState<ProjectRole>('member');
   const [removing, setRemoving] = useState<RoleBinding | null>(null);
@@ -142,7 +143,8 @@ export function ProjectMembers() {
   useEffect(() => {
     get<Project>(objectPath('projects', undefined, name)).then(setProject).catch(setError);
     get<List<RoleBinding>>(collectionPath('rolebindings', name)).then((l) => { setBindings(l.items); setError(null); }).catch((e) => { setError(e); setBindings([]); });
-    if (isAdmin) get<List<User>>(collectionPath('users')).then((l) => setUsers(l.items)).catch(() => setUsers([]));
+    if (isAdmin) get<List<User>>(collectionPath('users')).then((l) => setUsers(l.items)).catch(() => setUsersReadable(false));
+    else setUsersReadable(false);
   }, [name, n, isAdmin]);
   const add = async () => {
     try {
@@ -172,7 +174,7 @@ export function ProjectMembers() {
           <Table aria-label="Members" variant="compact">
             <Thead><Tr><Th>User</Th><Th>Role</Th><Th>Binding</Th><Th screenReaderText="Remove" /></Tr></Thead>
             <Tbody>{(bindings ?? []).map((b) => (
-              <Tr key={b.metadata.name}><Td>{b.spec.user}</Td><Td><Label isCompact color={b.spec.role === 'project-admin' ? 'purple' : 'blue'}>{b.spec.role}</Label></Td><Td>{b.metadata.name}</Td>
+              <Tr key={b.metadata?.name}><Td>{b.spec?.user}</Td><Td><Label isCompact color={b.spec?.role === 'project-admin' ? 'purple' : 'blue'}>{b.spec?.role}</Label></Td><Td>{b.metadata?.name}</Td>
                 <Td><Button variant="link" isDanger onClick={() => setRemoving(b)}>Remove</Button></Td></Tr>
             ))}</Tbody>
           </Table>
@@ -180,10 +182,10 @@ export function ProjectMembers() {
         <Title headingLevel="h3" size="md" style={{ margin: '16px 0 8px' }}>Add a member</Title>
         <Form isHorizontal onSubmit={(e) => { e.preventDefault(); void add(); }} style={{ maxWidth: 640 }}>
           <FormGroup label="User" isRequired fieldId="member-user">
-            {users.length ? (
-              <FormSelect id="member-user" value={newUser} onChange={(_e, v) => setNewUser(v)}>
-                <FormSelectOption value="" label="Choose a user" isPlaceholder />
-                {users.map((u) => <FormSelectOption key={u.metadata.name} value={u.metadata.name ?? ''} label={u.spec.displayName ? `${u.spec.displayName} (${u.metadata.name})` : u.metadata.name ?? ''} />)}
+            {usersReadable ? (
+              <FormSelect id="member-user" value={newUser} onChange={(_e, v) => setNewUser(v)} isDisabled={users === null}>
+                <FormSelectOption value="" label={users === null ? 'Loading users…' : 'Choose a user'} isPlaceholder />
+                {(users ?? []).map((u) => <FormSelectOption key={u.metadata?.name} value={u.metadata?.name ?? ''} label={u.spec?.displayName ? `${u.spec?.displayName} (${u.metadata?.name})` : u.metadata?.name ?? ''} />)}
               </FormSelect>
             ) : <TextInput id="member-user" value={newUser} onChange={(_e, v) => setNewUser(v.trim())} />}
           </FormGroup>
@@ -203,8 +205,8 @@ export function ProjectMembers() {
           </>
         )}
       </PageSection>
-      {removing && <DeleteModal kindLabel="role binding" name={removing.metadata.name ?? ''} extra={`${removing.spec.user} loses the ${removing.spec.role} role in ${name}.`}
-        onClose={() => setRemoving(null)} onConfirm={async () => { await del(objectPath('rolebindings', name, removing.metadata.name ?? '')); setRemoving(null); setN(n + 1); }} />}
+      {removing && <DeleteModal kindLabel="role binding" name={removing.metadata?.name ?? ''} extra={`${removing.spec?.user} loses the ${removing.spec?.role} role in ${name}.`}
+        onClose={() => setRemoving(null)} onConfirm={async () => { await del(objectPath('rolebindings', name, removing.metadata?.name ?? '')); setRemoving(null); setN(n + 1); }} />}
       {deletingProject && <DeleteModal kindLabel="project" name={name} extra="A project that still holds templates, profiles or instances cannot be deleted."
         onClose={() => setDeletingProject(false)} onConfirm={async () => { await del(objectPath('projects', undefined, name)); window.location.assign('/projects'); }} />}
     </>

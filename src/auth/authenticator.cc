@@ -1,0 +1,392 @@
+#include "auth/authenticator.h"
+
+#include "auth/credentials.h"
+#include "common/errors.h"
+#include "common/ids.h"
+#include "common/status_macros.h"
+#include "model/codec.h"
+
+namespace gantry::auth {
+namespace {
+
+namespace json = boost::json;
+using model::GetString;
+
+constexpr char kTokenPrefix[] = "gnt_";
+constexpr char kSessionPrefix[] = "gss_";
+constexpr char kTokenRecord[] = "tok-";
+constexpr char kSessionRecord[] = "ses-";
+// A session's lastSeen is written at most this often (idle expiry is coarser than this).
+constexpr std::chrono::seconds kTouchEvery{60};
+
+json::object Record(const char* kind, const std::string& name, json::object spec) {
+  return json::object{{"kind", kind},
+                      {"metadata", json::object{{"name", name}, {"namespace", ""}}},
+                      {"spec", std::move(spec)}};
+}
+
+// The value of cookie `name` in a Cookie header ("a=1; gantry_session=x"), "" when absent.
+std::string CookieValue(std::string_view header, std::string_view name) {
+  while (!header.empty()) {
+    size_t end = header.find(';');
+    std::string_view part = header.substr(0, end);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    size_t eq = part.find('=');
+    if (eq != std::string_view::npos && part.substr(0, eq) == name)
+      return std::string(part.substr(eq + 1));
+    if (end == std::string_view::npos) break;
+    header.remove_prefix(end + 1);
+  }
+  return "";
+}
+
+// "10.0.0.1:5555" -> "10.0.0.1" (the limiter counts per address, not per connection).
+std::string Host(std::string_view source) {
+  size_t colon = source.rfind(':');
+  return std::string(colon == std::string_view::npos ? source : source.substr(0, colon));
+}
+
+bool Expired(const json::object& spec, const char* field,
+             std::chrono::system_clock::time_point now) {
+  std::string at = GetString(spec, field);
+  if (at.empty()) return false;
+  auto t = ParseTimestamp(at);
+  return !t || *t <= now;
+}
+
+const json::object& Spec(const json::object& obj) {
+  static const json::object kEmpty;
+  const json::value* v = obj.if_contains("spec");
+  return v && v->is_object() ? v->get_object() : kEmpty;
+}
+
+json::object TokenView(const json::object& record) {
+  const json::object& spec = Spec(record);
+  return json::object{
+      {"apiVersion", "paas.gantry.dev/v1"},
+      {"kind", "Token"},
+      {"metadata", json::object{{"name", GetString(record, "metadata.name")},
+                                {"creationTimestamp", GetString(spec, "createdAt")}}},
+      {"spec", json::object{{"user", GetString(spec, "user")},
+                            {"description", GetString(spec, "description")},
+                            {"expiresAt", GetString(spec, "expiresAt")}}}};
+}
+
+}  // namespace
+
+Authenticator::Authenticator(store::Store& store, const Clock& clock, AuthOptions options)
+    : store_(store),
+      clock_(clock),
+      options_(std::move(options)),
+      bootstrap_hash_(options_.bootstrap_token.size() >= 16 ? HashSecret(options_.bootstrap_token)
+                                                            : "") {}
+
+std::string Authenticator::Now() const { return FormatRfc3339(clock_.Now()); }
+
+absl::StatusOr<Identity> Authenticator::Authenticate(std::string_view authorization,
+                                                     std::string_view cookie_header) {
+  if (!authorization.empty()) {
+    constexpr std::string_view kBearer = "Bearer ";
+    if (authorization.size() <= kBearer.size() ||
+        !std::equal(kBearer.begin(), kBearer.end(), authorization.begin(),
+                    [](char a, char b) { return std::tolower(a) == std::tolower(b); }))
+      return UnauthorizedError("the Authorization header must be \"Bearer <token>\"");
+    std::string_view token = authorization.substr(kBearer.size());
+    while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+    while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+    return FromToken(token);
+  }
+  std::string session = CookieValue(cookie_header, kSessionCookie);
+  if (!session.empty()) return FromSession(session);
+  return UnauthorizedError(
+      "authentication required: send \"Authorization: Bearer <token>\" (gantry login, gantry "
+      "tokens create) or log in at /auth/login");
+}
+
+absl::StatusOr<Identity> Authenticator::FromToken(std::string_view token) {
+  if (token.empty() || token.size() > 512) return UnauthorizedError("the bearer token is not valid");
+  std::string hash = HashSecret(token);
+  if (!bootstrap_hash_.empty() && HashesEqual(hash, bootstrap_hash_)) {
+    Identity id;
+    id.subject.user = kBootstrapUser;
+    id.subject.org_role = Role::kOrgAdmin;
+    return id;
+  }
+  auto record = store_.Get(kApiToken, "", RecordName(kTokenRecord, hash));
+  if (!record.ok()) {
+    if (absl::IsNotFound(record.status()))
+      return UnauthorizedError("the bearer token is not valid (unknown or revoked)");
+    return record.status();
+  }
+  const json::object& spec = Spec(*record);
+  if (!HashesEqual(GetString(spec, "hash"), hash))
+    return UnauthorizedError("the bearer token is not valid (unknown or revoked)");
+  if (Expired(spec, "expiresAt", clock_.Now()))
+    return UnauthorizedError("the bearer token expired at " + GetString(spec, "expiresAt"));
+  Identity id;
+  ASSIGN_OR_RETURN(id.subject, SubjectFor(GetString(spec, "user")));
+  return id;
+}
+
+absl::StatusOr<Identity> Authenticator::FromSession(std::string_view secret) {
+  constexpr char kLoginAgain[] = "; log in again";
+  if (secret.size() > 512) return UnauthorizedError("the session is not valid" + std::string(kLoginAgain));
+  std::string hash = HashSecret(secret);
+  std::string name = RecordName(kSessionRecord, hash);
+  auto record = store_.Get(kSession, "", name);
+  if (!record.ok()) {
+    if (absl::IsNotFound(record.status()))
+      return UnauthorizedError("the session ended (logged out or expired)" + std::string(kLoginAgain));
+    return record.status();
+  }
+  const json::object& spec = Spec(*record);
+  if (!HashesEqual(GetString(spec, "hash"), hash))
+    return UnauthorizedError("the session is not valid" + std::string(kLoginAgain));
+  auto now = clock_.Now();
+  auto last_seen = ParseTimestamp(GetString(spec, "lastSeen"));
+  bool idle = !last_seen || *last_seen + options_.session_idle <= now;
+  if (idle || Expired(spec, "expiresAt", now)) {
+    // Best effort: an expired session is removed on first sight.
+    (void)store_.Commit({store::Write{store::Write::Op::kDelete, kSession, *record, 0, 0}},
+                        store::Durability::kRelaxed);
+    return UnauthorizedError(std::string(idle ? "the session expired after inactivity"
+                                              : "the session expired") +
+                             kLoginAgain);
+  }
+  Identity id;
+  ASSIGN_OR_RETURN(id.subject, SubjectFor(GetString(spec, "user")));
+  id.via_session = true;
+  id.session = name;
+  id.csrf = GetString(spec, "csrf");
+  if (*last_seen + kTouchEvery <= now) {
+    json::object touched = *record;
+    touched["spec"].as_object()["lastSeen"] = FormatRfc3339(now);
+    int64_t rv = std::stoll(GetString(*record, "metadata.resourceVersion", "0"));
+    // A concurrent touch may win; either way the session was seen.
+    (void)store_.Commit({store::Write{store::Write::Op::kUpdate, kSession, std::move(touched), rv, 0}},
+                        store::Durability::kRelaxed);
+  }
+  return id;
+}
+
+absl::StatusOr<Subject> Authenticator::SubjectFor(const std::string& user) {
+  auto obj = store_.Get("User", "", user);
+  if (!obj.ok()) {
+    if (absl::IsNotFound(obj.status()))
+      return UnauthorizedError("user \"" + user + "\" no longer exists");
+    return obj.status();
+  }
+  const json::object& spec = Spec(*obj);
+  if (const json::value* d = spec.if_contains("disabled"); d && d->is_bool() && d->get_bool())
+    return UnauthorizedError("user \"" + user + "\" is disabled");
+  Subject s;
+  s.user = user;
+  Role org = RoleFromName(GetString(spec, "orgRole"));
+  s.org_role = IsOrgRole(org) ? org : Role::kNone;
+  store::ListOptions opts;
+  opts.kind = "RoleBinding";
+  opts.ns = std::nullopt;
+  opts.fields = {{"spec.user", true, user}};
+  ASSIGN_OR_RETURN(auto bindings, store_.List(opts));
+  for (const auto& b : bindings.items) {
+    Role r = RoleFromName(GetString(b, "spec.role"));
+    if (!IsProjectRole(r)) continue;
+    Role& held = s.projects[GetString(b, "metadata.namespace")];
+    // Several bindings in one project: the strongest wins.
+    if (held == Role::kNone || static_cast<int>(r) > static_cast<int>(held)) held = r;
+  }
+  return s;
+}
+
+absl::Status Authenticator::CheckLimiter(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = failures_.find(key);
+  if (it == failures_.end()) return absl::OkStatus();
+  auto now = clock_.Now();
+  auto& q = it->second;
+  while (!q.empty() && q.front() + options_.login_window <= now) q.pop_front();
+  if (q.empty()) {
+    failures_.erase(it);
+    return absl::OkStatus();
+  }
+  if (static_cast<int>(q.size()) < options_.login_failures) return absl::OkStatus();
+  auto wait = std::chrono::duration_cast<std::chrono::seconds>(q.front() + options_.login_window - now);
+  return TooManyRequestsError("too many failed logins; try again in " +
+                              std::to_string(std::max<int64_t>(1, wait.count())) + " seconds");
+}
+
+void Authenticator::RecordFailure(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto& q = failures_[key];
+  q.push_back(clock_.Now());
+  while (static_cast<int>(q.size()) > options_.login_failures) q.pop_front();
+  // Bound the limiter's memory: forget the oldest keys past a generous size.
+  if (failures_.size() > 100000) failures_.erase(failures_.begin());
+}
+
+absl::StatusOr<Subject> Authenticator::CheckPassword(std::string_view user,
+                                                     std::string_view password,
+                                                     std::string_view source) {
+  std::string user_key = "user:" + std::string(user.substr(0, 256));
+  std::string addr_key = "addr:" + Host(source);
+  RETURN_IF_ERROR(CheckLimiter(user_key));
+  RETURN_IF_ERROR(CheckLimiter(addr_key));
+  static const std::string kInvalid = "invalid username or password";
+  std::string hash;
+  if (!user.empty() && user.size() <= 253) {
+    auto cred = store_.Get(kUserCredential, "", std::string(user));
+    if (cred.ok()) hash = GetString(Spec(*cred), "passwordHash");
+    else if (!absl::IsNotFound(cred.status())) return cred.status();
+  }
+  if (hash.empty() || !VerifyPassword(password, hash)) {
+    if (hash.empty()) {
+      // Spend the same time as a real check, so timing does not tell which users exist.
+      static const std::string kDummy = *HashPassword("not-a-real-password");
+      (void)VerifyPassword(password, kDummy);
+    }
+    RecordFailure(user_key);
+    RecordFailure(addr_key);
+    return UnauthorizedError(kInvalid);
+  }
+  ASSIGN_OR_RETURN(Subject subject, SubjectFor(std::string(user)));
+  {
+    std::lock_guard lock(mu_);
+    failures_.erase(user_key);
+  }
+  return subject;
+}
+
+absl::StatusOr<LoginResult> Authenticator::Login(std::string_view user, std::string_view password,
+                                                 std::string_view source) {
+  LoginResult out;
+  ASSIGN_OR_RETURN(out.identity.subject, CheckPassword(user, password, source));
+  auto now = clock_.Now();
+  out.cookie_value = NewSecret(kSessionPrefix);
+  std::string secret_hash = HashSecret(out.cookie_value);
+  out.identity.via_session = true;
+  out.identity.session = RecordName(kSessionRecord, secret_hash);
+  out.identity.csrf = NewSecret("");
+  out.expires_at = FormatRfc3339(now + options_.session_max);
+  json::object spec{{"user", std::string(user)}, {"hash", secret_hash},
+                    {"csrf", out.identity.csrf}, {"createdAt", FormatRfc3339(now)},
+                    {"expiresAt", out.expires_at}, {"lastSeen", FormatRfc3339(now)},
+                    {"source", Host(source)}};
+  RETURN_IF_ERROR(store_.Commit({store::Write{store::Write::Op::kCreate, kSession,
+                                              Record(kSession, out.identity.session, std::move(spec)),
+                                              0, 0}})
+                      .status());
+  return out;
+}
+
+absl::Status Authenticator::Logout(const std::string& session_record) {
+  json::object key = Record(kSession, session_record, {});
+  auto out = store_.Commit({store::Write{store::Write::Op::kDelete, kSession, std::move(key), 0, 0}});
+  if (!out.ok() && !absl::IsNotFound(out.status())) return out.status();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<json::object> Authenticator::CreateToken(const std::string& user,
+                                                        const std::string& description,
+                                                        std::optional<std::chrono::seconds> ttl) {
+  if (description.size() > 256) return BadRequestError("the description is longer than 256 characters");
+  store::ListOptions opts;
+  opts.kind = kApiToken;
+  opts.ns = "";
+  opts.fields = {{"spec.user", true, user}};
+  ASSIGN_OR_RETURN(int64_t held, store_.Count(kApiToken, "", opts.fields));
+  if (held >= 100)
+    return ConflictError("user " + user + " already holds 100 tokens; revoke some first",
+                         "TooManyTokens");
+  auto now = clock_.Now();
+  std::string secret = NewSecret(kTokenPrefix);
+  std::string hash = HashSecret(secret);
+  json::object spec{{"user", user}, {"hash", hash}, {"description", description},
+                    {"createdAt", FormatRfc3339(now)},
+                    {"expiresAt", ttl ? FormatRfc3339(now + *ttl) : ""}};
+  std::string name = RecordName(kTokenRecord, hash);
+  ASSIGN_OR_RETURN(auto stored,
+                   store_.Commit({store::Write{store::Write::Op::kCreate, kApiToken,
+                                               Record(kApiToken, name, std::move(spec)), 0, 0}}));
+  json::object view = TokenView(stored[0]);
+  view["token"] = secret;  // the only time it is shown
+  return view;
+}
+
+absl::StatusOr<json::object> Authenticator::ListTokens(const std::string& user) {
+  store::ListOptions opts;
+  opts.kind = kApiToken;
+  opts.ns = "";
+  opts.fields = {{"spec.user", true, user}};
+  ASSIGN_OR_RETURN(auto page, store_.List(opts));
+  json::array items;
+  auto now = clock_.Now();
+  for (const auto& r : page.items) {
+    json::object view = TokenView(r);
+    view["status"] = json::object{{"expired", Expired(Spec(r), "expiresAt", now)}};
+    items.push_back(std::move(view));
+  }
+  return json::object{{"apiVersion", "paas.gantry.dev/v1"},
+                      {"kind", "TokenList"},
+                      {"metadata", json::object{}},
+                      {"items", std::move(items)}};
+}
+
+absl::Status Authenticator::RevokeToken(const std::string& user, const std::string& name) {
+  auto record = store_.Get(kApiToken, "", name);
+  if (!record.ok() || GetString(Spec(*record), "user") != user) {
+    if (record.ok() || absl::IsNotFound(record.status()))
+      return NotFoundError("token \"" + name + "\" of user " + user + " not found");
+    return record.status();
+  }
+  return store_.Commit({store::Write{store::Write::Op::kDelete, kApiToken, *record, 0, 0}}).status();
+}
+
+absl::StatusOr<store::Write> Authenticator::PasswordWrite(const std::string& user,
+                                                          std::string_view password) {
+  ASSIGN_OR_RETURN(std::string hash, HashPassword(password));
+  json::object obj = Record(kUserCredential, user, json::object{{"passwordHash", hash}});
+  auto existing = store_.Get(kUserCredential, "", user);
+  if (existing.ok()) return store::Write{store::Write::Op::kUpdate, kUserCredential, std::move(obj), 0, 0};
+  if (!absl::IsNotFound(existing.status())) return existing.status();
+  return store::Write{store::Write::Op::kCreate, kUserCredential, std::move(obj), 0, 0};
+}
+
+absl::StatusOr<std::vector<store::Write>> Authenticator::ForgetWrites(const std::string& user) {
+  std::vector<store::Write> out;
+  auto cred = store_.Get(kUserCredential, "", user);
+  if (cred.ok()) out.push_back({store::Write::Op::kDelete, kUserCredential, *cred, 0, 0});
+  else if (!absl::IsNotFound(cred.status())) return cred.status();
+  for (const char* kind : {kApiToken, kSession}) {
+    store::ListOptions opts;
+    opts.kind = kind;
+    opts.ns = "";
+    opts.fields = {{"spec.user", true, user}};
+    ASSIGN_OR_RETURN(auto page, store_.List(opts));
+    for (auto& r : page.items) out.push_back({store::Write::Op::kDelete, kind, std::move(r), 0, 0});
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<std::string>> Authenticator::EnsureAdmin(const std::string& password) {
+  ASSIGN_OR_RETURN(int64_t users, store_.Count("User", "", {}));
+  if (users > 0) return std::optional<std::string>();
+  std::string pw = password.empty() ? GeneratePassword() : password;
+  ASSIGN_OR_RETURN(std::string hash, HashPassword(pw));
+  json::object user{{"apiVersion", "paas.gantry.dev/v1"},
+                    {"kind", "User"},
+                    {"metadata", json::object{{"name", "admin"},
+                                              {"namespace", ""},
+                                              {"uid", NewUid()},
+                                              {"generation", 1},
+                                              {"creationTimestamp", Now()}}},
+                    {"spec", json::object{{"displayName", "Administrator"}, {"orgRole", "org-admin"}}},
+                    {"status", json::object{}}};
+  std::vector<store::Write> writes;
+  writes.push_back({store::Write::Op::kCreate, "User", std::move(user), 0, 0});
+  writes.push_back({store::Write::Op::kCreate, kUserCredential,
+                    Record(kUserCredential, "admin", json::object{{"passwordHash", hash}}), 0, 0});
+  RETURN_IF_ERROR(store_.Commit(std::move(writes)).status());
+  return std::optional<std::string>(password.empty() ? pw : "");
+}
+
+}  // namespace gantry::auth

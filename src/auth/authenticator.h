@@ -1,0 +1,122 @@
+// Authenticator: who is asking. Resolves an API token (`Authorization: Bearer`), a web
+// session cookie, or the bootstrap token into a Subject with every role it holds; logs users
+// in and out; issues, lists and revokes API tokens; keeps user passwords.
+//
+// What is stored (kinds internal to the store, never served by the API):
+//   UserCredential  name = user; spec.passwordHash (argon2id)
+//   ApiToken        name = "tok-" + hash prefix; spec.user, hash, description, expiresAt
+//   Session         name = "ses-" + hash prefix; spec.user, hash, csrf, expiresAt, lastSeen
+// Secrets themselves are never stored (credentials.h). A revoked token or a deleted session is
+// a deleted record, so the next request with it fails at once.
+//
+// Thread-safety: safe from any thread (state is in the Store, plus the login limiter, which
+// has its own mutex).
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <boost/json.hpp>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "auth/authorize.h"
+#include "common/clock.h"
+#include "store/store.h"
+
+namespace gantry::auth {
+
+inline constexpr char kUserCredential[] = "UserCredential";
+inline constexpr char kApiToken[] = "ApiToken";
+inline constexpr char kSession[] = "Session";
+inline constexpr char kSessionCookie[] = "gantry_session";
+inline constexpr char kCsrfHeader[] = "X-Gantry-CSRF";
+inline constexpr char kBootstrapUser[] = "system:bootstrap";
+
+struct AuthOptions {
+  std::chrono::seconds session_idle{30 * 60};
+  std::chrono::seconds session_max{12 * 3600};
+  // GANTRY_BOOTSTRAP_TOKEN: when set (16 characters or more), requests bearing it act as
+  // org-admin "system:bootstrap". Kept in memory only.
+  std::string bootstrap_token;
+  // Failed logins allowed per user name and per source address within `login_window`.
+  int login_failures = 5;
+  std::chrono::seconds login_window{5 * 60};
+};
+
+struct Identity {
+  Subject subject;
+  bool via_session = false;
+  std::string session;  // Session record name, when via_session
+  std::string csrf;     // the session's CSRF token, when via_session
+};
+
+struct LoginResult {
+  Identity identity;
+  std::string cookie_value;  // the session secret for Set-Cookie
+  std::string expires_at;    // RFC 3339
+};
+
+class Authenticator {
+ public:
+  Authenticator(store::Store& store, const Clock& clock, AuthOptions options);
+
+  // From the request's Authorization and Cookie headers (a bearer token wins). 401 when both
+  // are absent, or the credential is unknown, expired, revoked, or its user is disabled.
+  absl::StatusOr<Identity> Authenticate(std::string_view authorization,
+                                        std::string_view cookie_header);
+  // The subject of a user: org role from the User, project roles from RoleBindings.
+  // 401 when the user does not exist or is disabled.
+  absl::StatusOr<Subject> SubjectFor(const std::string& user);
+
+  // Checks the password and opens a session. 401 "invalid username or password" (the same
+  // words whether the user exists or not); 429 when `source` or `user` failed too often.
+  absl::StatusOr<LoginResult> Login(std::string_view user, std::string_view password,
+                                    std::string_view source);
+  // The password check of Login without a session (POST /auth/token: `gantry login`).
+  absl::StatusOr<Subject> CheckPassword(std::string_view user, std::string_view password,
+                                        std::string_view source);
+  absl::Status Logout(const std::string& session_record);
+
+  // Issues a token for `user` ({name, token (shown once), description, expiresAt,
+  // creationTimestamp}). `ttl` nullopt: never expires.
+  absl::StatusOr<boost::json::object> CreateToken(const std::string& user,
+                                                  const std::string& description,
+                                                  std::optional<std::chrono::seconds> ttl);
+  absl::StatusOr<boost::json::object> ListTokens(const std::string& user);
+  absl::Status RevokeToken(const std::string& user, const std::string& name);
+
+  // The write that sets `user`'s password (create or update of its UserCredential), for the
+  // caller's commit. 400 for a password that is too short or too long.
+  absl::StatusOr<store::Write> PasswordWrite(const std::string& user, std::string_view password);
+  // Writes removing everything credential-like of `user` (password, tokens, sessions).
+  absl::StatusOr<std::vector<store::Write>> ForgetWrites(const std::string& user);
+
+  // First start: creates user "admin" (org-admin) when no user exists. Its password is
+  // `password` when non-empty, else a generated one, returned so the caller prints it once.
+  // Returns nullopt when users already existed.
+  absl::StatusOr<std::optional<std::string>> EnsureAdmin(const std::string& password);
+
+ private:
+  absl::StatusOr<Identity> FromToken(std::string_view token);
+  absl::StatusOr<Identity> FromSession(std::string_view secret);
+  // 429 when `key` failed too often within the window.
+  absl::Status CheckLimiter(const std::string& key);
+  void RecordFailure(const std::string& key);
+  std::string Now() const;
+
+  store::Store& store_;
+  const Clock& clock_;
+  const AuthOptions options_;
+  const std::string bootstrap_hash_;  // "" when no bootstrap token
+
+  std::mutex mu_;
+  std::map<std::string, std::deque<std::chrono::system_clock::time_point>> failures_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gantry::auth

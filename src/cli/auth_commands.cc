@@ -1,0 +1,230 @@
+#include "cli/auth_commands.h"
+
+#include <termios.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include <boost/json.hpp>
+
+#include "absl/strings/str_split.h"
+#include "cli/kinds.h"
+#include "client/absl_compat.h"
+#include "client/kube_status.h"
+
+namespace gantry::cli {
+namespace {
+
+namespace json = boost::json;
+
+constexpr char kGroupPath[] = "/apis/paas.gantry.dev/v1";
+
+std::string Str(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->get_string()) : "";
+}
+
+// Sends and returns the JSON object answered, or the server's refusal.
+absl::StatusOr<json::object> Call(CommandContext& ctx, std::string_view method,
+                                  const std::string& target, const std::string& body = "",
+                                  std::string_view content_type = "application/json") {
+  auto resp = ctx.api->Send(method, target, body, content_type);
+  if (!resp.ok()) return resp.status();
+  if (resp->status < 200 || resp->status >= 300) return client::StatusFromResponse(*resp);
+  return ParseObject(*resp);
+}
+
+absl::StatusOr<std::string> CurrentUser(CommandContext& ctx) {
+  auto me = Call(ctx, "GET", "/auth/whoami");
+  if (!me.ok()) return me.status();
+  return Str(*me, "username");
+}
+
+// Reads one line from stdin without echo when it is a terminal.
+std::string ReadPassword(CommandContext& ctx, bool prompt) {
+  bool tty = prompt && ctx.in == &std::cin && ::isatty(STDIN_FILENO);
+  termios old{};
+  if (tty) {
+    *ctx.err << "Password: " << std::flush;
+    ::tcgetattr(STDIN_FILENO, &old);
+    termios quiet = old;
+    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+    ::tcsetattr(STDIN_FILENO, TCSANOW, &quiet);
+  }
+  std::string line;
+  std::getline(*ctx.in, line);
+  if (tty) {
+    ::tcsetattr(STDIN_FILENO, TCSANOW, &old);
+    *ctx.err << "\n";
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+
+}  // namespace
+
+int RunLogin(CommandContext& ctx, const LoginOptions& o) {
+  std::string password = ReadPassword(ctx, !o.password_stdin);
+  if (password.empty()) {
+    PrintError(ctx, "no password given");
+    return kExitUsage;
+  }
+  char host[256] = "unknown";
+  ::gethostname(host, sizeof host - 1);
+  json::object body{{"username", o.user}, {"password", password},
+                    {"description", std::string("gantry CLI on ") + host},
+                    {"expiresIn", o.expires}};
+  auto token = Call(ctx, "POST", "/auth/token", json::serialize(body));
+  if (!token.ok()) {
+    PrintError(ctx, token.status());
+    return kExitError;
+  }
+  Settings s = ctx.settings;
+  s.token = Str(*token, "token");
+  if (s.config_path.empty()) {
+    PrintError(ctx, "no config file to write to: set HOME, GANTRY_CONFIG or --config");
+    return kExitUsage;
+  }
+  if (absl::Status w = ctx.write_file ? ctx.write_file(s.config_path, ConfigYaml(s))
+                                      : WriteWholeFile(s.config_path, ConfigYaml(s));
+      !w.ok()) {
+    PrintError(ctx, w);
+    return kExitError;
+  }
+  std::string expires, name;
+  if (const json::value* spec = token->if_contains("spec"); spec && spec->is_object())
+    expires = Str(spec->get_object(), "expiresAt");
+  if (const json::value* meta = token->if_contains("metadata"); meta && meta->is_object())
+    name = Str(meta->get_object(), "name");
+  *ctx.out << "Logged in to " << s.server << " as " << o.user << " (token " << name
+           << (expires.empty() ? "" : ", expires " + expires) << ", saved in " << s.config_path
+           << ")\n";
+  return kExitOk;
+}
+
+int RunWhoAmI(CommandContext& ctx) {
+  auto me = Call(ctx, "GET", "/auth/whoami");
+  if (!me.ok()) {
+    PrintError(ctx, me.status());
+    return kExitError;
+  }
+  std::string org = Str(*me, "orgRole");
+  *ctx.out << Str(*me, "username") << (org.empty() ? "" : " (" + org + ")") << "\n";
+  if (const json::value* p = me->if_contains("projects"); p && p->is_object())
+    for (const auto& kv : p->get_object())
+      *ctx.out << "  " << std::string(kv.key()) << ": "
+               << (kv.value().is_string() ? std::string(kv.value().get_string()) : "") << "\n";
+  return kExitOk;
+}
+
+int RunTokens(CommandContext& ctx, const TokensOptions& o) {
+  std::string user = o.user;
+  if (user.empty()) {
+    auto me = CurrentUser(ctx);
+    if (!me.ok()) {
+      PrintError(ctx, me.status());
+      return kExitError;
+    }
+    user = *me;
+  }
+  std::string base = std::string(kGroupPath) + "/users/" + user + "/tokens";
+  if (o.verb == "create") {
+    json::object body{{"description", o.description}};
+    if (!o.expires.empty()) body["expiresIn"] = o.expires;
+    auto t = Call(ctx, "POST", base, json::serialize(body));
+    if (!t.ok()) {
+      PrintError(ctx, t.status());
+      return kExitError;
+    }
+    *ctx.out << Str(*t, "token") << "\n";
+    *ctx.err << "token " << Str(t->at("metadata").as_object(), "name")
+             << " created; it is shown only this once\n";
+    return kExitOk;
+  }
+  if (o.verb == "revoke") {
+    auto r = Call(ctx, "DELETE", base + "/" + o.name);
+    if (!r.ok()) {
+      PrintError(ctx, r.status());
+      return kExitError;
+    }
+    *ctx.out << "token " << o.name << " revoked\n";
+    return kExitOk;
+  }
+  auto list = Call(ctx, "GET", base);
+  if (!list.ok()) {
+    PrintError(ctx, list.status());
+    return kExitError;
+  }
+  *ctx.out << "NAME                       CREATED                EXPIRES                DESCRIPTION\n";
+  for (const auto& item : list->at("items").as_array()) {
+    const json::object& t = item.as_object();
+    const json::object& spec = t.at("spec").as_object();
+    std::string expires = Str(spec, "expiresAt");
+    const json::value* st = t.if_contains("status");
+    if (st && st->is_object() && st->as_object().if_contains("expired") &&
+        st->as_object().at("expired").is_bool() && st->as_object().at("expired").get_bool())
+      expires += " (expired)";
+    std::string name = Str(t.at("metadata").as_object(), "name");
+    std::string created = Str(t.at("metadata").as_object(), "creationTimestamp");
+    auto pad = [](std::string s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); };
+    *ctx.out << pad(name, 27) << pad(created, 23) << pad(expires.empty() ? "never" : expires, 23)
+             << Str(spec, "description") << "\n";
+  }
+  return kExitOk;
+}
+
+int RunShare(CommandContext& ctx, const ShareOptions& o) {
+  int modes = (o.all ? 1 : 0) + (o.none ? 1 : 0) + (o.projects.empty() ? 0 : 1);
+  if (modes != 1) {
+    PrintError(ctx, "give exactly one of --all, --none or --projects a,b");
+    return kExitUsage;
+  }
+  auto kind = ResolveKind(o.kind);
+  if (!kind.ok()) {
+    PrintError(ctx, kind.status());
+    return kExitUsage;
+  }
+  json::object sharing;
+  if (o.all) {
+    sharing = {{"mode", "All"}, {"projects", nullptr}};
+  } else if (o.none) {
+    sharing = {{"mode", "None"}, {"projects", nullptr}};
+  } else {
+    json::array projects;
+    for (absl::string_view p : absl::StrSplit(Sv(o.projects), ',', absl::SkipWhitespace()))
+      projects.push_back(json::string(p.data(), p.size()));
+    sharing = {{"mode", "Selected"}, {"projects", std::move(projects)}};
+  }
+  std::string path = std::string(kGroupPath) + "/namespaces/" + ctx.settings.project + "/" +
+                     kind->plural + "/" + o.name;
+  json::object patch{{"spec", json::object{{"sharing", sharing}}}};
+  auto r = Call(ctx, "PATCH", path, json::serialize(patch), "application/merge-patch+json");
+  if (!r.ok()) {
+    PrintError(ctx, r.status());
+    return kExitError;
+  }
+  std::string mode = Str(sharing, "mode");
+  *ctx.out << kind->singular << "/" << o.name << " shared: "
+           << (mode == "All" ? "with all projects"
+               : mode == "None" ? "with no other project"
+                                : "with " + o.projects)
+           << "\n";
+  return kExitOk;
+}
+
+int RunKubeconfig(CommandContext& ctx) {
+  if (ctx.settings.token.empty()) {
+    PrintError(ctx, "no token: run gantry login first (or pass --token)");
+    return kExitUsage;
+  }
+  auto q = [](const std::string& s) { return json::serialize(json::value(s)); };
+  *ctx.out << "apiVersion: v1\nkind: Config\nclusters:\n- name: gantry\n  cluster:\n    server: "
+           << q(ctx.settings.server) << "\nusers:\n- name: gantry\n  user:\n    token: "
+           << q(ctx.settings.token)
+           << "\ncontexts:\n- name: gantry\n  context:\n    cluster: gantry\n    user: gantry\n"
+              "    namespace: "
+           << q(ctx.settings.project) << "\ncurrent-context: gantry\n";
+  return kExitOk;
+}
+
+}  // namespace gantry::cli

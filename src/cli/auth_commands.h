@@ -1,0 +1,50 @@
+// Identity and sharing commands of the `gantry` CLI:
+//   gantry login [--user U] [--password-stdin] [--expires 90d]
+//       asks gantryd for an API token with the user's password (POST /auth/token) and saves
+//       server and token in the config file (mode 0600).
+//   gantry whoami                              who the token belongs to, with roles
+//   gantry tokens create [--description D] [--expires 30d] [--user U]
+//   gantry tokens list [--user U]
+//   gantry tokens revoke NAME [--user U]
+//   gantry share KIND NAME --all | --none | --projects a,b
+//   gantry kubeconfig                          prints a kubeconfig for stock kubectl
+//
+// Thread-safety: free functions; all I/O goes through the CommandContext.
+#pragma once
+
+#include <string>
+
+#include "cli/context.h"
+
+namespace gantry::cli {
+
+struct LoginOptions {
+  std::string user = "admin";
+  bool password_stdin = false;  // read the password from stdin (first line); else prompt
+  std::string expires = "90d";
+};
+int RunLogin(CommandContext& ctx, const LoginOptions& options);
+
+int RunWhoAmI(CommandContext& ctx);
+
+struct TokensOptions {
+  std::string verb;  // create, list, revoke
+  std::string name;  // revoke
+  std::string user;  // "" = the caller
+  std::string description;
+  std::string expires;  // "" = never
+};
+int RunTokens(CommandContext& ctx, const TokensOptions& options);
+
+struct ShareOptions {
+  std::string kind;
+  std::string name;
+  bool all = false;
+  bool none = false;
+  std::string projects;  // comma-separated
+};
+int RunShare(CommandContext& ctx, const ShareOptions& options);
+
+int RunKubeconfig(CommandContext& ctx);
+
+}  // namespace gantry::cli
