@@ -368,6 +368,9 @@ try {
     step('audit log');
     await page.getByRole('link', { name: 'Audit Log' }).click();
     await page.getByRole('row', { name: /admin/ }).first().waitFor();
+    await page.getByLabel('Object').fill('computeinstances/ml-research/gpu-instance-prod');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByRole('row', { name: /admin\s+deploy\s+computeinstances\/ml-research\/gpu-instance-prod\/deploy/ }).waitFor();
     await shot('audit');
     step('log in as alice, a member of vision: sees the shared instance, no admin screens');
     await page.getByRole('button', { name: 'Log out' }).click();

@@ -1,6 +1,6 @@
 // The API's types for the screens, from the generated schema.d.ts (scripts/gen-api.mjs), so a
 // schema change that breaks a screen fails `tsc`. WhoAmI (an /auth answer) and AuditEvent
-// (fields at the top level) follow notes/auth-contract.
+// (fields at the top level) follow notes/auth-contract and docs/security.md.
 import type { components } from './schema';
 
 type Schemas = components['schemas'];
@@ -36,7 +36,9 @@ export type User = Schemas['dev.gantry.paas.v1.User'];
 // describe (its AuditEvent schema has an empty spec): typed here from notes/auth-contract.
 export interface AuditEvent {
   metadata: { name: string };
-  time: string; user: string; verb: string; kind: string; namespace?: string; name?: string;
+  time: string; user: string; verb: string;
+  // What was acted on (docs/security.md); the first contract had kind/namespace/name instead.
+  objectRef?: { resource?: string; namespace?: string; name?: string; subresource?: string };
   result: 'Allowed' | 'Denied' | 'Failed'; code?: number; message?: string; sourceAddress?: string;
 }
 

@@ -33,7 +33,7 @@ export function AuditPage() {
         <Toolbar>
           <ToolbarContent>
             <ToolbarItem><TextInput aria-label="User" placeholder="user" value={user} onChange={(_e, v) => setUser(v)} /></ToolbarItem>
-            <ToolbarItem><TextInput aria-label="Object" placeholder="KIND/PROJECT/NAME" value={object} onChange={(_e, v) => setObject(v)} /></ToolbarItem>
+            <ToolbarItem><TextInput aria-label="Object" placeholder="RESOURCE/[PROJECT/]NAME" value={object} onChange={(_e, v) => setObject(v)} /></ToolbarItem>
             <ToolbarItem><TextInput aria-label="Since" type="datetime-local" value={since} onChange={(_e, v) => setSince(v)} /></ToolbarItem>
             <ToolbarItem><Button onClick={apply}>Filter</Button></ToolbarItem>
             <ToolbarItem align={{ default: 'alignRight' }}>
@@ -47,14 +47,14 @@ export function AuditPage() {
         </Toolbar>
         {list === null ? <Loading /> : list.items.length === 0 ? (!error && <Empty title="No audit events match" />) : (
           <Table aria-label="Audit events" variant="compact">
-            <Thead><Tr><Th>Time</Th><Th>User</Th><Th>Verb</Th><Th>Object</Th><Th>Result</Th><Th>Message</Th><Th>Source</Th></Tr></Thead>
+            <Thead><Tr><Th modifier="nowrap">Time</Th><Th>User</Th><Th>Verb</Th><Th>Object</Th><Th>Result</Th><Th>Message</Th><Th>Source</Th></Tr></Thead>
             <Tbody>
               {list.items.map((e) => (
                 <Tr key={e.metadata.name}>
                   <Td>{formatDate(e.time)}</Td>
                   <Td>{e.user}</Td>
                   <Td>{e.verb}</Td>
-                  <Td>{[e.kind, e.namespace, e.name].filter(Boolean).join('/')}</Td>
+                  <Td>{[e.objectRef?.resource, e.objectRef?.namespace, e.objectRef?.name, e.objectRef?.subresource].filter(Boolean).join('/')}</Td>
                   <Td><Label isCompact color={e.result === 'Allowed' ? 'green' : e.result === 'Denied' ? 'orange' : 'red'}>{e.result}{e.code ? ` ${e.code}` : ''}</Label></Td>
                   <Td>{e.message}</Td>
                   <Td>{e.sourceAddress}</Td>
