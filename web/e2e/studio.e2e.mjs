@@ -391,6 +391,15 @@ try {
     await page.getByRole('row', { name: /gpu-instance-prod/ }).waitFor();
     await page.getByText('shared from ml-research').first().waitFor();
     await shot(auth ? 'member-instances' : 'shared-instances');
+    if (auth) {
+      step('the member opens the shared instance: read-only, live');
+      await page.getByRole('link', { name: 'gpu-instance-prod' }).click();
+      await page.locator('[data-testid=overview-status] [data-phase=Success]').waitFor();
+      await page.getByText('shared from ml-research (read-only)').waitFor();
+      await page.getByTestId('labels').getByText('team=llm-pretrain').waitFor();
+      if (await page.getByRole('button', { name: 'Deploy', exact: true }).getAttribute('aria-disabled') !== 'true') throw new Error('member can deploy a shared instance');
+      await shot('member-overview');
+    }
   } else {
     console.log('NOTE: this gantryd does not list shared instances in the target project yet (identity, issue 4): not checked');
   }

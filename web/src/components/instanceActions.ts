@@ -4,10 +4,13 @@ import { sharedFrom } from '../api/types';
 
 export interface ActionState { disabled: boolean; reason?: string }
 
-export function instanceActions(i: ComputeInstance) {
+// `readOnlyReason`: set when the viewer may only read this instance (shared into one of their
+// projects, or a viewer role).
+export function instanceActions(i: ComputeInstance, readOnlyReason = '') {
   const phase = i.status?.phase ?? 'NotDeployed';
   const from = sharedFrom(i);
-  const readOnly: ActionState | null = from ? { disabled: true, reason: `Shared from project ${from} (read-only)` } : null;
+  const readOnly: ActionState | null = from ? { disabled: true, reason: `Shared from project ${from} (read-only)` }
+    : readOnlyReason ? { disabled: true, reason: readOnlyReason } : null;
   const inProgress = phase === 'InProgress';
   return {
     edit: readOnly ?? (inProgress ? { disabled: true, reason: 'Cannot be edited while In Progress' } : { disabled: false }),

@@ -19,6 +19,8 @@ import { KeyValueEditor, fromPairs, toPairs, type Pair } from '../components/Key
 import { VariablesForm, variableViews } from '../components/VariablesForm';
 import { instanceActions, type ActionState } from '../components/instanceActions';
 import { useToasts } from '../components/toasts';
+import { useAuth } from '../auth';
+import { lastProject } from '../project';
 
 const PLURAL = 'computeinstances';
 
@@ -73,6 +75,13 @@ export function InstanceOverview() {
   const navigate = useNavigate();
   const toasts = useToasts();
   const editing = params.get('edit') === '1';
+  const { roleIn } = useAuth();
+  const role = roleIn(project);
+  // No role here: the instance is shared into one of the viewer's projects; they may read
+  // this one object (not the project's lists, watches or runs), so its status is polled.
+  const foreign = !role;
+  const readOnlyReason = foreign ? `Shared with your project from ${project} (read-only)`
+    : role === 'viewer' ? 'Viewers cannot change instances' : '';
   const [inst, setInst] = useState<ComputeInstance | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [profile, setProfile] = useState<ComputeProfile | null>(null);
@@ -88,6 +97,12 @@ export function InstanceOverview() {
   useEffect(() => {
     const ac = new AbortController();
     const path = objectPath(PLURAL, project, name);
+    if (foreign) {
+      const poll = () => get<ComputeInstance>(path, ac.signal).then(setInst).catch((e) => { if (!ac.signal.aborted) setError(e); });
+      void poll();
+      const t = window.setInterval(() => void poll(), 3000);
+      return () => { window.clearInterval(t); ac.abort(); };
+    }
     get<ComputeInstance>(path, ac.signal).then((i) => {
       setInst(i);
       return watch<ComputeInstance>(collectionPath(PLURAL, project), { fieldSelector: `metadata.name=${name}` }, (e) => {
@@ -95,10 +110,11 @@ export function InstanceOverview() {
       }, ac.signal, undefined, i.metadata?.resourceVersion);
     }).catch((e) => { if (!ac.signal.aborted) setError(e); });
     return () => ac.abort();
-  }, [project, name]);
+  }, [project, name, foreign]);
 
   // Runs of this instance, live.
   useEffect(() => {
+    if (foreign) return;
     const ac = new AbortController();
     const path = collectionPath('runs', project);
     const fs = `spec.instanceRef.name=${name}`;
@@ -112,15 +128,15 @@ export function InstanceOverview() {
       }, ac.signal, undefined, l.metadata?.resourceVersion);
     }).catch(() => { /* runs are optional on this page */ });
     return () => ac.abort();
-  }, [project, name]);
+  }, [project, name, foreign]);
 
   const profileNs = inst?.spec?.profileRef?.namespace || project;
   const profileName = inst?.spec?.profileRef?.name ?? '';
   const profileRv = inst?.metadata?.resourceVersion;
   useEffect(() => {
-    if (!profileName) return;
+    if (!profileName || foreign) return;
     get<ComputeProfile>(objectPath('computeprofiles', profileNs, profileName)).then(setProfile).catch(() => setProfile(null));
-  }, [profileNs, profileName, profileRv]);
+  }, [profileNs, profileName, profileRv, foreign]);
 
   useEffect(() => { if (!selectedRun && inst?.status?.lastRunRef?.name) setSelectedRun(inst.status.lastRunRef.name); }, [inst, selectedRun]);
   // A new run (deploy or destroy) becomes the one whose log is shown.
@@ -140,7 +156,7 @@ export function InstanceOverview() {
 
   if (error) return <PageSection><ErrorAlert error={error} /><Link to={`/p/${encodeURIComponent(project)}/instances`}>Back to Compute Instances</Link></PageSection>;
   if (!inst) return <Loading />;
-  const s = instanceActions(inst);
+  const s = instanceActions(inst, readOnlyReason);
   const phase = inst.status?.phase ?? 'NotDeployed';
   const generation = inst.metadata?.generation ?? 0;
   const deployed = inst.status?.deployedGeneration ?? 0;
@@ -148,7 +164,7 @@ export function InstanceOverview() {
   const latestRev = profile?.status?.revision ?? 0;
   const pinnedRev = inst.status?.profileRevision ?? 0;
   const upgradable = latestRev > pinnedRev && pinnedRev > 0;
-  const from = sharedFrom(inst);
+  const from = sharedFrom(inst) || (foreign ? project : '');
   const run = runs.find((r) => r.metadata?.name === selectedRun);
   const outputs = Object.entries(inst.status?.outputs ?? {});
 
@@ -157,7 +173,7 @@ export function InstanceOverview() {
       {toasts.view}
       <PageSection variant="light">
         <Breadcrumb style={{ marginBottom: 8 }}>
-          <BreadcrumbItem><Link to={`/p/${encodeURIComponent(project)}/instances`}>Compute Instances</Link></BreadcrumbItem>
+          <BreadcrumbItem><Link to={`/p/${encodeURIComponent(foreign ? lastProject() || project : project)}/instances`}>Compute Instances</Link></BreadcrumbItem>
           <BreadcrumbItem isActive>{name}</BreadcrumbItem>
         </Breadcrumb>
         <Flex justifyContent={{ default: 'justifyContentSpaceBetween' }} alignItems={{ default: 'alignItemsCenter' }}>
@@ -245,7 +261,7 @@ export function InstanceOverview() {
                 </Table>
               )}
             </Tab>
-            <Tab eventKey="runs" title={<TabTitleText>Runs ({runs.length})</TabTitleText>}>
+            <Tab eventKey="runs" title={<TabTitleText>Runs ({runs.length})</TabTitleText>} isHidden={foreign}>
               {runs.length === 0 ? <p style={{ marginTop: 16 }}>No runs yet: Deploy starts one.</p> : (
                 <Table aria-label="Runs" variant="compact">
                   <Thead><Tr><Th>Run</Th><Th>Action</Th><Th>Status</Th><Th>Started</Th><Th>Finished</Th><Th>Reason</Th></Tr></Thead>

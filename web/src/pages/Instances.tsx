@@ -15,6 +15,7 @@ import { Empty, ErrorAlert, Loading, StatusLabel, formatDate, sharingText } from
 import { DeleteModal, SharingModal } from '../components/Modals';
 import { instanceActions } from '../components/instanceActions';
 import { useToasts } from '../components/toasts';
+import { useAuth } from '../auth';
 
 const PLURAL = 'computeinstances';
 
@@ -22,6 +23,7 @@ export function InstancesPage() {
   const project = useCurrentProject();
   const navigate = useNavigate();
   const toasts = useToasts();
+  const viewer = useAuth().roleIn(project) === 'viewer';
   const [search, setSearch] = useState('');
   const [applied, setApplied] = useState('');
   const [limit, setLimit] = useState(10);
@@ -78,7 +80,7 @@ export function InstancesPage() {
   };
 
   const rowActions = (i: ComputeInstance): IAction[] => {
-    const s = instanceActions(i);
+    const s = instanceActions(i, viewer ? 'Viewers cannot change instances' : '');
     const name = i.metadata?.name ?? '';
     const item = (title: string, st: { disabled: boolean; reason?: string }, onClick: () => void, danger = false): IAction => ({
       title, onClick, isDisabled: st.disabled, description: st.disabled ? st.reason : undefined, isDanger: danger && !st.disabled,
@@ -111,9 +113,11 @@ export function InstancesPage() {
               <SearchInput placeholder="Search by name, display name or description" aria-label="Search compute instances"
                 value={search} onChange={(_e, v) => setSearch(v)} onClear={() => setSearch('')} />
             </ToolbarItem>
-            <ToolbarItem>
-              <Link to={`/p/${encodeURIComponent(project)}/instances/new`}><Button variant="primary">New Compute Instance</Button></Link>
-            </ToolbarItem>
+            {!viewer && (
+              <ToolbarItem>
+                <Link to={`/p/${encodeURIComponent(project)}/instances/new`}><Button variant="primary">New Compute Instance</Button></Link>
+              </ToolbarItem>
+            )}
             <ToolbarItem variant="pagination" align={{ default: 'alignRight' }}>
               <Flex alignItems={{ default: 'alignItemsCenter' }} spaceItems={{ default: 'spaceItemsSm' }}>
                 <FormSelect aria-label="Per page" value={limit} onChange={(_e, v) => setLimit(Number(v))} style={{ width: 150 }}>
