@@ -439,6 +439,10 @@ try {
   console.error(`gantryd log (tail):\n${server.log().split('\n').slice(-30).join('\n')}`);
 } finally {
   await browser?.close();
-  await server.stop();
+  const code = await server.stop();
+  if (code !== 0) {
+    failed = true;
+    console.error(`FAIL: gantryd exited with ${code} on SIGTERM:\n${server.log().split('\n').slice(-60).join('\n')}`);
+  }
 }
 process.exit(failed ? 1 : 0);

@@ -16,7 +16,7 @@ export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '
 export function findGantryd(explicit) {
   const candidates = [explicit, process.env.GANTRY_TEST_GANTRYD,
     ...['build-dbg', 'build-release', 'build-asan', 'build'].map((b) => join(repoRoot, b, 'src/app/gantryd'))];
-  for (const c of candidates) if (c && existsSync(c)) return c;
+  for (const c of candidates) if (c && existsSync(c)) return resolve(c); // gantryd runs in repoRoot
   throw new Error('no gantryd binary found: build it (ninja -C build-dbg gantryd) or pass --gantryd PATH');
 }
 
@@ -38,14 +38,19 @@ export async function startGantryd({ binary, args = [], uiDir, cwd = repoRoot } 
       if (m) resolveUrl(m[1]);
     });
     child.on('exit', (code) => reject(new Error(`gantryd exited (${code}) before listening:\n${log}`)));
+    child.on('error', (err) => reject(new Error(`cannot start gantryd: ${err.message}`)));
   });
+  // SIGTERM, wait, clean up; returns the exit code (0 for a clean drain; sanitizer reports
+  // such as leaks make it non-zero) or the signal that killed it.
   const stop = async () => {
-    if (child.exitCode === null) {
-      const done = new Promise((r) => child.on('exit', r));
+    let code = child.exitCode ?? child.signalCode;
+    if (code === null) {
+      const done = new Promise((r) => child.on('exit', (c, sig) => r(c ?? sig)));
       child.kill('SIGTERM');
-      await done;
+      code = await done;
     }
     rmSync(dataDir, { recursive: true, force: true });
+    return code;
   };
   return { url, token, adminPassword, dataDir, stop, log: () => log };
 }

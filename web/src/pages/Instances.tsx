@@ -38,11 +38,20 @@ export function InstancesPage() {
   const reloadTimer = useRef<number | undefined>(undefined);
 
   // Debounced search: the server searches name, display name and description.
+  // (Only a changed search returns to page 1: an unchanged one must not undo a page turn.)
   useEffect(() => {
+    if (search === applied) return;
     const t = window.setTimeout(() => { setApplied(search); setTokens(['']); setPage(0); }, 250);
     return () => window.clearTimeout(t);
-  }, [search]);
-  useEffect(() => { setTokens(['']); setPage(0); }, [project, limit]);
+  }, [search, applied]);
+  const firstPageKey = `${project}/${limit}`;
+  const [pagedFor, setPagedFor] = useState(firstPageKey);
+  if (pagedFor !== firstPageKey) {
+    // Another project or page size: back to page 1 (during render, so no stale fetch).
+    setPagedFor(firstPageKey);
+    setTokens(['']);
+    setPage(0);
+  }
 
   useEffect(() => {
     if (!project) return;
