@@ -3,6 +3,8 @@
 # ./.gantry, the local driver on this machine). On first start it loads examples/ so the first
 # thing to do is deploy an instance. Extra arguments go to gantryd.
 #   GANTRY_LISTEN=HOST:PORT   where to listen (default 127.0.0.1:8080)
+#   GANTRY_TLS_LISTEN=HOST:PORT  where to serve HTTPS for kubectl (default 127.0.0.1:8443;
+#                             a self-signed certificate in .gantry/tls.crt)
 #   GANTRY_GPUS=TYPE:COUNT    GPUs to configure when nvidia-smi is absent (default demo-gpu:4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,9 +13,10 @@ bash scripts/build-ui.sh   # web/dist: the UI gantryd serves from /
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_TESTS=OFF >/dev/null
 ninja -C build-release gantryd gantry
 LISTEN="${GANTRY_LISTEN:-127.0.0.1:8080}"
+TLS_LISTEN="${GANTRY_TLS_LISTEN:-127.0.0.1:8443}"
 SERVER="http://${LISTEN}"
 GANTRY=./build-release/src/cli/gantry
-args=(--listen "$LISTEN" --data-dir .gantry)
+args=(--listen "$LISTEN" --tls-listen "$TLS_LISTEN" --data-dir .gantry)
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   args+=(--gpus "${GANTRY_GPUS:-demo-gpu:4}")
 fi
@@ -58,7 +61,8 @@ cat <<MSG
   GPUs:   curl -s ${SERVER}/apis/paas.gantry.dev/v1/nodes
   Login:  ${LOGIN}
           CLI: logged in on first start; elsewhere: ${GANTRY} login --server ${SERVER} --user admin
-          kubectl: ${GANTRY} kubeconfig > gantry.kubeconfig && kubectl --kubeconfig gantry.kubeconfig get ci -A
+  kubectl: ${GANTRY} kubeconfig --tls-server https://${TLS_LISTEN} --ca-file .gantry/tls.crt > gantry.kubeconfig
+          kubectl --kubeconfig gantry.kubeconfig get ci -A     (kubectl sends tokens only over TLS)
   Try:    ${GANTRY} get instances -n ml-research
           ${GANTRY} deploy my-notebook -n ml-research --wait      # then open status.outputs.endpoint
           ${GANTRY} get instance my-notebook -n ml-research -o yaml

@@ -278,7 +278,8 @@ void WatchCollector::Run(const std::string& base_url, const std::string& target,
   }
   std::string request = "GET " + target +
                         " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n"
-                        "Connection: close\r\n\r\n";
+                        "Authorization: Bearer " + std::string(kBootstrapToken) +
+                        "\r\nConnection: close\r\n\r\n";
   if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(request.size())) {
     finish(absl::UnavailableError("cannot send the request"));

@@ -39,7 +39,7 @@ struct Acks {
 // 201. Any other HTTP answer is unexpected (a create of a fresh name must succeed).
 void Writer(const std::string& base_url, const std::string& collection, const std::string& prefix,
             bool instances, Acks* acks) {
-  client::HttpClient client(base_url);
+  client::HttpClient client(base_url, kBootstrapToken);
   for (int i = 0; i < 1000000; ++i) {
     std::string name = prefix + "-" + std::to_string(i);
     json::object obj = instances ? InstanceObject(name, "p")

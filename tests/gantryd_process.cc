@@ -174,6 +174,18 @@ void GantrydProcess::ReaderLoop(int fd) {
   cv_.notify_all();
 }
 
+int GantrydProcess::tls_port() const {
+  static constexpr char kHttps[] = "listening on https://";
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t at = log_.find(kHttps, run_start_);
+  if (at == std::string::npos) return 0;
+  size_t begin = at + sizeof kHttps - 1;
+  size_t end = log_.find_first_of(" \n", begin);
+  std::string hostport = log_.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  size_t colon = hostport.rfind(':');
+  return colon == std::string::npos ? 0 : std::atoi(hostport.c_str() + colon + 1);
+}
+
 void GantrydProcess::StopReader() {
   // Called only when the process is gone, so its stderr is closed and the reader ends.
   if (reader_.joinable()) reader_.join();

@@ -63,6 +63,9 @@ class GantrydProcess {
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
   int port() const { return port_; }
+  // The HTTPS port when started with --tls-listen (from its `listening on https://` line),
+  // else 0.
+  int tls_port() const;
   // "http://127.0.0.1:PORT".
   std::string base_url() const;
   const std::string& data_dir() const { return data_dir_; }

@@ -3,7 +3,9 @@
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
+#include <boost/beast/ssl.hpp>
 #include <chrono>
 #include <thread>
 
@@ -23,12 +25,17 @@ using net::use_awaitable;
 constexpr auto kTuple = net::as_tuple(use_awaitable);
 
 struct Server::Impl {
-  Impl(Router& r, ServerOptions o) : router(r), options(std::move(o)), acceptor(ioc) {}
+  Impl(Router& r, ServerOptions o)
+      : router(r), options(std::move(o)), acceptor(ioc), tls_acceptor(ioc) {}
 
-  awaitable<void> Accept();
+  awaitable<void> Accept(tcp::acceptor& from, bool tls);
   awaitable<void> Session(tcp::socket socket);
-  awaitable<bool> WriteStream(beast::tcp_stream& stream, const Response& response,
-                              unsigned version);
+  awaitable<void> SessionTls(tcp::socket socket);
+  // The request loop of one connection, plain or TLS.
+  template <class Stream>
+  awaitable<void> Serve(Stream& stream, const std::string& remote);
+  template <class Stream>
+  awaitable<bool> WriteStream(Stream& stream, const Response& response, unsigned version);
   void BeginShutdown();
   void PollDrain();
 
@@ -36,6 +43,8 @@ struct Server::Impl {
   ServerOptions options;
   net::io_context ioc;
   tcp::acceptor acceptor;
+  tcp::acceptor tls_acceptor;
+  std::unique_ptr<net::ssl::context> ssl;
   std::atomic<bool> shutting_down{false};
   std::atomic<int> in_flight{0};
   std::function<void()> on_shutdown;
@@ -63,20 +72,43 @@ Server::Server(Router& router, ServerOptions options)
     : impl_(std::make_unique<Impl>(router, std::move(options))) {}
 Server::~Server() = default;
 
-absl::StatusOr<uint16_t> Server::Listen() {
+namespace {
+
+absl::StatusOr<uint16_t> Bind(tcp::acceptor& a, const std::string& host, uint16_t port) {
   boost::system::error_code ec;
-  auto addr = net::ip::make_address(impl_->options.host, ec);
-  if (ec) return absl::InvalidArgumentError("invalid listen address \"" + impl_->options.host + "\"");
-  tcp::endpoint ep(addr, impl_->options.port);
-  auto& a = impl_->acceptor;
+  auto addr = net::ip::make_address(host, ec);
+  if (ec) return absl::InvalidArgumentError("invalid listen address \"" + host + "\"");
+  tcp::endpoint ep(addr, port);
   a.open(ep.protocol(), ec);
   if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) a.bind(ep, ec);
   if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
   if (ec)
-    return absl::UnavailableError("cannot listen on " + impl_->options.host + ":" +
-                                  std::to_string(impl_->options.port) + ": " + ec.message());
+    return absl::UnavailableError("cannot listen on " + host + ":" + std::to_string(port) + ": " +
+                                  ec.message());
   return a.local_endpoint().port();
+}
+
+}  // namespace
+
+absl::StatusOr<uint16_t> Server::Listen() {
+  return Bind(impl_->acceptor, impl_->options.host, impl_->options.port);
+}
+
+absl::StatusOr<uint16_t> Server::ListenTls(const std::string& host, uint16_t port,
+                                           const std::string& cert_file,
+                                           const std::string& key_file) {
+  auto ctx = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+  ctx->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                   net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                   net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use);
+  boost::system::error_code ec;
+  ctx->use_certificate_chain_file(cert_file, ec);
+  if (ec) return absl::InvalidArgumentError("cannot load the TLS certificate " + cert_file + ": " + ec.message());
+  ctx->use_private_key_file(key_file, net::ssl::context::pem, ec);
+  if (ec) return absl::InvalidArgumentError("cannot load the TLS key " + key_file + ": " + ec.message());
+  impl_->ssl = std::move(ctx);
+  return Bind(impl_->tls_acceptor, host, port);
 }
 
 void Server::Run(std::function<void()> on_shutdown) {
@@ -87,7 +119,10 @@ void Server::Run(std::function<void()> on_shutdown) {
     spdlog::info("received signal {}; draining", sig);
     Shutdown();
   });
-  net::co_spawn(impl_->ioc, impl_->Accept(), net::detached);
+  if (impl_->acceptor.is_open())
+    net::co_spawn(impl_->ioc, impl_->Accept(impl_->acceptor, false), net::detached);
+  if (impl_->tls_acceptor.is_open())
+    net::co_spawn(impl_->ioc, impl_->Accept(impl_->tls_acceptor, true), net::detached);
   std::vector<std::thread> threads;
   for (int i = 1; i < impl_->options.threads; ++i)
     threads.emplace_back([this] { impl_->ioc.run(); });
@@ -103,6 +138,7 @@ void Server::Impl::BeginShutdown() {
   if (shutting_down.exchange(true)) return;
   boost::system::error_code ec;
   acceptor.close(ec);
+  tls_acceptor.close(ec);
   if (on_shutdown) on_shutdown();
   // Wait for in-flight requests (bounded), then stop: idle keep-alive reads are abandoned.
   drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.drain_seconds);
@@ -121,20 +157,24 @@ void Server::Impl::PollDrain() {
   drain_timer->async_wait([this](boost::system::error_code) { PollDrain(); });
 }
 
-awaitable<void> Server::Impl::Accept() {
+awaitable<void> Server::Impl::Accept(tcp::acceptor& from, bool tls) {
   while (!shutting_down) {
-    auto [ec, socket] = co_await acceptor.async_accept(kTuple);
+    auto [ec, socket] = co_await from.async_accept(kTuple);
     if (ec) {
       if (shutting_down || ec == net::error::operation_aborted) co_return;
       spdlog::warn("accept failed: {}", ec.message());
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
-    net::co_spawn(net::make_strand(ioc), Session(std::move(socket)), net::detached);
+    if (tls)
+      net::co_spawn(net::make_strand(ioc), SessionTls(std::move(socket)), net::detached);
+    else
+      net::co_spawn(net::make_strand(ioc), Session(std::move(socket)), net::detached);
   }
 }
 
-awaitable<bool> Server::Impl::WriteStream(beast::tcp_stream& stream, const Response& response,
+template <class Stream>
+awaitable<bool> Server::Impl::WriteStream(Stream& stream, const Response& response,
                                           unsigned version) {
   auto& lines = response.stream;
   http::response<http::empty_body> res{static_cast<http::status>(response.status), version};
@@ -144,7 +184,7 @@ awaitable<bool> Server::Impl::WriteStream(beast::tcp_stream& stream, const Respo
   res.chunked(true);
   res.keep_alive(false);
   http::response_serializer<http::empty_body> sr{res};
-  stream.expires_never();
+  beast::get_lowest_layer(stream).expires_never();
   auto [hec, hn] = co_await http::async_write_header(stream, sr, kTuple);
   if (hec) {
     lines->Cancel();
@@ -165,10 +205,10 @@ awaitable<bool> Server::Impl::WriteStream(beast::tcp_stream& stream, const Respo
     if (!batch.empty()) {
       std::string data;
       for (auto& l : batch) data += l;
-      stream.expires_after(std::chrono::seconds(30));
+      beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(30));
       auto [wec, wn] = co_await net::async_write(stream, http::make_chunk(net::buffer(data)), kTuple);
       if (wec) ok = false;
-      stream.expires_never();
+      beast::get_lowest_layer(stream).expires_never();
     }
     if (!ok || closed || shutting_down) break;
     auto now = std::chrono::steady_clock::now();
@@ -186,20 +226,47 @@ awaitable<bool> Server::Impl::WriteStream(beast::tcp_stream& stream, const Respo
   co_return false;  // streamed responses end the connection
 }
 
+namespace {
+
+std::string RemoteOf(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  auto ep = socket.remote_endpoint(ec);
+  return ec ? "" : ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+}  // namespace
+
 awaitable<void> Server::Impl::Session(tcp::socket socket) {
+  std::string remote = RemoteOf(socket);
   beast::tcp_stream stream(std::move(socket));
-  beast::flat_buffer buffer;
-  std::string remote;
-  {
-    boost::system::error_code ec;
-    auto ep = stream.socket().remote_endpoint(ec);
-    if (!ec) remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+  co_await Serve(stream, remote);
+  boost::system::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
+awaitable<void> Server::Impl::SessionTls(tcp::socket socket) {
+  std::string remote = RemoteOf(socket);
+  beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *ssl);
+  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(30));
+  auto [hec] = co_await stream.async_handshake(net::ssl::stream_base::server, kTuple);
+  if (hec) {
+    spdlog::debug("TLS handshake with {} failed: {}", remote, hec.message());
+    co_return;
   }
+  co_await Serve(stream, remote);
+  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(5));
+  auto [sec] = co_await stream.async_shutdown(kTuple);
+  (void)sec;
+}
+
+template <class Stream>
+awaitable<void> Server::Impl::Serve(Stream& stream, const std::string& remote) {
+  beast::flat_buffer buffer;
   while (!shutting_down) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(options.body_limit);
     parser.header_limit(64 * 1024);
-    stream.expires_after(std::chrono::seconds(120));
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(120));
     auto [ec, n] = co_await http::async_read(stream, buffer, parser, kTuple);
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
         ec == net::error::operation_aborted || ec == net::error::eof ||
@@ -213,7 +280,7 @@ awaitable<void> Server::Impl::Session(tcp::socket socket) {
                               std::to_string(options.body_limit) + " bytes")
               : BadRequestError("malformed HTTP request: " + ec.message());
       auto res = ToBeast(ErrorResponse(status), 11, false);
-      stream.expires_after(std::chrono::seconds(10));
+      beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
       co_await http::async_write(stream, res, kTuple);
       break;
     }
@@ -242,13 +309,11 @@ awaitable<void> Server::Impl::Session(tcp::socket socket) {
     bool keep_alive = req.keep_alive() && !shutting_down;
     auto res = ToBeast(response, req.version(), keep_alive);
     if (r.method == "HEAD") res.body().clear();
-    stream.expires_after(std::chrono::seconds(60));
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));
     auto [wec, wn] = co_await http::async_write(stream, res, kTuple);
     --in_flight;
     if (wec || !keep_alive) break;
   }
-  boost::system::error_code ec;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
 }
 
 }  // namespace gantry::api

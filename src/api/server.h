@@ -1,4 +1,5 @@
-// Server: the HTTP/1.1 transport on Boost.Beast with C++20 coroutines. Keep-alive, a
+// Server: the HTTP/1.1 transport on Boost.Beast with C++20 coroutines, plain and TLS
+// (OpenSSL, TLS 1.2+), on one or two listeners. Keep-alive, a
 // request body limit (413 beyond it), chunked streaming of LineStreams (watch), and a
 // graceful drain on SIGTERM/SIGINT: stop accepting, end streams, let in-flight requests
 // finish, then return from Run. All Beast/Asio code of gantryd lives in server.cc.
@@ -32,6 +33,10 @@ class Server {
   // Binds and listens. Returns the port actually bound. UNAVAILABLE when the address is
   // taken or invalid.
   absl::StatusOr<uint16_t> Listen();
+  // Also serves HTTPS on host:port with this PEM certificate chain and key. Returns the
+  // port bound. INVALID_ARGUMENT when the files cannot be loaded. Call before Run.
+  absl::StatusOr<uint16_t> ListenTls(const std::string& host, uint16_t port,
+                                     const std::string& cert_file, const std::string& key_file);
   // Serves until Shutdown or SIGTERM/SIGINT, then drains. `on_shutdown` runs first when a
   // shutdown begins (the app closes watch streams and stops the engine there).
   void Run(std::function<void()> on_shutdown);

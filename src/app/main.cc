@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "api/resources.h"
 #include "api/router.h"
@@ -27,8 +28,10 @@
 #include "common/ids.h"
 #include "common/metrics.h"
 #include "common/secrets.h"
+#include "common/tls_files.h"
 #include "drivers/exec/exec_driver.h"
 #include "drivers/local/local_driver.h"
+#include "drivers/slurm/slurm_driver.h"
 #include "engine/inventory.h"
 #include "engine/engine.h"
 #include "engine/run_log.h"
@@ -63,6 +66,31 @@ class JsonEscapedMessage : public spdlog::custom_flag_formatter {
     return std::make_unique<JsonEscapedMessage>();
   }
 };
+
+// "HOST:PORT" or "[V6]:PORT" -> host, port; logs and returns false when malformed.
+bool ParseHostPort(const char* flag, const std::string& value, std::string* host, uint16_t* port) {
+  auto colon = value.rfind(':');
+  if (colon == std::string::npos) {
+    spdlog::critical("{} must be HOST:PORT, not \"{}\"", flag, value);
+    return false;
+  }
+  *host = value.substr(0, colon);
+  if (!host->empty() && host->front() == '[') *host = host->substr(1, host->size() - 2);
+  try {
+    int p = std::stoi(value.substr(colon + 1));
+    if (p < 0 || p > 65535) throw std::out_of_range("port");
+    *port = static_cast<uint16_t>(p);
+  } catch (const std::exception&) {
+    spdlog::critical("{} port must be a number from 0 to 65535, not \"{}\"", flag,
+                     value.substr(colon + 1));
+    return false;
+  }
+  return true;
+}
+
+std::string ShownHost(const std::string& host) {
+  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
+}
 
 void SetUpLogging(const std::string& format, const std::string& level) {
   auto logger = std::make_shared<spdlog::logger>(
@@ -127,6 +155,13 @@ int main(int argc, char** argv) {
   app.add_option("--advertise-host", advertise_host,
                  "Host name or address in the endpoints of local instances")
       ->capture_default_str();
+  std::string tls_listen, tls_cert, tls_key;
+  app.add_option("--tls-listen", tls_listen,
+                 "Also serve HTTPS on HOST:PORT (stock kubectl sends tokens only over TLS)");
+  app.add_option("--tls-cert", tls_cert,
+                 "PEM certificate chain for --tls-listen (default: DATA_DIR/tls.crt, a "
+                 "self-signed one made on first use)");
+  app.add_option("--tls-key", tls_key, "PEM private key for --tls-listen (default: DATA_DIR/tls.key)");
   std::string session_idle = "30m", session_max = "12h";
   app.add_option("--session-idle", session_idle,
                  "Web sessions end after this long without a request (e.g. 30m)")
@@ -145,24 +180,12 @@ int main(int argc, char** argv) {
     spdlog::critical("libsodium failed to initialise");
     return 1;
   }
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos) {
-    spdlog::critical("--listen must be HOST:PORT, not \"{}\"", listen);
-    return 2;
-  }
   gantry::api::ServerOptions server_options;
-  server_options.host = listen.substr(0, colon);
-  if (!server_options.host.empty() && server_options.host.front() == '[')
-    server_options.host = server_options.host.substr(1, server_options.host.size() - 2);
-  try {
-    int port = std::stoi(listen.substr(colon + 1));
-    if (port < 0 || port > 65535) throw std::out_of_range("port");
-    server_options.port = static_cast<uint16_t>(port);
-  } catch (const std::exception&) {
-    spdlog::critical("--listen port must be a number from 0 to 65535, not \"{}\"",
-                     listen.substr(colon + 1));
+  if (!ParseHostPort("--listen", listen, &server_options.host, &server_options.port)) return 2;
+  std::string tls_host;
+  uint16_t tls_port = 0;
+  if (!tls_listen.empty() && !ParseHostPort("--tls-listen", tls_listen, &tls_host, &tls_port))
     return 2;
-  }
   server_options.body_limit = body_limit;
   server_options.threads = threads;
   server_options.drain_seconds = drain_seconds;
@@ -242,6 +265,7 @@ int main(int argc, char** argv) {
   gantry::drivers::DriverRegistry drivers;
   drivers.Register(std::make_unique<gantry::drivers::exec::ExecDriver>());
   drivers.Register(std::make_unique<gantry::drivers::local::LocalDriver>(local_options));
+  drivers.Register(std::make_unique<gantry::drivers::slurm::SlurmDriver>());
   gantry::engine::EngineOptions engine_options;
   engine_options.workers = workers;
   engine_options.holder = "gantryd-" + gantry::NewUid().substr(0, 8);
@@ -328,11 +352,33 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", std::string(port.status().message()));
     return 1;
   }
-  std::string shown_host = server_options.host.find(':') != std::string::npos
-                               ? "[" + server_options.host + "]"
-                               : server_options.host;
+  std::optional<uint16_t> https_port;
+  if (!tls_listen.empty()) {
+    if (tls_cert.empty() != tls_key.empty()) {
+      spdlog::critical("give both --tls-cert and --tls-key, or neither (a self-signed pair)");
+      return 2;
+    }
+    if (tls_cert.empty()) {
+      tls_cert = (std::filesystem::path(data_dir) / "tls.crt").string();
+      tls_key = (std::filesystem::path(data_dir) / "tls.key").string();
+      if (auto s = gantry::EnsureSelfSignedCertificate(tls_cert, tls_key, {tls_host, advertise_host});
+          !s.ok()) {
+        spdlog::critical("{}", std::string(s.message()));
+        return 1;
+      }
+    }
+    auto p = server.ListenTls(tls_host, tls_port, tls_cert, tls_key);
+    if (!p.ok()) {
+      spdlog::critical("{}", std::string(p.status().message()));
+      return 1;
+    }
+    https_port = *p;
+  }
   spdlog::info("data in {}", store_options.path);
-  spdlog::info("listening on http://{}:{}", shown_host, *port);
+  if (https_port)
+    spdlog::info("listening on https://{}:{} (certificate {})", ShownHost(tls_host), *https_port,
+                 tls_cert);
+  spdlog::info("listening on http://{}:{}", ShownHost(server_options.host), *port);
   server.Run([&hub] { hub.CloseAll(); });
   bool drained = engine.Stop();
   drivers.Shutdown();

@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_split.h"
 #include "cli/kinds.h"
 #include "client/absl_compat.h"
@@ -212,15 +213,29 @@ int RunShare(CommandContext& ctx, const ShareOptions& o) {
   return kExitOk;
 }
 
-int RunKubeconfig(CommandContext& ctx) {
+int RunKubeconfig(CommandContext& ctx, const KubeconfigOptions& o) {
   if (ctx.settings.token.empty()) {
     PrintError(ctx, "no token: run gantry login first (or pass --token)");
     return kExitUsage;
   }
+  std::string server = o.tls_server.empty() ? ctx.settings.server : o.tls_server;
+  if (server.rfind("https://", 0) != 0)
+    *ctx.err << "warning: kubectl sends tokens only over https; start gantryd with --tls-listen "
+                "and pass --tls-server https://HOST:PORT\n";
+  std::string ca;
+  if (!o.ca_file.empty()) {
+    auto pem = ctx.read_file(o.ca_file);
+    if (!pem.ok()) {
+      PrintError(ctx, pem.status());
+      return kExitUsage;
+    }
+    ca = absl::Base64Escape(*pem);
+  }
   auto q = [](const std::string& s) { return json::serialize(json::value(s)); };
   *ctx.out << "apiVersion: v1\nkind: Config\nclusters:\n- name: gantry\n  cluster:\n    server: "
-           << q(ctx.settings.server) << "\nusers:\n- name: gantry\n  user:\n    token: "
-           << q(ctx.settings.token)
+           << q(server) << "\n";
+  if (!ca.empty()) *ctx.out << "    certificate-authority-data: " << ca << "\n";
+  *ctx.out << "users:\n- name: gantry\n  user:\n    token: " << q(ctx.settings.token)
            << "\ncontexts:\n- name: gantry\n  context:\n    cluster: gantry\n    user: gantry\n"
               "    namespace: "
            << q(ctx.settings.project) << "\ncurrent-context: gantry\n";

@@ -7,7 +7,7 @@
 //   gantry tokens list [--user U]
 //   gantry tokens revoke NAME [--user U]
 //   gantry share KIND NAME --all | --none | --projects a,b
-//   gantry kubeconfig                          prints a kubeconfig for stock kubectl
+//   gantry kubeconfig [--tls-server URL] [--ca-file PEM]   prints a kubeconfig for kubectl
 //
 // Thread-safety: free functions; all I/O goes through the CommandContext.
 #pragma once
@@ -45,6 +45,12 @@ struct ShareOptions {
 };
 int RunShare(CommandContext& ctx, const ShareOptions& options);
 
-int RunKubeconfig(CommandContext& ctx);
+struct KubeconfigOptions {
+  std::string tls_server;  // the https:// URL kubectl should use (gantryd --tls-listen)
+  std::string ca_file;     // PEM file to trust (gantryd's DATA_DIR/tls.crt when self-signed)
+};
+// kubectl sends tokens only over TLS: without --tls-server the kubeconfig points at the
+// plain server and a warning says so.
+int RunKubeconfig(CommandContext& ctx, const KubeconfigOptions& options);
 
 }  // namespace gantry::cli

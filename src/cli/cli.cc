@@ -154,7 +154,10 @@ Runner SetupShare(CLI::App& sub) {
 }
 
 Runner SetupKubeconfig(CLI::App& sub) {
-  return [](CommandContext& ctx) { return RunKubeconfig(ctx); };
+  auto o = std::make_shared<KubeconfigOptions>();
+  sub.add_option("--tls-server", o->tls_server, "https:// URL of gantryd's --tls-listen");
+  sub.add_option("--ca-file", o->ca_file, "PEM certificate to trust (DATA_DIR/tls.crt)");
+  return [o](CommandContext& ctx) { return RunKubeconfig(ctx, *o); };
 }
 
 // The command table.

@@ -101,7 +101,8 @@ TEST(KindTable, FindKindByPluralKnowsEveryServedKind) {
   EXPECT_TRUE(ci->namespaced);
   EXPECT_FALSE(ci->versioned);
   EXPECT_EQ(ci->ListKind(), "ComputeInstanceList");
-  EXPECT_THAT(ci->field_selectors, ElementsAre("status.phase", "spec.profileRef.name"));
+  EXPECT_THAT(ci->field_selectors,
+              ElementsAre("status.phase", "spec.profileRef.name", "status.createdBy"));
 
   const KindInfo* projects = FindKindByPlural("projects");
   ASSERT_NE(projects, nullptr);
@@ -223,9 +224,22 @@ TEST(CheckSchema, UnknownSharingField) {
 }
 
 TEST(CheckSchema, FreeObjectsAcceptAnyKeys) {
-  EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "slurm",
-                        "slurm": {"partition": "gpu", "anything": {"nested": [1, 2]}}}})"),
+  EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "local",
+                        "local": {"command": ["x"], "anything": {"nested": [1, 2]}}}})"),
               IsEmpty());
+}
+
+TEST(CheckSchema, SlurmFieldsAreDeclared) {
+  EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "slurm",
+                        "slurm": {"slurmConf": "/etc/slurm/slurm.conf", "partition": "gpu",
+                                  "account": "a", "qos": "q", "timeLimit": "1:00:00", "nodes": 2,
+                                  "command": ["x"], "env": {"A": "b"}, "workingDir": "/w",
+                                  "timeoutSeconds": 60}}})"),
+              IsEmpty());
+  EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "slurm",
+                        "slurm": {"partiton": "gpu", "nodes": "2"}}})"),
+              ElementsAre(Unknown("spec.slurm.partiton", "partiton"),
+                          WrongType("spec.slurm.nodes", "must be of type integer, not string")));
 }
 
 TEST(CheckSchema, EveryProblemIsReportedNotOnlyTheFirst) {

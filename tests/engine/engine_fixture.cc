@@ -124,7 +124,9 @@ LineStreamReader::~LineStreamReader() {
 }
 
 void LineStreamReader::Loop(std::string target, std::function<bool(const std::string&)> stop_when) {
-  std::string request = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n\r\n";
+  std::string request = "GET " + target +
+                        " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\nAuthorization: Bearer " +
+                        std::string(kBootstrapToken) + "\r\n\r\n";
   bool complete = false;
   if (::send(fd_, request.data(), request.size(), MSG_NOSIGNAL) ==
       static_cast<ssize_t>(request.size())) {

@@ -70,7 +70,7 @@ TEST_F(RunsTest, FiftyConcurrentDeploysMakeExactlyOneRun) {
   std::vector<std::thread> threads;
   for (int i = 0; i < kRequests; ++i) {
     threads.emplace_back([&, i] {
-      client::HttpClient client(base);
+      client::HttpClient client(base, kBootstrapToken);
       go.arrive_and_wait();
       auto r = client.Send("POST", target, "{}");
       if (r.ok()) {

@@ -26,6 +26,7 @@ namespace gantry::testing {
 namespace {
 
 namespace fs = std::filesystem;
+namespace json = boost::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -129,17 +130,30 @@ std::string Instance(const std::string& name, const std::string& display,
 
 class KubectlTest : public GantrydTest, public ::testing::WithParamInterface<std::string> {
  protected:
+  // kubectl sends bearer tokens only over TLS: gantryd also serves HTTPS, with the
+  // self-signed certificate it makes in its data directory, which the kubeconfig pins.
+  std::vector<std::string> Args() override { return {"--tls-listen", "127.0.0.1:0"}; }
+
   void SetUp() override {
     if (GetParam().empty()) GTEST_SKIP() << "kubectl is not installed (/usr/bin/kubectl)";
     GantrydTest::SetUp();
     if (HasFatalFailure()) return;
+    ASSERT_GT(gantryd_->tls_port(), 0) << gantryd_->Log();
     dir_ = gantryd_->data_dir() + "/kubectl";
     fs::create_directories(dir_);
-    std::ofstream(dir_ + "/config")
-        << "apiVersion: v1\nkind: Config\nclusters:\n- name: gantry\n  cluster: {server: "
-        << gantryd_->base_url()
-        << "}\nusers:\n- name: me\n  user: {token: " << kBootstrapToken << "}\ncontexts:\n- name: gantry\n  context: "
-           "{cluster: gantry, user: me, namespace: default}\ncurrent-context: gantry\n";
+    WriteKubeconfig(dir_ + "/config", kBootstrapToken);
+  }
+
+  std::string HttpsUrl() const {
+    return "https://127.0.0.1:" + std::to_string(gantryd_->tls_port());
+  }
+
+  void WriteKubeconfig(const std::string& path, const std::string& token) {
+    std::ofstream(path) << "apiVersion: v1\nkind: Config\nclusters:\n- name: gantry\n  cluster: {server: "
+                        << HttpsUrl() << ", certificate-authority: " << gantryd_->data_dir()
+                        << "/tls.crt}\nusers:\n- name: me\n  user: {token: " << token
+                        << "}\ncontexts:\n- name: gantry\n  context: "
+                           "{cluster: gantry, user: me, namespace: default}\ncurrent-context: gantry\n";
   }
 
   std::vector<std::string> Argv(std::vector<std::string> args) {
@@ -332,6 +346,43 @@ TEST_P(KubectlTest, WatchPrintsChanges) {
   ASSERT_FALSE(rows.empty());
   EXPECT_THAT(rows[0], ElementsAre("NAME", "DISPLAY NAME", "PROFILE", "AGE", "STATUS", "SHARING"));
   EXPECT_THAT(rows.back(), ::testing::Contains("GPU renamed"));
+}
+
+TEST_P(KubectlTest, TokensOfGantryUsersAndTheirRoles) {
+  ASSERT_EQ(ApplyFixture().code, 0);
+  // A member of project default, with a token of their own.
+  api().MustCreate(ClusterPath("users"), json::object{{"metadata", json::object{{"name", "mia"}}},
+                                                      {"spec", json::object{{"password", "mia-password-1"}}}});
+  api().MustCreate(NsPath("default", "rolebindings"),
+                   json::object{{"metadata", json::object{{"name", "mia"}}},
+                                {"spec", json::object{{"user", "mia"}, {"role", "member"}}}});
+  Resp t = api().Post(ClusterPath("users", "mia") + "/tokens", json::object{{"description", "kubectl"}});
+  ASSERT_EQ(t.status, 201) << t.raw;
+  std::string token(t.obj().at("token").as_string());
+
+  // --token on the command line overrides the kubeconfig's.
+  Result r = Kubectl({"--token", token, "get", "ci"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("prod"));
+  r = Kubectl({"--token", token, "apply", "-f",
+                Write("cp.yaml", "apiVersion: paas.gantry.dev/v1\nkind: ComputeProfile\nmetadata: "
+                                 "{name: mine}\nspec: {templateRef: {name: train}}\n")});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("Error from server (Forbidden)"));
+  EXPECT_THAT(r.output, HasSubstr("needs the paas-admin or org-admin role"));
+  r = Kubectl({"--token", "gnt_wrong", "get", "ci"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.output, HasSubstr("You must be logged in to the server"));
+
+  // A kubeconfig written by `gantry kubeconfig` works as it is.
+  std::string cmd = std::string(GANTRY_PATH) + " --server " + gantryd_->base_url() + " --token " +
+                    token + " -n default kubeconfig --tls-server " + HttpsUrl() + " --ca-file " +
+                    gantryd_->data_dir() + "/tls.crt > " + dir_ + "/mia.kubeconfig";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  r = RunProcess({GetParam(), "--kubeconfig", dir_ + "/mia.kubeconfig", "--cache-dir",
+                  dir_ + "/cache2", "get", "ci", "dev", "-o", "name"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("computeinstance.paas.gantry.dev/dev"));
 }
 
 std::vector<std::string> Params() {

@@ -126,6 +126,8 @@ class RunScriptTest : public ::testing::Test {
     ASSERT_EQ(std::system(prebuild.c_str()), 0) << Slurp(root_ + "/prebuild.log");
     port_ = FreePort();
     ASSERT_GT(port_, 0);
+    do tls_port_ = FreePort(); while (tls_port_ == port_);
+    ASSERT_GT(tls_port_, 0);
   }
 
   void TearDown() override {
@@ -151,6 +153,8 @@ class RunScriptTest : public ::testing::Test {
       if (::chdir(root_.c_str()) != 0) ::_exit(126);
       std::string listen = "127.0.0.1:" + std::to_string(port_);
       ::setenv("GANTRY_LISTEN", listen.c_str(), 1);
+      std::string tls_listen = "127.0.0.1:" + std::to_string(tls_port_);
+      ::setenv("GANTRY_TLS_LISTEN", tls_listen.c_str(), 1);
       ::unsetenv("GANTRY_GPUS");
       ::unsetenv("GANTRY_ADMIN_PASSWORD");
       // The harness's Api authenticates with the bootstrap token; the CLI that run.sh logs
@@ -200,6 +204,7 @@ class RunScriptTest : public ::testing::Test {
   std::string root_;
   std::string log_;
   int port_ = 0;
+  int tls_port_ = 0;
   int starts_ = 0;
   pid_t script_ = -1;
   int exit_status_ = 0;

@@ -855,12 +855,15 @@ TEST_F(SqliteStoreFieldTest, TemplateRefNameOnProfiles) {
               ElementsAre("h100-x8"));
 }
 
-TEST_F(SqliteStoreFieldTest, UnsupportedFieldIsBadRequest) {
-  auto r = store_->List({.kind = kInstance, .fields = {{"spec.displayName", true, "x"}}});
+TEST_F(SqliteStoreFieldTest, AnyPlainPathFiltersFromTheBodyOthersAreBadRequest) {
+  // The fixture's objects: display names "GPU Instance (Prod)", "Notebook", absent, absent.
+  EXPECT_THAT(Filtered({{"spec.displayName", true, "Notebook"}}), ElementsAre("two"));
+  EXPECT_THAT(Filtered({{"spec.displayName", true, ""}}), ElementsAre("gpu-four", "three"));
+  auto r = store_->List({.kind = kInstance, .fields = {{"spec.display-name'", true, "x"}}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(HttpCodeOf(r.status()), 400);
-  EXPECT_EQ(StatusText(r.status()), "field label not supported: spec.displayName");
+  EXPECT_EQ(StatusText(r.status()), "field label not supported: spec.display-name'");
 }
 
 TEST_F(SqliteStoreFieldTest, PhaseChangesAreSeenAfterUpdate) {
@@ -900,9 +903,9 @@ TEST_F(SqliteStoreFieldTest, Count) {
   EXPECT_EQ(*store_->Count(kInstance, "b", {{"spec.profileRef.name", true, "h100-x8"}}), 1);
   EXPECT_EQ(*store_->Count(kInstance, std::nullopt, {{"status.phase", false, "Success"}}), 2);
   EXPECT_EQ(*store_->Count(kProfile, std::nullopt, {}), 0);
-  auto bad = store_->Count(kInstance, std::nullopt, {{"status.reason", true, "x"}});
+  auto bad = store_->Count(kInstance, std::nullopt, {{"status..reason", true, "x"}});
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(StatusText(bad.status()), "field label not supported: status.reason");
+  EXPECT_EQ(StatusText(bad.status()), "field label not supported: status..reason");
 }
 
 // ------------------------------------------------------------------------------------------
