@@ -553,8 +553,39 @@ export interface components {
                     /** @description The projects shared with when mode is Selected. */
                     projects?: string[];
                 };
-                /** @description Configuration of the Slurm driver (checked by the driver). */
-                slurm?: Record<string, never>;
+                /** @description Configuration of the Slurm driver: one batch job on a Slurm cluster. */
+                slurm?: {
+                    /** @description --account. */
+                    account?: string;
+                    /** @description One command run as the job (sbatch --wrap). Either script or command. */
+                    command?: string[];
+                    /** @description Extra environment variables of the job. */
+                    env?: {
+                        [key: string]: string;
+                    };
+                    /**
+                     * Format: int64
+                     * @description --nodes; default 1. The profile's GPUs are per node.
+                     */
+                    nodes?: number;
+                    /** @description --partition; default: the cluster's default partition. */
+                    partition?: string;
+                    /** @description --qos. */
+                    qos?: string;
+                    /** @description The batch script; starts with #!. Either script or command. */
+                    script?: string;
+                    /** @description Path of the cluster's slurm.conf (SLURM_CONF for sbatch, squeue and scancel); default: gantryd's environment. */
+                    slurmConf?: string;
+                    /** @description --time, in Slurm's formats ("90", "4:00:00", "2-00:00:00"). */
+                    timeLimit?: string;
+                    /**
+                     * Format: int64
+                     * @description How long a deploy waits for the job to start running.
+                     */
+                    timeoutSeconds?: number;
+                    /** @description --chdir; default: the instance's state directory on gantryd's host. */
+                    workingDir?: string;
+                };
                 /** @description Inputs the template accepts. */
                 variables?: {
                     /** @description The values an enum variable accepts. */
