@@ -19,6 +19,7 @@
 #include "api/resources.h"
 #include "api/router.h"
 #include "api/server.h"
+#include "api/static_files.h"
 #include "api/watch_hub.h"
 #include "auth/audit.h"
 #include "auth/authenticator.h"
@@ -166,6 +167,9 @@ int main(int argc, char** argv) {
                  "Web sessions end after this long without a request (e.g. 30m)")
       ->capture_default_str();
   app.add_option("--session-max", session_max, "Web sessions end this long after login")
+      ->capture_default_str();
+  std::string ui_dir = gantry::api::StaticFiles::DefaultRoot();
+  app.add_option("--ui-dir", ui_dir, "The built web UI served from / (web/dist)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -339,6 +343,9 @@ int main(int argc, char** argv) {
     if (!engine.Running()) return absl::UnavailableError("the deploy engine is not running");
     return (*store)->Ping();
   });
+  gantry::api::StaticFiles ui(ui_dir);
+  router.SetStaticFiles(&ui);
+  if (!ui.available()) spdlog::info("web UI not built (no index.html in {}): / explains", ui_dir);
   gantry::api::Server server(router, server_options);
   auto port = server.Listen();
   if (!port.ok()) {
