@@ -20,8 +20,6 @@
 //       pipe fed B bytes and a stdout/stderr pipe read to EOF, as the exec driver does. With
 //       --posix-spawn, glibc's posix_spawnp (clone with CLONE_VM|CLONE_VFORK) instead of fork.
 //
-// With GANTRY_TOKEN set, every request carries `Authorization: Bearer $GANTRY_TOKEN`.
-//
 // Thread-safety: each worker thread owns its connection; shared results are atomics or
 // guarded by a mutex.
 #include <fcntl.h>
@@ -50,6 +48,14 @@
 extern char** environ;
 
 namespace {
+
+// gantryd needs credentials: $GANTRY_TOKEN (run_all.sh starts gantryd with the same value as
+// GANTRY_BOOTSTRAP_TOKEN) is sent as a bearer token on every request.
+template <class Request>
+void SetAuthorization(Request& req) {
+  static const char* token = std::getenv("GANTRY_TOKEN");
+  if (token && *token) req.set(http::field::authorization, std::string("Bearer ") + token);
+}
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -121,8 +127,7 @@ class Conn {
         if (!stream_) Connect();
         http::request<http::string_body> req{verb, target, 11};
         req.set(http::field::host, host_);
-        if (const char* t = std::getenv("GANTRY_TOKEN"); t && *t)
-          req.set(http::field::authorization, std::string("Bearer ") + t);
+        SetAuthorization(req);
         req.keep_alive(true);
         if (verb == http::verb::post || verb == http::verb::put) {
           req.set(http::field::content_type, "application/json");
@@ -269,8 +274,7 @@ class SuccessWatcher {
     stream_->connect(resolver.resolve(host_, port_));
     http::request<http::empty_body> req{http::verb::get, target_, 11};
     req.set(http::field::host, host_);
-    if (const char* t = std::getenv("GANTRY_TOKEN"); t && *t)
-      req.set(http::field::authorization, std::string("Bearer ") + t);
+    SetAuthorization(req);
     http::write(*stream_, req);
     parser_.body_limit(boost::none);
     http::read_header(*stream_, buf_, parser_);

@@ -97,6 +97,9 @@ TMP=$(mktemp -d /tmp/gantry-bench.XXXXXX)
 OUT=${BENCH_OUT:-$TMP/out}
 mkdir -p "$OUT"
 RESULTS=$OUT/results.tsv
+# Every API request carries the bootstrap token gantryd is started with (nginx ignores it).
+export GANTRY_TOKEN=bench-bootstrap-token-0123456789
+AUTH="Authorization: Bearer $GANTRY_TOKEN"
 printf 'benchmark\tfigure\tgantryd\treference\tratio\ttarget\tmet\n' >"$RESULTS"
 PIDS=()
 cleanup() {
@@ -116,7 +119,7 @@ start_gantryd() {  # NAME SYNC: a fresh gantryd on its own data dir; sets GPID G
   GDIR=$TMP/$1
   mkdir -p "$GDIR"
   # --log-level info: "listening on" is logged at info; gantryd logs nothing per request there.
-  "$GANTRYD" --listen 127.0.0.1:0 --data-dir "$GDIR/data" --sqlite-synchronous "$2" \
+  GANTRY_BOOTSTRAP_TOKEN="$GANTRY_TOKEN" "$GANTRYD" --listen 127.0.0.1:0 --data-dir "$GDIR/data" --sqlite-synchronous "$2" \
     --threads "$THREADS" --workers "$WORKERS" --log-level info 2>"$GDIR/gantryd.log" &
   GPID=$!
   PIDS+=("$GPID")
@@ -154,7 +157,7 @@ stop_gantryd() {
   GPID=''
 }
 post() {  # PATH JSON
-  curl -sS --fail-with-body -X POST -H 'Content-Type: application/json' --data "$2" \
+  curl -sS --fail-with-body -X POST -H "$AUTH" -H 'Content-Type: application/json' --data "$2" \
     "http://127.0.0.1:$GPORT$1" >/dev/null || die "POST $1 failed"
 }
 setup_profile() {  # a no-op exec template and a profile using it, in project default
@@ -211,7 +214,7 @@ if want get; then
     "profileRef":{"name":"bench"},"variables":{}}}'
   NG=$TMP/nginx
   mkdir -p "$NG/www" "$NG/tmp"
-  curl -sS "http://127.0.0.1:$GPORT$API/computeinstances/gpu-instance-prod" >"$NG/www/instance.json"
+  curl -sS -H "$AUTH" "http://127.0.0.1:$GPORT$API/computeinstances/gpu-instance-prod" >"$NG/www/instance.json"
   NPORT=$(free_port)
   cat >"$NG/nginx.conf" <<EOF
 $([[ $(id -u) == 0 ]] && echo 'user root;')
@@ -247,7 +250,7 @@ EOF
   half=$(( (SECONDS_RUN + ROUNDS - 1) / ROUNDS ))
   g_url="http://127.0.0.1:$GPORT$API/computeinstances/gpu-instance-prod"
   n_url="http://127.0.0.1:$NPORT/instance.json"
-  wrk -t2 -c64 -d2s "$g_url" >/dev/null
+  wrk -t2 -c64 -d2s -H "$AUTH" "$g_url" >/dev/null
   wrk -t2 -c64 -d2s "$n_url" >/dev/null
   # CPU time per request too: unlike req/s, it hardly moves when a neighbour takes the cores.
   declare -A cpu=([gantryd]=0 [nginx]=0) reqs=([gantryd]=0 [nginx]=0)
@@ -257,7 +260,7 @@ EOF
       if [[ $who == nginx ]]; then url=$n_url pids="$NGPID $(pgrep -P "$NGPID" | tr '\n' ' ')"; fi
       # shellcheck disable=SC2086
       t0=$(cpu_ticks $pids)
-      wrk -t2 -c64 -d"${half}s" --latency "$url" >"$OUT/wrk-$who-$round.txt" 2>&1
+      wrk -t2 -c64 -d"${half}s" --latency -H "$AUTH" "$url" >"$OUT/wrk-$who-$round.txt" 2>&1
       # shellcheck disable=SC2086
       cpu[$who]=$((cpu[$who] + $(cpu_ticks $pids) - t0))
       reqs[$who]=$((reqs[$who] + $(awk '/requests in/ {print $1}' "$OUT/wrk-$who-$round.txt")))
@@ -291,7 +294,7 @@ if want create; then
     setup_profile
     # The reference inserts the very body gantryd stores for such an instance.
     lg create --port "$GPORT" --prefix tmpl --count 1 --connections 1 >/dev/null
-    curl -sS "http://127.0.0.1:$GPORT$API/computeinstances/tmpl-0" |
+    curl -sS -H "$AUTH" "http://127.0.0.1:$GPORT$API/computeinstances/tmpl-0" |
       sed 's/"name":"tmpl-0"/"name":"@NAME@"/' >"$GDIR/body.json"
     # Alternating rounds (gantryd, reference, gantryd, reference...) sharing the duration: the
     # latency of a flush on a shared virtual disk changes by 10x from one second to the next.
@@ -382,11 +385,11 @@ if want list; then
     "$(awk -v k="$db_kib" 'BEGIN { printf "%.0f", k / 1024 }') (data dir)" "-" "<=150MiB" "$(yesno le "$rss" 150)"
   # One client that does not paginate: the whole collection in one answer, then a watch from
   # resourceVersion 0 (which first sends every object as ADDED).
-  curl -sS -o /dev/null -m 120 "http://127.0.0.1:$GPORT$API/computeinstances" || die "unpaginated list failed"
+  curl -sS -H "$AUTH" -o /dev/null -m 120 "http://127.0.0.1:$GPORT$API/computeinstances" || die "unpaginated list failed"
   rss3=$(awk '/VmRSS/ {printf "%.1f", $2 / 1024}' /proc/"$GPID"/status)
   hwm3=$(awk '/VmHWM/ {printf "%.0f", $2 / 1024}' /proc/"$GPID"/status)
   record memory "  after 1 unpaginated list (peak $hwm3)" "$rss3" "-" "-" "<=150MiB" "$(yesno le "$hwm3" 150)"
-  curl -sS -o /dev/null -m 120 "http://127.0.0.1:$GPORT$API/computeinstances?watch=true&timeoutSeconds=5" || true
+  curl -sS -H "$AUTH" -o /dev/null -m 120 "http://127.0.0.1:$GPORT$API/computeinstances?watch=true&timeoutSeconds=5" || true
   rss4=$(awk '/VmRSS/ {printf "%.1f", $2 / 1024}' /proc/"$GPID"/status)
   hwm4=$(awk '/VmHWM/ {printf "%.0f", $2 / 1024}' /proc/"$GPID"/status)
   record memory "  after 1 watch from rv 0 (peak $hwm4)" "$rss4" "-" "-" "<=150MiB" "$(yesno le "$hwm4" 150)"

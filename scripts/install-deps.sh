@@ -7,9 +7,12 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libabsl-dev libsqlite3-dev
   libsodium-dev libssl-dev libyaml-cpp-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev
-  libbenchmark-dev sqlite3 curl procps python3
+  libbenchmark-dev sqlite3 curl procps python3 chromium
+  slurm-wlm
   libpq-dev postgresql
 )
+# The web UI: node and npm (Debian's, unless a node is already installed, e.g. from NodeSource).
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -9,6 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+bash scripts/build-ui.sh   # web/dist: the UI gantryd serves from /
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_TESTS=OFF >/dev/null
 ninja -C build-release gantryd gantry
 LISTEN="${GANTRY_LISTEN:-127.0.0.1:8080}"
@@ -55,6 +56,7 @@ fi
 cat <<MSG
 
   Gantry is running on ${SERVER}
+  UI:     ${SERVER}/   (PaaS Studio)
   API:    ${SERVER}/apis/paas.gantry.dev/v1
   GPUs:   curl -s ${SERVER}/apis/paas.gantry.dev/v1/nodes
   Login:  ${LOGIN}

@@ -36,8 +36,9 @@ struct CliResult {
 
 // Runs the gantry binary with `args`, in `home` (as HOME and working directory) with a
 // clean environment, feeding `input` on stdin. Reads stdout and stderr until both close.
+// Unless `with_token` is false, GANTRY_TOKEN is the harness's bootstrap token.
 CliResult RunGantry(const std::vector<std::string>& args, const std::string& home,
-                    const std::string& input = "") {
+                    const std::string& input = "", bool with_token = true) {
   std::vector<std::string> argv_s = {GANTRY_PATH};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -46,7 +47,9 @@ CliResult RunGantry(const std::vector<std::string>& args, const std::string& hom
   std::string home_env = "HOME=" + home;
   std::string token_env = std::string("GANTRY_TOKEN=") + kBootstrapToken;
   std::vector<char*> envp = {home_env.data(), const_cast<char*>("PATH=/usr/bin:/bin"),
-                             const_cast<char*>("LC_ALL=C"), token_env.data(), nullptr};
+                             const_cast<char*>("LC_ALL=C")};
+  if (with_token) envp.push_back(token_env.data());
+  envp.push_back(nullptr);
 
   int in[2], out[2], err[2];
   CliResult r;
@@ -370,6 +373,65 @@ TEST_F(CliTest, ConfigFileSuppliesServerAndProject) {
   CliResult r = RunGantry({"--config", config, "apply", "-f", "-"}, home_, kManifest);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(api().Get(NsPath("ml", "computeinstances", "gpu-instance-prod")).status, 200);
+}
+
+// gantry login, whoami, tokens and share, as a person would use them: the password on stdin,
+// the token saved in ~/.config/gantry/config.yaml (0600) and used by the next commands.
+TEST_F(CliTest, LoginWhoamiTokensAndShare) {
+  auto as_user = [&](std::vector<std::string> args, const std::string& input = "") {
+    args.insert(args.begin(), {"--server", gantryd_->base_url()});
+    return RunGantry(args, home_, input, /*with_token=*/false);
+  };
+  CliResult r = as_user({"login", "--user", "admin", "--password-stdin"}, "wrong-password\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("invalid username or password"));
+  r = as_user({"login", "--user", "admin", "--password-stdin"}, std::string(kAdminPassword) + "\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Logged in to " + gantryd_->base_url() + " as admin"));
+  std::string config = home_ + "/.config/gantry/config.yaml";
+  EXPECT_EQ(std::filesystem::status(config).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+
+  r = as_user({"whoami"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("admin (org-admin)"));
+
+  r = as_user({"tokens", "create", "--description", "for CI", "--expires", "30d"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string token = r.out.substr(0, r.out.find('\n'));
+  EXPECT_THAT(token, StartsWith("gnt_"));
+  r = as_user({"tokens", "list"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("for CI"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr(token)));
+  std::string name;
+  for (const auto& line : Lines(r.out))
+    if (line.find("for CI") != std::string::npos) name = line.substr(0, line.find(' '));
+  ASSERT_THAT(name, StartsWith("tok-"));
+  EXPECT_EQ(Api(gantryd_->base_url(), token).Get(ClusterPath("projects")).status, 200);
+  r = as_user({"tokens", "revoke", name});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Api(gantryd_->base_url(), token).Get(ClusterPath("projects")).status, 401);
+
+  api().CreateProject("ml");
+  api().CreateProject("vision");
+  ASSERT_EQ(as_user({"apply", "-f", "-"}, kManifest).exit_code, 0);
+  r = as_user({"share", "computeprofile", "h100-x8", "--projects", "ml,vision"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Resp p = api().Get(NsPath("default", "computeprofiles", "h100-x8"));
+  EXPECT_EQ(json::serialize(p.obj().at("spec").at("sharing")),
+            R"({"mode":"Selected","projects":["ml","vision"]})");
+  ASSERT_EQ(as_user({"share", "cp", "h100-x8", "--all"}).exit_code, 0);
+  EXPECT_EQ(api().Get(NsPath("default", "computeprofiles", "h100-x8")).obj().at("spec").at("sharing").at("mode"), "All");
+  ASSERT_EQ(as_user({"share", "cp", "h100-x8", "--none"}).exit_code, 0);
+  EXPECT_EQ(api().Get(NsPath("default", "computeprofiles", "h100-x8")).obj().at("spec").at("sharing").at("mode"), "None");
+  r = as_user({"share", "cp", "h100-x8", "--all", "--none"});
+  EXPECT_EQ(r.exit_code, 2);
+
+  r = as_user({"kubeconfig", "--tls-server", "https://127.0.0.1:1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("server: \"https://127.0.0.1:1\""));
+  EXPECT_THAT(r.out, HasSubstr("token: \"gnt_"));
 }
 
 }  // namespace

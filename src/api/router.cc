@@ -329,6 +329,10 @@ Response Router::Route(const Request& request, Call& call) {
     return HandleApi(request, std::vector<std::string>(segments.begin() + 3, segments.end()),
                      query, *identity, call);
   }
+  if (ui_ && get) {
+    call.route = "/ui";
+    return ui_->Serve(path, request.accept);
+  }
   return NotFoundPath(path);
 }
 

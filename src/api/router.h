@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "api/http_types.h"
 #include "api/resources.h"
+#include "api/static_files.h"
 #include "auth/audit.h"
 #include "auth/authenticator.h"
 #include "common/metrics.h"
@@ -39,6 +40,9 @@ class Router {
     auth::AuditEntry entry;
   };
 
+  // Serves the web UI for GETs of paths the API does not own (may be null: 404 Status).
+  void SetStaticFiles(const StaticFiles* ui) { ui_ = ui; }
+
  private:
   Response Route(const Request& request, Call& call);
   Response HandleAuth(const Request& request, const std::string& path, Call& call);
@@ -60,6 +64,7 @@ class Router {
   auth::Authenticator& authn_;
   auth::AuditLog& audit_;
   std::function<absl::Status()> ready_;
+  const StaticFiles* ui_ = nullptr;
 };
 
 }  // namespace gantry::api

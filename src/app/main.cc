@@ -19,6 +19,7 @@
 #include "api/resources.h"
 #include "api/router.h"
 #include "api/server.h"
+#include "api/static_files.h"
 #include "api/watch_hub.h"
 #include "auth/audit.h"
 #include "auth/authenticator.h"
@@ -30,6 +31,7 @@
 #include "common/tls_files.h"
 #include "drivers/exec/exec_driver.h"
 #include "drivers/local/local_driver.h"
+#include "drivers/slurm/slurm_driver.h"
 #include "engine/inventory.h"
 #include "engine/engine.h"
 #include "engine/run_log.h"
@@ -181,6 +183,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--session-max", session_max, "Web sessions end this long after login")
       ->capture_default_str();
+  std::string ui_dir = gantry::api::StaticFiles::DefaultRoot();
+  app.add_option("--ui-dir", ui_dir, "The built web UI served from / (web/dist)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   SetUpLogging(log_format, log_level);
@@ -294,6 +299,7 @@ int main(int argc, char** argv) {
   gantry::drivers::DriverRegistry drivers;
   drivers.Register(std::make_unique<gantry::drivers::exec::ExecDriver>());
   drivers.Register(std::make_unique<gantry::drivers::local::LocalDriver>(local_options));
+  drivers.Register(std::make_unique<gantry::drivers::slurm::SlurmDriver>());
   gantry::engine::EngineOptions engine_options;
   engine_options.workers = workers;
   if (host_id.empty()) {
@@ -379,6 +385,9 @@ int main(int argc, char** argv) {
     if (!engine.Running()) return absl::UnavailableError("the deploy engine is not running");
     return store->Ping();
   });
+  gantry::api::StaticFiles ui(ui_dir);
+  router.SetStaticFiles(&ui);
+  if (!ui.available()) spdlog::info("web UI not built (no index.html in {}): / explains", ui_dir);
   gantry::api::Server server(router, server_options);
   auto port = server.Listen();
   if (!port.ok()) {

@@ -52,8 +52,9 @@ struct DeployRequest {
 struct WorkloadEvent {
   enum class Kind {
     kRunning,     // (re)started and ready
-    kRestarting,  // exited; restarting after a backoff per the restart policy
-    kFailed,      // exited and will not be restarted (policy Never, or gave up)
+    kRestarting,  // not ready but not over: exited and restarting after a backoff (local),
+                  // requeued, suspended or not observable right now (slurm)
+    kFailed,      // exited and will not be restarted (policy Never, or gave up); ended (slurm)
   };
   Kind kind = Kind::kRunning;
   std::string ns, name, instance_uid;  // the instance
@@ -79,6 +80,10 @@ class RunContext {
   virtual bool Canceled() const = 0;
   // Durably records what Recover needs (e.g. {"pid": 123, "startTime": 456}).
   virtual void SaveDriverState(const boost::json::object& state) = 0;
+  // The run waits on the infrastructure (e.g. Slurm holds the job PENDING): the instance
+  // shows phase Waiting with `reason` (CamelCase) and `message` while the run goes on; an
+  // empty reason puts it back to InProgress. Repeating the same values writes nothing.
+  virtual void SetWaiting(std::string_view reason, std::string_view message) {}
 };
 
 class Driver {

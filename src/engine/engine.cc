@@ -115,6 +115,33 @@ class Engine::Context final : public drivers::RunContext {
     });
     if (!s.ok()) spdlog::warn("run {}: cannot save driver state: {}", active_->name, std::string(s.message()));
   }
+  void SetWaiting(std::string_view reason, std::string_view message) override {
+    const std::string run_name = GetString(run_, "metadata.name");
+    const std::string instance_name = GetString(run_, "spec.instanceRef.name");
+    for (int attempt = 0; attempt < kMaxRetries; ++attempt) {
+      auto instance = engine_.store_.Get(kInstance, active_->ns, instance_name);
+      if (!instance.ok() ||
+          GetString(*instance, "metadata.uid") != GetString(run_, "spec.instanceRef.uid"))
+        return;
+      json::object& is = model::EnsureObject(*instance, "status");
+      std::string phase = GetString(is, "phase");
+      if (GetString(is, "lastRunRef.name") != run_name || (phase != "InProgress" && phase != "Waiting"))
+        return;
+      std::string new_phase = reason.empty() ? "InProgress" : "Waiting";
+      std::string new_message = reason.empty() ? GetString(run_, "spec.action") + " run " + run_name + " is running"
+                                               : Scrub(std::string(message), secrets_);
+      if (phase == new_phase && GetString(is, "reason") == reason &&
+          (reason.empty() || GetString(is, "message") == new_message))
+        return;
+      is["phase"] = new_phase;
+      is["reason"] = std::string(reason);
+      is["message"] = new_message;
+      std::vector<store::Write> w;
+      w.push_back({store::Write::Op::kUpdate, kInstance, *instance, Rv(*instance), 0});
+      auto stored = engine_.store_.Commit(std::move(w), store::Durability::kRelaxed);
+      if (stored.ok() || !IsConflict(stored.status())) return;
+    }
+  }
 
  private:
   Engine& engine_;
@@ -268,6 +295,25 @@ absl::StatusOr<json::object> Engine::Cancel(const std::string& ns, const std::st
     (void)effect;
     std::string run_name = GetString(instance, "status.lastRunRef.name");
     ASSIGN_OR_RETURN(json::object run, store_.Get(kRun, ns, run_name));
+    if (GetString(run, "status.phase") == "Running") {
+      // Claimed, and Waiting because the driver waits on the infrastructure (a PENDING Slurm
+      // job): the driver sees the cancellation, undoes what it started, and the run ends
+      // Canceled.
+      std::shared_ptr<Active> active;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (auto it = active_.find(GetString(run, "metadata.uid")); it != active_.end())
+          active = it->second;
+      }
+      if (!active) {
+        if (attempt < kMaxRetries) continue;
+        return ConflictError("run " + run_name + " is running on another gantryd replica",
+                             "RunStarted");
+      }
+      active->cancel = true;
+      logs_.Append(GetString(run, "metadata.uid"), "gantry: cancel requested");
+      return instance;
+    }
     if (GetString(run, "status.phase") != "Queued") {
       if (attempt < kMaxRetries) continue;  // claimed meanwhile: the instance moves on
       return ConflictError("run " + run_name + " has already started", "RunStarted");
@@ -577,7 +623,8 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
     }
     std::string now = Now();
     json::object& rs = model::EnsureObject(*run, "status");
-    rs["phase"] = ok ? "Succeeded" : "Failed";
+    const bool canceled = result.code() == absl::StatusCode::kCancelled;
+    rs["phase"] = ok ? "Succeeded" : canceled ? "Canceled" : "Failed";
     rs["reason"] = reason;
     rs["message"] = ok ? action + " succeeded" : message;
     rs["completionTime"] = now;
@@ -619,7 +666,8 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
           SetCondition(is, "Deployed", true, "RunSucceeded", "deployed by run " + run_name, now);
           is.erase("restartCount");
           // A long-running workload's pid and ports, for re-adoption after a restart.
-          if (driver == "local" && rs.contains("driverState")) is["driverState"] = rs["driverState"];
+          if ((driver == "local" || driver == "slurm") && rs.contains("driverState"))
+            is["driverState"] = rs["driverState"];
           else is.erase("driverState");
         } else if (ok) {
           is["phase"] = "NotDeployed";
@@ -631,6 +679,17 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
           is.erase("driverState");
           is.erase("restartCount");
           SetCondition(is, "Deployed", false, "Destroyed", "destroyed by run " + run_name, now);
+        } else if (action == "deploy" && result.code() == absl::StatusCode::kCancelled) {
+          // Canceled while the infrastructure held it (a PENDING Slurm job): the driver
+          // removed what it had started, so nothing is deployed.
+          is["phase"] = "NotDeployed";
+          is["reason"] = reason;
+          is["message"] = action + " run " + run_name + " was canceled: " + message;
+          is.erase("outputs");
+          is.erase("deployedGeneration");
+          is.erase("gpus");
+          is.erase("driverState");
+          SetCondition(is, "Deployed", false, reason, is["message"].as_string().c_str(), now);
         } else {
           is["phase"] = "Failed";
           is["reason"] = reason;
@@ -647,7 +706,8 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) {
       if (release_gpus || remove) gpus_.Release(owner);
-      metrics_.Add("gantry_runs_total", {{"action", action}, {"phase", ok ? "Succeeded" : "Failed"}});
+      metrics_.Add("gantry_runs_total",
+                   {{"action", action}, {"phase", ok ? "Succeeded" : canceled ? "Canceled" : "Failed"}});
       for (const auto& r : runs_to_remove) logs_.Remove(GetString(r, "metadata.uid"));
       return;
     }
@@ -853,7 +913,7 @@ Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* 
       int64_t deployed = 0, used = 0;
       // What the project holds: instances being or deployed, and failed ones whose GPUs
       // are still assigned (held until a destroy).
-      for (const char* phase : {"InProgress", "Success", "Failed"}) {
+      for (const char* phase : {"InProgress", "Success", "Failed", "Waiting"}) {
         store::ListOptions q;
         q.kind = kInstance;
         q.ns = ns;
@@ -865,6 +925,13 @@ Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* 
           if (std::string_view(phase) == "Failed" &&
               (!held || !held->is_array() || held->get_array().empty()))
             continue;
+          // Waiting counts only while its deploy runs (a Slurm job PENDING), not when queued.
+          if (std::string_view(phase) == "Waiting") {
+            auto r = store_.Get(kRun, ns, GetString(i, "status.lastRunRef.name"));
+            if (!r.ok() || GetString(*r, "status.phase") != "Running" ||
+                GetString(*r, "spec.action") != "deploy")
+              continue;
+          }
           ++deployed;
           if (GetString(i, "status.resources.gpu.type") == type)
             used += GetInt(i, "status.resources.gpu.count", 0);

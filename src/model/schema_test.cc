@@ -224,9 +224,22 @@ TEST(CheckSchema, UnknownSharingField) {
 }
 
 TEST(CheckSchema, FreeObjectsAcceptAnyKeys) {
-  EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "slurm",
-                        "slurm": {"partition": "gpu", "anything": {"nested": [1, 2]}}}})"),
+  EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "local",
+                        "local": {"command": ["x"], "anything": {"nested": [1, 2]}}}})"),
               IsEmpty());
+}
+
+TEST(CheckSchema, SlurmFieldsAreDeclared) {
+  EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "slurm",
+                        "slurm": {"slurmConf": "/etc/slurm/slurm.conf", "partition": "gpu",
+                                  "account": "a", "qos": "q", "timeLimit": "1:00:00", "nodes": 2,
+                                  "command": ["x"], "env": {"A": "b"}, "workingDir": "/w",
+                                  "timeoutSeconds": 60}}})"),
+              IsEmpty());
+  EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "slurm",
+                        "slurm": {"partiton": "gpu", "nodes": "2"}}})"),
+              ElementsAre(Unknown("spec.slurm.partiton", "partiton"),
+                          WrongType("spec.slurm.nodes", "must be of type integer, not string")));
 }
 
 TEST(CheckSchema, EveryProblemIsReportedNotOnlyTheFirst) {

@@ -257,6 +257,30 @@ TEST_F(AuthTest, AuditRecordsMutationsAndRefusalsForAdminsOnly) {
   EXPECT_TRUE(erin.Get(ClusterPath("auditevents")).IsStatus(403, "Forbidden"));
 }
 
+TEST_F(AuthTest, InstancesPerUserQuotaCountsWhatEachUserCreated) {
+  api().MustCreate(ClusterPath("projects"),
+                   json::object{{"metadata", json::object{{"name", "lab"}}},
+                                {"spec", json::object{{"quota", json::object{{"instancesPerUser", 1}}}}}});
+  api().CreateTemplate("lab", "tpl");
+  api().CreateProfile("lab", "prof", "tpl");
+  CreateUser("frank", "frank-password-1");
+  api().MustCreate(NsPath("lab", "rolebindings"),
+                   json::object{{"metadata", json::object{{"name", "frank"}}},
+                                {"spec", json::object{{"user", "frank"}, {"role", "member"}}}});
+  Api frank(gantryd_->base_url(), TokenFor("frank"));
+  Resp first = frank.Post(NsPath("lab", "computeinstances"), InstanceObject("f1", "prof"));
+  ASSERT_EQ(first.status, 201) << first.raw;
+  EXPECT_EQ(first.obj().at("status").at("createdBy"), "frank");
+  Resp second = frank.Post(NsPath("lab", "computeinstances"), InstanceObject("f2", "prof"));
+  EXPECT_TRUE(second.IsStatus(403, "Forbidden")) << second.raw;
+  EXPECT_THAT(second.message(), HasSubstr("allows 1 compute instances per user and frank already has 1"));
+  // Another user's count is their own.
+  EXPECT_EQ(api().Post(NsPath("lab", "computeinstances"), InstanceObject("a1", "prof")).status, 201);
+  // Deleting frees the slot.
+  EXPECT_EQ(frank.Delete(NsPath("lab", "computeinstances", "f1")).status, 200);
+  EXPECT_EQ(frank.Post(NsPath("lab", "computeinstances"), InstanceObject("f2", "prof")).status, 201);
+}
+
 class SessionIdleTest : public AuthTest {
  protected:
   std::vector<std::string> Args() override { return {"--session-idle", "1s"}; }

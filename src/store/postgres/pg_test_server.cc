@@ -117,8 +117,10 @@ std::atomic<int> g_databases{0};
 
 bool PostgresRequired() {
   const char* req = std::getenv("GANTRY_REQUIRE_POSTGRES");
+  const char* gantry_ci = std::getenv("GANTRY_CI");
   const char* ci = std::getenv("CI");
-  return (req && std::string(req) == "1") || (ci && std::string(ci) == "true");
+  return (req && std::string(req) == "1") || (gantry_ci && std::string(gantry_ci) == "1") ||
+         (ci && std::string(ci) == "true");
 }
 
 absl::StatusOr<PgTestServer*> PgTestServer::Get() {

@@ -46,8 +46,8 @@ class PgTestServer {
   int pid_ = -1;
 };
 
-// True when PostgreSQL tests must run rather than skip: GANTRY_REQUIRE_POSTGRES=1 (set by
-// .ci/run) or CI=true.
+// True when PostgreSQL tests must run rather than skip: GANTRY_REQUIRE_POSTGRES=1 or
+// GANTRY_CI=1 (both set by .ci/run), or CI=true.
 bool PostgresRequired();
 
 }  // namespace gantry::store::testing

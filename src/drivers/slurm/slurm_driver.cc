@@ -1,0 +1,468 @@
+#include "drivers/slurm/slurm_driver.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "drivers/slurm/slurm_config.h"
+#include "drivers/slurm/slurm_json.h"
+
+namespace gantry::drivers::slurm {
+namespace {
+
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr const char* kStateFile = "slurm-driver.json";
+
+std::string Str(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+int64_t Int(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  if (!v) return 0;
+  if (v->is_int64()) return v->get_int64();
+  if (v->is_uint64()) return static_cast<int64_t>(v->get_uint64());
+  if (v->is_string()) {
+    std::string s(v->get_string());
+    if (!s.empty() && s.size() < 19 && std::all_of(s.begin(), s.end(), ::isdigit)) return std::stoll(s);
+  }
+  return 0;
+}
+
+std::string InstanceKey(const DeployRequest& r) {
+  std::string uid = Str(r.instance, "uid");
+  return uid.empty() ? Str(r.instance, "project") + "/" + Str(r.instance, "name") : uid;
+}
+
+std::string EnvName(std::string_view prefix, std::string_view key) {
+  std::string out(prefix);
+  for (char c : key)
+    out += std::isalnum(static_cast<unsigned char>(c))
+               ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+               : '_';
+  return out;
+}
+
+json::object StateJson(int64_t job_id, const std::string& slurm_conf, const std::string& run_uid) {
+  return json::object{{"jobId", job_id}, {"slurmConf", slurm_conf}, {"runUid", run_uid}};
+}
+
+void WriteStateFile(const std::string& state_dir, const json::object& state) {
+  if (state_dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  std::string path = state_dir + "/" + kStateFile;
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << json::serialize(state);
+    if (!out) return;
+  }
+  std::filesystem::rename(tmp, path, ec);
+}
+
+json::object ReadStateFile(const std::string& state_dir) {
+  if (state_dir.empty()) return {};
+  std::ifstream in(state_dir + "/" + kStateFile);
+  if (!in) return {};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  boost::system::error_code ec;
+  json::value v = json::parse(ss.str(), ec);
+  return !ec && v.is_object() ? v.get_object() : json::object{};
+}
+
+void RemoveStateFile(const std::string& state_dir) {
+  if (state_dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove(state_dir + "/" + kStateFile, ec);
+}
+
+// Slurm's pending reason as a CamelCase instance reason: "Resources" stays, "ReqNodeNotAvail,
+// UnavailableNodes:n1" becomes "ReqNodeNotAvail".
+std::string ReasonWord(const std::string& reason) {
+  std::string out;
+  for (char c : reason) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) break;
+    out += c;
+  }
+  return out.empty() || out == "None" ? "Pending" : out;
+}
+
+std::string PendingMessage(const SlurmJob& j) {
+  std::string why = ExplainPendingReason(j.reason);
+  std::string msg = "Slurm job " + std::to_string(j.job_id) + " is " + j.state;
+  if (!j.partition.empty()) msg += " in partition " + j.partition;
+  if (!j.reason.empty()) msg += " (reason " + j.reason + (why.empty() ? "" : ": " + why) + ")";
+  if (!j.description.empty()) msg += ": " + j.description;
+  return msg;
+}
+
+std::string EndMessage(const SlurmJob& j) {
+  std::string msg = "Slurm job " + std::to_string(j.job_id) + " ended " + j.state;
+  if (j.exit_signal != 0) msg += " (signal " + std::to_string(j.exit_signal) + ")";
+  else msg += " (exit code " + std::to_string(j.exit_code) + ")";
+  if (!j.reason.empty() && j.reason != "None") msg += ", reason " + j.reason;
+  if (!j.nodes.empty()) msg += ", on " + j.nodes;
+  return msg;
+}
+
+json::object Outputs(const SlurmJob& j) {
+  std::string gpus;
+  for (const auto& g : j.gres_detail) gpus += (gpus.empty() ? "" : "; ") + g;
+  return json::object{{"jobId", std::to_string(j.job_id)},
+                      {"jobName", j.name},
+                      {"cluster", j.cluster},
+                      {"partition", j.partition},
+                      {"nodes", j.nodes},
+                      {"nodeCount", std::to_string(j.node_count)},
+                      {"gpus", gpus}};
+}
+
+// Sleeps `d` in small steps; false when `canceled` became true meanwhile.
+bool Nap(milliseconds d, RunContext* context) {
+  const auto until = Clock::now() + d;
+  while (Clock::now() < until) {
+    if (context && context->Canceled()) return false;
+    std::this_thread::sleep_for(std::min<milliseconds>(milliseconds(100), d));
+  }
+  return true;
+}
+
+}  // namespace
+
+struct SlurmDriver::Tracked {
+  std::string key, ns, name, uid, state_dir;
+  std::string slurm_conf;
+  int64_t job_id = 0;
+  std::string run_uid;
+  // What was last reported, so each change is reported once.
+  WorkloadEvent::Kind reported = WorkloadEvent::Kind::kRunning;
+  std::string reported_reason;
+};
+
+SlurmDriver::SlurmDriver(SlurmDriverOptions options) : options_(options) {
+  supervisor_ = std::thread([this] { SupervisorLoop(); });
+}
+
+SlurmDriver::~SlurmDriver() { Shutdown(); }
+
+void SlurmDriver::Shutdown() {
+  std::call_once(shutdown_once_, [this] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (supervisor_.joinable()) supervisor_.join();
+  });
+}
+
+void SlurmDriver::SetObserver(WorkloadObserver* observer) { observer_.store(observer); }
+
+SlurmCli SlurmDriver::Cli(const std::string& slurm_conf) const {
+  return SlurmCli(slurm_conf, options_.command_timeout);
+}
+
+void SlurmDriver::Untrack(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_.erase(key);
+}
+
+absl::Status SlurmDriver::CancelAndWait(const SlurmCli& cli, int64_t job_id, RunContext* context) {
+  auto log = [&](const std::string& line) {
+    if (context) context->Log(line);
+  };
+  log("scancel " + std::to_string(job_id));
+  absl::Status s = cli.Cancel(job_id);
+  if (!s.ok()) return s;
+  const auto deadline = Clock::now() + options_.cancel_wait;
+  std::string last;
+  while (true) {
+    auto listing = cli.Jobs({job_id});
+    if (!listing.ok()) return listing.status();
+    const SlurmJob* j = FindJob(*listing, job_id);
+    if (!j) {
+      log("Slurm job " + std::to_string(job_id) + " is gone");
+      return absl::OkStatus();
+    }
+    if (IsTerminalState(j->state)) {
+      log("Slurm job " + std::to_string(job_id) + " ended " + j->state);
+      return absl::OkStatus();
+    }
+    if (j->state != last) {
+      log("Slurm job " + std::to_string(job_id) + " is " + j->state + "; waiting for it to end");
+      last = j->state;
+    }
+    if (Clock::now() >= deadline)
+      return absl::DeadlineExceededError(
+          "Slurm job " + std::to_string(job_id) + " was still " + j->state + " " +
+          std::to_string(options_.cancel_wait.count()) + "s after scancel");
+    // Never cut short by cancellation: a destroy must see its job gone.
+    std::this_thread::sleep_for(options_.wait_poll);
+  }
+}
+
+absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, RunContext& context) {
+  auto config = ParseSlurmConfig(request.config);
+  if (!config.ok()) return config.status();
+  auto gres = GresForResources(request.resources);
+  if (!gres.ok()) return gres.status();
+  const std::string key = InstanceKey(request);
+  const std::string project = Str(request.instance, "project");
+  const std::string name = Str(request.instance, "name");
+  const std::string uid = Str(request.instance, "uid");
+  const SlurmCli cli = Cli(config->slurm_conf);
+  Untrack(key);
+
+  // What this instance ran before: the job an interrupted attempt of this very run submitted
+  // is resumed; any other job of the instance is replaced.
+  int64_t job_id = 0;
+  json::object previous = ReadStateFile(request.state_dir);
+  if (int64_t prev = Int(previous, "jobId"); prev > 0) {
+    const SlurmCli prev_cli = Cli(Str(previous, "slurmConf"));
+    bool resumed = false;
+    if (Str(previous, "runUid") == request.run_uid && Str(previous, "slurmConf") == config->slurm_conf) {
+      auto listing = prev_cli.Jobs({prev});
+      if (!listing.ok()) return listing.status();
+      const SlurmJob* j = FindJob(*listing, prev);
+      if (j && !IsTerminalState(j->state)) {
+        context.Log("resuming Slurm job " + std::to_string(prev) + " (" + j->state +
+                    "), submitted by an earlier attempt of this run");
+        job_id = prev;
+        resumed = true;
+      }
+    }
+    if (!resumed) {
+      context.Log("cancelling Slurm job " + std::to_string(prev) + " of the previous deploy");
+      absl::Status s = CancelAndWait(prev_cli, prev, &context);
+      if (!s.ok()) return s;
+      RemoveStateFile(request.state_dir);
+    }
+  }
+
+  if (job_id == 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(request.state_dir, ec);
+    std::string working_dir = config->working_dir.empty() ? request.state_dir
+                              : config->working_dir[0] == '/'
+                                  ? config->working_dir
+                                  : request.state_dir + "/" + config->working_dir;
+    json::object comment;
+    if (const json::value* l = request.instance.if_contains("labels"); l && l->is_object())
+      comment = l->get_object();
+    comment["paas.gantry.dev/instance"] = project + "/" + name;
+    comment["paas.gantry.dev/uid"] = uid;
+    const std::string job_name = project + "." + name;
+    SbatchCall call = BuildSbatch(*config, job_name, json::serialize(comment), working_dir, *gres);
+    std::map<std::string, std::string> env;
+    for (const auto& [k, v] : config->env) env[k] = v;
+    for (const auto& [k, v] : request.variables) env[EnvName("GANTRY_VAR_", k)] = v;
+    env["GANTRY_INSTANCE"] = name;
+    env["GANTRY_PROJECT"] = project;
+    env["GANTRY_INSTANCE_UID"] = uid;
+    env["GANTRY_RUN"] = request.run_name;
+    std::string line = "sbatch";
+    for (const auto& a : call.args) line += " " + ShellQuote(a);
+    if (!call.stdin_script.empty()) line += " < (spec.slurm.script)";
+    context.Log(line + (config->slurm_conf.empty() ? "" : "  [SLURM_CONF=" + config->slurm_conf + "]"));
+    auto submitted = cli.Submit(call.args, call.stdin_script, env, request.state_dir);
+    if (!submitted.ok()) {
+      context.Log(std::string(submitted.status().message()));
+      return submitted.status();
+    }
+    job_id = *submitted;
+    json::object state = StateJson(job_id, config->slurm_conf, request.run_uid);
+    context.SaveDriverState(state);
+    WriteStateFile(request.state_dir, state);
+    context.Log("submitted Slurm job " + std::to_string(job_id) + " as " + job_name);
+  }
+
+  const std::string id = std::to_string(job_id);
+  int64_t timeout_s = Int(request.config, "timeoutSeconds");
+  const auto timeout = timeout_s > 0 ? std::chrono::seconds(timeout_s) : request.timeout;
+  const auto deadline = Clock::now() + timeout;
+  std::string last_logged;
+  int missing = 0;
+  auto give_up = [&](absl::Status why) -> absl::Status {
+    absl::Status s = CancelAndWait(cli, job_id, &context);
+    if (!s.ok()) {
+      context.Log("the job could not be cancelled: " + std::string(s.message()));
+      return absl::Status(why.code(), std::string(why.message()) +
+                                          "; cancelling the job failed too: " +
+                                          std::string(s.message()));
+    }
+    RemoveStateFile(request.state_dir);
+    return absl::Status(why.code(), std::string(why.message()) + "; the job was cancelled");
+  };
+  while (true) {
+    if (context.Canceled())
+      return give_up(absl::CancelledError("canceled while Slurm job " + id + " waited to run"));
+    auto listing = cli.Jobs({job_id});
+    if (!listing.ok()) {
+      std::string msg(listing.status().message());
+      if (msg != last_logged) context.Log(msg + " (retrying)");
+      last_logged = msg;
+      context.SetWaiting("SlurmUnavailable", msg);
+    } else if (const SlurmJob* j = FindJob(*listing, job_id); !j) {
+      // Just submitted, it must be listed; give a slow controller a few looks first.
+      if (++missing >= 5) {
+        RemoveStateFile(request.state_dir);
+        return absl::AbortedError("Slurm no longer knows job " + id + " (it was removed)");
+      }
+    } else if (IsRunningState(j->state)) {
+      context.SetWaiting("", "");
+      context.Log("Slurm job " + id + " is " + j->state + " on " + j->nodes +
+                  (j->gres_detail.empty() ? std::string() : " with " + std::string(Outputs(*j).at("gpus").as_string())));
+      auto t = std::make_shared<Tracked>();
+      t->key = key;
+      t->ns = project;
+      t->name = name;
+      t->uid = uid;
+      t->state_dir = request.state_dir;
+      t->slurm_conf = config->slurm_conf;
+      t->job_id = job_id;
+      t->run_uid = request.run_uid;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        jobs_[key] = t;
+      }
+      return Outputs(*j);
+    } else if (IsTerminalState(j->state)) {
+      RemoveStateFile(request.state_dir);
+      return absl::AbortedError(EndMessage(*j) + " before gantry saw it running");
+    } else {
+      std::string msg = PendingMessage(*j);
+      if (msg != last_logged) context.Log(msg);
+      last_logged = msg;
+      context.SetWaiting(j->state == "SUSPENDED" ? "JobSuspended" : ReasonWord(j->reason), msg);
+    }
+    if (Clock::now() >= deadline)
+      return give_up(absl::DeadlineExceededError(
+          "Slurm job " + id + " did not start within " + std::to_string(timeout.count()) +
+          "s (spec.slurm.timeoutSeconds)" + (last_logged.empty() ? "" : ": " + last_logged)));
+    Nap(options_.wait_poll, &context);
+  }
+}
+
+absl::Status SlurmDriver::Destroy(const DeployRequest& request, RunContext& context) {
+  Untrack(InstanceKey(request));
+  json::object state = ReadStateFile(request.state_dir);
+  int64_t job_id = Int(state, "jobId");
+  std::string slurm_conf = Str(state, "slurmConf");
+  if (job_id <= 0) {
+    // No state file (an older data directory): what the last deploy reported.
+    job_id = Int(request.previous_outputs, "jobId");
+    auto config = ParseSlurmConfig(request.config);
+    if (config.ok()) slurm_conf = config->slurm_conf;
+  }
+  if (job_id <= 0) {
+    context.Log("no Slurm job of this instance is known; nothing to cancel");
+    return absl::OkStatus();
+  }
+  absl::Status s = CancelAndWait(Cli(slurm_conf), job_id, &context);
+  if (s.ok()) RemoveStateFile(request.state_dir);
+  return s;
+}
+
+bool SlurmDriver::Recover(const json::object& state) { return true; }
+
+bool SlurmDriver::Adopt(const DeployRequest& request, const json::object& state) {
+  int64_t job_id = Int(state, "jobId");
+  if (job_id <= 0) return false;
+  auto t = std::make_shared<Tracked>();
+  t->key = InstanceKey(request);
+  t->ns = Str(request.instance, "project");
+  t->name = Str(request.instance, "name");
+  t->uid = Str(request.instance, "uid");
+  t->state_dir = request.state_dir;
+  t->slurm_conf = Str(state, "slurmConf");
+  t->job_id = job_id;
+  t->run_uid = Str(state, "runUid");
+  if (ReadStateFile(t->state_dir).empty()) WriteStateFile(t->state_dir, state);
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_[t->key] = t;
+  wake_.notify_all();
+  return true;
+}
+
+void SlurmDriver::SupervisorLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, options_.poll_interval, [this] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    Tick();
+    lock.lock();
+  }
+}
+
+void SlurmDriver::Tick() {
+  std::map<std::string, std::vector<std::shared_ptr<Tracked>>> by_cluster;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, t] : jobs_) by_cluster[t->slurm_conf].push_back(t);
+  }
+  std::vector<WorkloadEvent> events;
+  for (const auto& [conf, tracked] : by_cluster) {
+    std::vector<int64_t> ids;
+    for (const auto& t : tracked) ids.push_back(t->job_id);
+    // Unlocked: squeue may take seconds (ten when the controller is down).
+    auto listing = Cli(conf).Jobs(ids);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& t : tracked) {
+      auto it = jobs_.find(t->key);
+      if (it == jobs_.end() || it->second != t) continue;  // destroyed or redeployed meanwhile
+      auto report = [&](WorkloadEvent::Kind kind, const std::string& reason, const std::string& msg) {
+        if (kind == t->reported && reason == t->reported_reason) return;
+        t->reported = kind;
+        t->reported_reason = reason;
+        WorkloadEvent e;
+        e.kind = kind;
+        e.ns = t->ns;
+        e.name = t->name;
+        e.instance_uid = t->uid;
+        e.reason = reason;
+        e.message = msg;
+        e.driver_state = StateJson(t->job_id, t->slurm_conf, t->run_uid);
+        events.push_back(std::move(e));
+      };
+      const std::string id = std::to_string(t->job_id);
+      if (!listing.ok()) {
+        report(WorkloadEvent::Kind::kRestarting, "SlurmUnavailable",
+               "cannot see Slurm job " + id + ": " + std::string(listing.status().message()));
+        continue;
+      }
+      const SlurmJob* j = FindJob(*listing, t->job_id);
+      if (!j) {
+        report(WorkloadEvent::Kind::kFailed, "JobLost",
+               "Slurm no longer knows job " + id +
+                   " (it ended long enough ago to be purged, or its record was lost)");
+        jobs_.erase(it);
+      } else if (IsTerminalState(j->state)) {
+        report(WorkloadEvent::Kind::kFailed, EndReason(j->state), EndMessage(*j) + " outside Gantry");
+        jobs_.erase(it);
+      } else if (IsRunningState(j->state)) {
+        report(WorkloadEvent::Kind::kRunning, "Running",
+               "Slurm job " + id + " is " + j->state + " on " + j->nodes);
+      } else if (j->state == "SUSPENDED") {
+        report(WorkloadEvent::Kind::kRestarting, "JobSuspended", "Slurm job " + id + " is SUSPENDED");
+      } else {
+        report(WorkloadEvent::Kind::kRestarting, "JobRequeued",
+               PendingMessage(*j) + " again (requeued)");
+      }
+    }
+  }
+  if (WorkloadObserver* o = observer_.load())
+    for (const auto& e : events) o->OnWorkloadEvent(e);
+}
+
+}  // namespace gantry::drivers::slurm

@@ -1,0 +1,206 @@
+// Compute Instances: search, the seed's columns, coloured status, the actions menu, server-side
+// paging (limit/continue), and live status (watch) without reload.
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { Link, useNavigate } from 'react-router-dom';
+import {
+  Button, FormSelect, FormSelectOption, PageSection, SearchInput, Text, Title, Toolbar, ToolbarContent, ToolbarItem,
+  Flex, Label,
+} from '@patternfly/react-core';
+import { ActionsColumn, Table, Tbody, Td, Th, Thead, Tr, type IAction } from '@patternfly/react-table';
+import { collectionPath, del, get, objectPath, post, query, watch } from '../api/client';
+import type { ComputeInstance, List } from '../api/types';
+import { sharedFrom } from '../api/types';
+import { useCurrentProject } from '../project';
+import { Empty, ErrorAlert, Loading, StatusLabel, formatDate, sharingText } from '../components/common';
+import { DeleteModal, SharingModal } from '../components/Modals';
+import { instanceActions } from '../components/instanceActions';
+import { useToasts } from '../components/toasts';
+import { useAuth } from '../auth';
+
+const PLURAL = 'computeinstances';
+
+export function InstancesPage() {
+  const project = useCurrentProject();
+  const navigate = useNavigate();
+  const toasts = useToasts();
+  const viewer = useAuth().roleIn(project) === 'viewer';
+  const [search, setSearch] = useState('');
+  const [applied, setApplied] = useState('');
+  const [limit, setLimit] = useState(10);
+  const [tokens, setTokens] = useState<string[]>(['']); // continue token of each page visited
+  const [page, setPage] = useState(0);
+  const [list, setList] = useState<List<ComputeInstance> | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [sharing, setSharing] = useState<ComputeInstance | null>(null);
+  const [deleting, setDeleting] = useState<ComputeInstance | null>(null);
+  const [reloads, setReloads] = useState(0);
+  const reload = useCallback(() => setReloads((n) => n + 1), []);
+  const reloadTimer = useRef<number | undefined>(undefined);
+
+  // Debounced search: the server searches name, display name and description.
+  // (Only a changed search returns to page 1: an unchanged one must not undo a page turn.)
+  useEffect(() => {
+    if (search === applied) return;
+    const t = window.setTimeout(() => { setApplied(search); setTokens(['']); setPage(0); }, 250);
+    return () => window.clearTimeout(t);
+  }, [search, applied]);
+  const firstPageKey = `${project}/${limit}`;
+  const [pagedFor, setPagedFor] = useState(firstPageKey);
+  if (pagedFor !== firstPageKey) {
+    // Another project or page size: back to page 1 (during render, so no stale fetch).
+    setPagedFor(firstPageKey);
+    setTokens(['']);
+    setPage(0);
+  }
+
+  useEffect(() => {
+    if (!project) return;
+    const ac = new AbortController();
+    const path = collectionPath(PLURAL, project);
+    get<List<ComputeInstance>>(path + query({ limit, continue: tokens[page], search: applied }), ac.signal)
+      .then((l) => {
+        setList(l);
+        setError(null);
+        // Live: replace changed rows in place; a created or deleted instance re-reads the page.
+        void watch<ComputeInstance>(path, {}, (e) => {
+          if (e.type === 'MODIFIED') {
+            setList((cur) => cur && ({
+              ...cur,
+              items: cur.items.map((i) => (i.metadata?.name === e.object.metadata?.name && i.metadata?.namespace === e.object.metadata?.namespace ? e.object : i)),
+            }));
+          } else if (e.type === 'ADDED' || e.type === 'DELETED') {
+            window.clearTimeout(reloadTimer.current);
+            reloadTimer.current = window.setTimeout(reload, 200);
+          }
+        }, ac.signal, undefined, l.metadata?.resourceVersion);
+      })
+      .catch((e) => { if (!ac.signal.aborted) { setError(e); setList({ items: [] }); } });
+    return () => ac.abort();
+  }, [project, limit, tokens, page, applied, reloads, reload]);
+
+  const act = async (i: ComputeInstance, action: 'deploy' | 'destroy' | 'cancel') => {
+    const name = i.metadata?.name ?? '';
+    try {
+      await post(`${objectPath(PLURAL, project, name)}/${action}`);
+      toasts.add('success', `${action === 'deploy' ? 'Deploy' : action === 'destroy' ? 'Destroy' : 'Cancel'} of ${name} accepted`);
+    } catch (e) {
+      toasts.fail(e);
+    }
+  };
+
+  const rowActions = (i: ComputeInstance): IAction[] => {
+    const s = instanceActions(i, viewer ? 'Viewers cannot change instances' : '');
+    const name = i.metadata?.name ?? '';
+    const item = (title: string, st: { disabled: boolean; reason?: string }, onClick: () => void, danger = false): IAction => ({
+      title, onClick, isDisabled: st.disabled, description: st.disabled ? st.reason : undefined, isDanger: danger && !st.disabled,
+    });
+    const out = [
+      item('Edit Configuration', s.edit, () => navigate(`/p/${encodeURIComponent(project)}/instances/${encodeURIComponent(name)}?edit=1`)),
+      item('Deploy', s.deploy, () => void act(i, 'deploy')),
+      i.status?.phase === 'Waiting' ? item('Cancel Deploy', s.cancel, () => void act(i, 'cancel')) : item('Destroy', s.destroy, () => void act(i, 'destroy')),
+      item('Manage Sharing', s.share, () => setSharing(i)),
+      { isSeparator: true },
+      item('Delete', s.delete, () => setDeleting(i), true),
+    ];
+    return out;
+  };
+
+  const items = list?.items ?? [];
+  const hasNext = !!list?.metadata?.continue;
+  return (
+    <>
+      {toasts.view}
+      <PageSection variant="light">
+        <Title headingLevel="h1">Compute Instances</Title>
+        <Text className="gantry-muted">Instances in project <b>{project}</b>, and those shared into it. Status updates live.</Text>
+      </PageSection>
+      <PageSection>
+        <ErrorAlert error={error} />
+        <Toolbar>
+          <ToolbarContent>
+            <ToolbarItem variant="search-filter" widths={{ default: '320px' }}>
+              <SearchInput placeholder="Search by name, display name or description" aria-label="Search compute instances"
+                value={search} onChange={(_e, v) => setSearch(v)} onClear={() => setSearch('')} />
+            </ToolbarItem>
+            {!viewer && (
+              <ToolbarItem>
+                <Link to={`/p/${encodeURIComponent(project)}/instances/new`}><Button variant="primary">New Compute Instance</Button></Link>
+              </ToolbarItem>
+            )}
+            <ToolbarItem variant="pagination" align={{ default: 'alignRight' }}>
+              <Flex alignItems={{ default: 'alignItemsCenter' }} spaceItems={{ default: 'spaceItemsSm' }}>
+                <FormSelect aria-label="Per page" value={limit} onChange={(_e, v) => setLimit(Number(v))} style={{ width: 150 }}>
+                  {[10, 20, 50, 100].map((n) => <FormSelectOption key={n} value={n} label={`${n} per page`} />)}
+                </FormSelect>
+                <Button variant="control" aria-label="Previous page" isDisabled={page === 0} onClick={() => setPage(page - 1)}>‹ Previous</Button>
+                <span data-testid="page">Page {page + 1}</span>
+                <Button variant="control" aria-label="Next page" isDisabled={!hasNext} onClick={() => {
+                  setTokens((t) => [...t.slice(0, page + 1), list?.metadata?.continue ?? '']);
+                  setPage(page + 1);
+                }}>Next ›</Button>
+              </Flex>
+            </ToolbarItem>
+          </ToolbarContent>
+        </Toolbar>
+        {list === null ? <Loading /> : (
+          <Table aria-label="Compute instances" variant="compact">
+            <Thead>
+              <Tr>
+                <Th>Unique Name</Th>
+                <Th>Display Name</Th>
+                <Th>Profile</Th>
+                <Th>Creation Date</Th>
+                <Th>Publish Status</Th>
+                <Th>Sharing</Th>
+                <Th screenReaderText="Actions" />
+              </Tr>
+            </Thead>
+            <Tbody>
+              {items.map((i) => {
+                const name = i.metadata?.name ?? '';
+                const from = sharedFrom(i);
+                const ns = i.metadata?.namespace ?? project;
+                return (
+                  <Tr key={`${ns}/${name}`} data-testid={`row-${name}`}>
+                    <Td dataLabel="Unique Name">
+                      <Link to={`/p/${encodeURIComponent(ns)}/instances/${encodeURIComponent(name)}`}>{name}</Link>
+                      {from && <> <Label isCompact color="purple">shared from {from}</Label></>}
+                    </Td>
+                    <Td dataLabel="Display Name">{i.spec?.displayName}</Td>
+                    <Td dataLabel="Profile">{i.spec?.profileRef?.namespace && i.spec.profileRef.namespace !== ns ? `${i.spec.profileRef.namespace}/` : ''}{i.spec?.profileRef?.name}
+                      {i.status?.profileRevision ? <span className="gantry-muted"> (rev {i.status.profileRevision})</span> : null}</Td>
+                    <Td dataLabel="Creation Date">{formatDate(i.metadata?.creationTimestamp)}</Td>
+                    <Td dataLabel="Publish Status"><StatusLabel phase={i.status?.phase} action={i.status?.action} /></Td>
+                    <Td dataLabel="Sharing">{sharingText(i.spec?.sharing)}</Td>
+                    <Td isActionCell><ActionsColumn items={rowActions(i)} /></Td>
+                  </Tr>
+                );
+              })}
+            </Tbody>
+          </Table>
+        )}
+        {list !== null && items.length === 0 && !error && (
+          <Empty title={applied ? `No instances match "${applied}"` : 'No compute instances yet'}>
+            {applied ? 'Clear the search to see every instance.' : 'Create one with New Compute Instance.'}
+          </Empty>
+        )}
+      </PageSection>
+      {sharing && (
+        <SharingModal kindLabel="compute instance" project={project} name={sharing.metadata?.name ?? ''}
+          path={objectPath(PLURAL, project, sharing.metadata?.name ?? '')} sharing={sharing.spec?.sharing}
+          onClose={() => setSharing(null)} onSaved={() => { toasts.add('success', `Sharing of ${sharing.metadata?.name} saved`); setSharing(null); reload(); }} />
+      )}
+      {deleting && (
+        <DeleteModal kindLabel="compute instance" name={deleting.metadata?.name ?? ''}
+          extra="Whatever it deployed is torn down first; then the instance is no longer available to end users."
+          onClose={() => setDeleting(null)}
+          onConfirm={async () => {
+            await del(objectPath(PLURAL, project, deleting.metadata?.name ?? ''));
+            toasts.add('success', `Delete of ${deleting.metadata?.name} accepted`);
+            setDeleting(null);
+            reload();
+          }} />
+      )}
+    </>
+  );
+}
