@@ -51,7 +51,7 @@ fi
 if [ -f "$PASSWORD_FILE" ]; then
   LOGIN="user admin, password $(cat "$PASSWORD_FILE")   (kept in $PASSWORD_FILE)"
 else
-  LOGIN="user admin, with the password set by GANTRY_ADMIN_PASSWORD on first start"
+  LOGIN="user admin, with the password GANTRY_ADMIN_PASSWORD had when gantryd created it"
 fi
 cat <<MSG
 
@@ -60,7 +60,7 @@ cat <<MSG
   API:    ${SERVER}/apis/paas.gantry.dev/v1
   GPUs:   curl -s ${SERVER}/apis/paas.gantry.dev/v1/nodes
   Login:  ${LOGIN}
-          CLI: logged in on first start; elsewhere: ${GANTRY} login --server ${SERVER} --user admin
+          CLI: logged in by this script when it created admin; elsewhere: ${GANTRY} login --server ${SERVER} --user admin
   kubectl: ${GANTRY} kubeconfig --tls-server https://${TLS_LISTEN} --ca-file .gantry/tls.crt > gantry.kubeconfig
           kubectl --kubeconfig gantry.kubeconfig get ci -A     (kubectl sends tokens only over TLS)
   Try:    ${GANTRY} get instances -n ml-research
