@@ -2,6 +2,8 @@
 
 #include <boost/url.hpp>
 
+#include "absl/strings/ascii.h"
+
 #include "api/openapi.h"
 #include "api/status_http.h"
 #include "api/table.h"
@@ -227,6 +229,84 @@ Response Router::InstanceAction(const Target& t, const std::string& action) {
   return FromStatusOr(std::move(out), action == "upgrade" ? 200 : 202);
 }
 
+Response Router::Events(const auth::Subject& subject, const std::string& ns, const Query& query) {
+  // kubectl describe asks for the events of the object it shows
+  // (fieldSelector=involvedObject.name=N,involvedObject.namespace=NS,involvedObject.kind=K,
+  // involvedObject.uid=U). Gantry's events are its runs: one Event per run of an instance.
+  Target runs;
+  runs.kind = model::FindKindByName("Run");
+  runs.ns = ns;
+  if (absl::Status s = Authorize(subject, runs, auth::Verb::kList, "Run"); !s.ok())
+    return ErrorResponse(s);
+  std::map<std::string, std::string> want;
+  std::string selector = query.count("fieldSelector") ? query.at("fieldSelector") : "";
+  for (size_t b = 0; b < selector.size();) {
+    size_t e = selector.find(',', b);
+    if (e == std::string::npos) e = selector.size();
+    std::string term = selector.substr(b, e - b);
+    size_t eq = term.find('=');
+    if (eq == std::string::npos)
+      return ErrorResponse(BadRequestError("fieldSelector terms must be FIELD=VALUE, not \"" + term + "\""));
+    std::string key = term.substr(0, eq), value = term.substr(eq + 1);
+    if (!value.empty() && value[0] == '=') value.erase(0, 1);  // "=="
+    if (key != "involvedObject.name" && key != "involvedObject.namespace" &&
+        key != "involvedObject.kind" && key != "involvedObject.uid" &&
+        key != "involvedObject.apiVersion" && key != "involvedObject.resourceVersion" &&
+        key != "involvedObject.fieldPath")
+      return ErrorResponse(BadRequestError("field label not supported: " + key));
+    want[key] = value;
+    b = e + 1;
+  }
+  json::array items;
+  std::string kind = want.count("involvedObject.kind") ? want["involvedObject.kind"] : "ComputeInstance";
+  if (kind == "ComputeInstance") {
+    Query q;
+    if (want.count("involvedObject.name"))
+      q["fieldSelector"] = "spec.instanceRef.name=" + want["involvedObject.name"];
+    auto list = resources_.List(runs, q);
+    if (!list.ok()) return ErrorResponse(list.status());
+    for (const auto& item : (*list)["items"].as_array()) {
+      const json::object& run = item.as_object();
+      std::string uid = model::GetString(run, "spec.instanceRef.uid");
+      if (want.count("involvedObject.uid") && !want["involvedObject.uid"].empty() &&
+          want["involvedObject.uid"] != uid)
+        continue;
+      std::string phase = model::GetString(run, "status.phase");
+      std::string action = model::GetString(run, "spec.action");
+      std::string name = model::GetString(run, "metadata.name");
+      std::string message = model::GetString(run, "status.message");
+      if (message.empty()) message = action + " run " + name + " " + absl::AsciiStrToLower(phase);
+      std::string reason = std::string(1, static_cast<char>(std::toupper(action.empty() ? 'r' : action[0]))) +
+                           (action.empty() ? "un" : action.substr(1)) + phase;
+      std::string first = model::GetString(run, "status.startTime",
+                                           model::GetString(run, "metadata.creationTimestamp"));
+      std::string last = model::GetString(run, "status.completionTime", first);
+      items.push_back(json::object{
+          {"apiVersion", "v1"},
+          {"kind", "Event"},
+          {"metadata", json::object{{"name", name + ".run"}, {"namespace", ns},
+                                    {"uid", model::GetString(run, "metadata.uid")},
+                                    {"resourceVersion", model::GetString(run, "metadata.resourceVersion")},
+                                    {"creationTimestamp", model::GetString(run, "metadata.creationTimestamp")}}},
+          {"involvedObject", json::object{{"apiVersion", model::kApiVersion},
+                                          {"kind", "ComputeInstance"},
+                                          {"namespace", ns},
+                                          {"name", model::GetString(run, "spec.instanceRef.name")},
+                                          {"uid", uid}}},
+          {"reason", reason},
+          {"message", message},
+          {"type", phase == "Failed" ? "Warning" : "Normal"},
+          {"count", 1},
+          {"firstTimestamp", first},
+          {"lastTimestamp", last},
+          {"source", json::object{{"component", "gantryd"}}},
+          {"reportingComponent", "gantryd"}});
+    }
+  }
+  return JsonResponse(200, json::object{{"apiVersion", "v1"}, {"kind", "EventList"},
+                                        {"metadata", json::object{}}, {"items", std::move(items)}});
+}
+
 Response Router::RunLog(const Target& t, const Query& query) {
   auto run = resources_.Get(t);
   if (!run.ok()) return ErrorResponse(run.status());
@@ -304,8 +384,22 @@ Response Router::Route(const Request& request, Call& call) {
                                           {"versions", json::array{"v1"}},
                                           {"serverAddressByClientCIDRs", json::array{}}});
   if (path == "/api/v1" && get)
-    return JsonResponse(200, json::object{{"kind", "APIResourceList"}, {"apiVersion", "v1"},
-                                          {"groupVersion", "v1"}, {"resources", json::array{}}});
+    return JsonResponse(
+        200, json::object{{"kind", "APIResourceList"}, {"apiVersion", "v1"}, {"groupVersion", "v1"},
+                          {"resources", json::array{json::object{{"name", "events"},
+                                                                 {"singularName", "event"},
+                                                                 {"namespaced", true},
+                                                                 {"kind", "Event"},
+                                                                 {"verbs", json::array{"list"}},
+                                                                 {"shortNames", json::array{"ev"}}}}}});
+  if (segments.size() == 5 && segments[0] == "api" && segments[1] == "v1" &&
+      segments[2] == "namespaces" && segments[4] == "events") {
+    call.route = "/api/v1/namespaces/{ns}/events";
+    if (!get) return ErrorResponse(MethodNotAllowedError("events are read-only"));
+    auto identity = authn_.Authenticate(request.authorization, request.cookie);
+    if (!identity.ok()) return ErrorResponse(identity.status());
+    return Events(identity->subject, segments[3], query);
+  }
   if (path == "/apis" && get) return JsonResponse(200, ApiGroupList());
   if (path == "/apis/paas.gantry.dev" && get) return JsonResponse(200, ApiGroup());
   if (path == "/apis/paas.gantry.dev/v1" && get) return JsonResponse(200, ApiResourceList());

@@ -56,6 +56,8 @@ class Router {
                          const std::string& kind);
   Response InstanceAction(const Target& t, const std::string& action);
   Response RunLog(const Target& t, const Query& query);
+  // GET /api/v1/namespaces/NS/events: the runs of an instance as core Events (kubectl describe).
+  Response Events(const auth::Subject& subject, const std::string& ns, const Query& query);
 
   ResourceService& resources_;
   engine::Engine& engine_;

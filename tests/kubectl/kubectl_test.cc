@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -383,6 +384,27 @@ TEST_P(KubectlTest, TokensOfGantryUsersAndTheirRoles) {
                   dir_ + "/cache2", "get", "ci", "dev", "-o", "name"});
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("computeinstance.paas.gantry.dev/dev"));
+}
+
+TEST_P(KubectlTest, DescribeShowsTheInstancesRunsAsEvents) {
+  ASSERT_EQ(ApplyFixture().code, 0);
+  ASSERT_EQ(api().Post(NsPath("default", "computeinstances", "prod") + "/deploy", json::object{}).status, 202);
+  std::string phase;
+  for (int i = 0; i < 1200 && phase != "Success"; ++i) {
+    Resp r = api().Get(NsPath("default", "computeinstances", "prod"));
+    phase = r.status == 200 ? std::string(r.obj().at("status").at("phase").as_string()) : "";
+    if (phase != "Success") std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(phase, "Success");
+  Result r = Kubectl({"describe", "ci", "prod"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("Events:"));
+  EXPECT_THAT(r.output, HasSubstr("DeploySucceeded"));
+  EXPECT_THAT(r.output, HasSubstr("gantryd"));
+  // The other instance has no runs: no events.
+  r = Kubectl({"describe", "ci", "dev"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("DeploySucceeded")));
 }
 
 std::vector<std::string> Params() {
