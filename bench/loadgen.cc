@@ -49,6 +49,10 @@ extern char** environ;
 
 namespace {
 
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
 // gantryd needs credentials: $GANTRY_TOKEN (run_all.sh starts gantryd with the same value as
 // GANTRY_BOOTSTRAP_TOKEN) is sent as a bearer token on every request.
 template <class Request>
@@ -56,10 +60,6 @@ void SetAuthorization(Request& req) {
   static const char* token = std::getenv("GANTRY_TOKEN");
   if (token && *token) req.set(http::field::authorization, std::string("Bearer ") + token);
 }
-
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
 namespace json = boost::json;
 using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
