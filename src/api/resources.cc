@@ -17,6 +17,7 @@ namespace json = boost::json;
 using model::FindPath;
 using model::GetInt;
 using model::GetString;
+using model::SharedWith;
 
 constexpr int kMaxRetries = 8;
 constexpr char kInstance[] = "ComputeInstance";
@@ -35,6 +36,12 @@ bool Sharable(const std::string& kind) {
 // "s1.OFFSET" into the objects shared into it.
 constexpr char kSharedContinue[] = "s1.";
 
+// A boolean field that is present and true (spec.disabled).
+bool IsSet(const json::object& obj, std::string_view path) {
+  const json::value* v = FindPath(obj, path);
+  return v && v->is_bool() && v->get_bool();
+}
+
 std::string Resource(const model::KindInfo& k) { return k.plural + "." + model::kGroup; }
 
 const json::object& ObjectAt(const json::object& obj, std::string_view path) {
@@ -51,16 +58,6 @@ json::object ClientMetadata(const json::object& incoming) {
         v && v->is_object() && !v->get_object().empty())
       out[key] = *v;
   return out;
-}
-
-bool SharedWith(const json::object& obj, const std::string& ns) {
-  std::string mode = GetString(obj, "spec.sharing.mode", "None");
-  if (mode == "All") return true;
-  if (mode != "Selected") return false;
-  if (const json::value* p = FindPath(obj, "spec.sharing.projects"); p && p->is_array())
-    for (const auto& e : p->get_array())
-      if (e.is_string() && e.get_string() == ns) return true;
-  return false;
 }
 
 absl::StatusOr<int64_t> ParseNonNegative(const Query& q, const std::string& key) {
@@ -648,9 +645,7 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
                                "); delete them first",
                            "InUse");
   } else if (kind == kUser) {
-    if (GetString(current, "spec.orgRole") == "org-admin" &&
-        !(FindPath(current, "spec.disabled") && FindPath(current, "spec.disabled")->is_bool() &&
-          FindPath(current, "spec.disabled")->get_bool())) {
+    if (GetString(current, "spec.orgRole") == "org-admin" && !IsSet(current, "spec.disabled")) {
       ASSIGN_OR_RETURN(int64_t admins, EnabledOrgAdmins());
       if (admins <= 1)
         return ConflictError("user " + t.name + " is the last enabled org-admin; make another "
@@ -843,15 +838,14 @@ absl::StatusOr<json::object> ResourceService::Upgrade(const Target& t) {
 }
 
 absl::StatusOr<int64_t> ResourceService::EnabledOrgAdmins() {
-  ASSIGN_OR_RETURN(int64_t admins, store_.Count(kUser, "", {{"spec.orgRole", true, "org-admin"}}));
   store::ListOptions o;
   o.kind = kUser;
   o.ns = "";
   o.fields = {{"spec.orgRole", true, "org-admin"}};
   ASSIGN_OR_RETURN(auto page, store_.List(o));
+  int64_t admins = 0;
   for (const auto& u : page.items)
-    if (const json::value* d = FindPath(u, "spec.disabled"); d && d->is_bool() && d->get_bool())
-      --admins;
+    if (!IsSet(u, "spec.disabled")) ++admins;
   return admins;
 }
 
@@ -870,13 +864,10 @@ absl::Status ResourceService::CheckUserWrite(const Target& t, const json::object
       return InvalidError(kUser, name, {{"spec.password", std::string(write.status().message())}});
     writes->push_back(*std::move(write));
   }
-  auto flag = [](const json::object* o, const char* path) {
-    const json::value* v = o ? FindPath(*o, path) : nullptr;
-    return v && v->is_bool() && v->get_bool();
-  };
   std::string old_role = current ? GetString(*current, "spec.orgRole") : "";
   std::string new_role = GetString(spec, "orgRole");
-  bool old_disabled = flag(current, "spec.disabled"), new_disabled = flag(&next, "spec.disabled");
+  bool old_disabled = current && IsSet(*current, "spec.disabled");
+  bool new_disabled = IsSet(next, "spec.disabled");
   if ((old_role != new_role || old_disabled != new_disabled) && !t.caller_is_org_admin)
     return ForbiddenError("users.paas.gantry.dev is forbidden: only an org-admin may change "
                           "spec.orgRole or spec.disabled");

@@ -12,6 +12,7 @@
 #include "common/errors.h"
 #include "model/codec.h"
 #include "model/schema.h"
+#include "model/validation.h"
 
 namespace gantry::api {
 namespace {
@@ -153,13 +154,14 @@ auth::Verb VerbOf(const std::string& method, const std::string& sub, bool collec
 }
 
 bool SharedIntoAny(const json::object& obj, const std::map<std::string, auth::Role>& projects) {
-  std::string mode = model::GetString(obj, "spec.sharing.mode", "None");
-  if (mode == "All") return !projects.empty();
-  if (mode != "Selected") return false;
-  if (const json::value* p = model::FindPath(obj, "spec.sharing.projects"); p && p->is_array())
-    for (const auto& e : p->get_array())
-      if (e.is_string() && projects.count(std::string(e.get_string()))) return true;
+  for (const auto& [project, role] : projects)
+    if (model::SharedWith(obj, project)) return true;
   return false;
+}
+
+// A change made with a session cookie carries the session's CSRF token in X-Gantry-CSRF.
+bool CsrfMatches(const Request& request, const auth::Identity& identity) {
+  return auth::HashesEqual(auth::HashSecret(request.csrf), auth::HashSecret(identity.csrf));
 }
 
 json::object WhoAmI(const auth::Identity& id, const json::object* user) {
@@ -415,8 +417,7 @@ Response Router::Route(const Request& request, Call& call) {
     auto identity = authn_.Authenticate(request.authorization, request.cookie);
     if (!identity.ok()) return ErrorResponse(identity.status());
     call.entry.user = identity->subject.user;
-    if (identity->via_session && IsMutation(request.method) &&
-        !auth::HashesEqual(auth::HashSecret(request.csrf), auth::HashSecret(identity->csrf)))
+    if (identity->via_session && IsMutation(request.method) && !CsrfMatches(request, *identity))
       return ErrorResponse(ForbiddenError(
           "a change made with a session cookie needs the X-Gantry-CSRF header with the "
           "csrfToken returned by /auth/login or /auth/whoami"));
@@ -508,7 +509,7 @@ Response Router::HandleAuth(const Request& request, const std::string& what, Cal
   call.entry.user = identity->subject.user;
   if (!identity->via_session)
     return ErrorResponse(BadRequestError("logout ends a web session; revoke API tokens instead"));
-  if (!auth::HashesEqual(auth::HashSecret(request.csrf), auth::HashSecret(identity->csrf)))
+  if (!CsrfMatches(request, *identity))
     return ErrorResponse(ForbiddenError("logout needs the X-Gantry-CSRF header"));
   if (absl::Status s = authn_.Logout(identity->session); !s.ok()) return ErrorResponse(s);
   Response r = SuccessStatus("logged out");

@@ -60,6 +60,15 @@ const json::object& Spec(const json::object& obj) {
   return v && v->is_object() ? v->get_object() : kEmpty;
 }
 
+// The internal records (tokens, sessions) of `user`.
+store::ListOptions OfUser(const char* kind, const std::string& user) {
+  store::ListOptions opts;
+  opts.kind = kind;
+  opts.ns = "";
+  opts.fields = {{"spec.user", true, user}};
+  return opts;
+}
+
 json::object TokenView(const json::object& record) {
   const json::object& spec = Spec(record);
   return json::object{
@@ -289,11 +298,7 @@ absl::StatusOr<json::object> Authenticator::CreateToken(const std::string& user,
                                                         const std::string& description,
                                                         std::optional<std::chrono::seconds> ttl) {
   if (description.size() > 256) return BadRequestError("the description is longer than 256 characters");
-  store::ListOptions opts;
-  opts.kind = kApiToken;
-  opts.ns = "";
-  opts.fields = {{"spec.user", true, user}};
-  ASSIGN_OR_RETURN(int64_t held, store_.Count(kApiToken, "", opts.fields));
+  ASSIGN_OR_RETURN(int64_t held, store_.Count(kApiToken, "", OfUser(kApiToken, user).fields));
   if (held >= 100)
     return ConflictError("user " + user + " already holds 100 tokens; revoke some first",
                          "TooManyTokens");
@@ -313,11 +318,7 @@ absl::StatusOr<json::object> Authenticator::CreateToken(const std::string& user,
 }
 
 absl::StatusOr<json::object> Authenticator::ListTokens(const std::string& user) {
-  store::ListOptions opts;
-  opts.kind = kApiToken;
-  opts.ns = "";
-  opts.fields = {{"spec.user", true, user}};
-  ASSIGN_OR_RETURN(auto page, store_.List(opts));
+  ASSIGN_OR_RETURN(auto page, store_.List(OfUser(kApiToken, user)));
   json::array items;
   auto now = clock_.Now();
   for (const auto& r : page.items) {
@@ -357,11 +358,7 @@ absl::StatusOr<std::vector<store::Write>> Authenticator::ForgetWrites(const std:
   if (cred.ok()) out.push_back({store::Write::Op::kDelete, kUserCredential, *cred, 0, 0});
   else if (!absl::IsNotFound(cred.status())) return cred.status();
   for (const char* kind : {kApiToken, kSession}) {
-    store::ListOptions opts;
-    opts.kind = kind;
-    opts.ns = "";
-    opts.fields = {{"spec.user", true, user}};
-    ASSIGN_OR_RETURN(auto page, store_.List(opts));
+    ASSIGN_OR_RETURN(auto page, store_.List(OfUser(kind, user)));
     for (auto& r : page.items) out.push_back({store::Write::Op::kDelete, kind, std::move(r), 0, 0});
   }
   return out;

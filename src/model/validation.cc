@@ -384,4 +384,14 @@ void NormalizeVariableValues(json::object& variables) {
   }
 }
 
+bool SharedWith(const json::object& obj, const std::string& ns) {
+  std::string mode = GetString(obj, "spec.sharing.mode", "None");
+  if (mode == "All") return true;
+  if (mode != "Selected") return false;
+  if (const json::value* p = FindPath(obj, "spec.sharing.projects"); p && p->is_array())
+    for (const auto& e : p->get_array())
+      if (e.is_string() && e.get_string() == ns) return true;
+  return false;
+}
+
 }  // namespace gantry::model

@@ -49,4 +49,8 @@ std::map<std::string, ResolvedVariable> ResolveVariables(
 // every value as a string. Rewrites `variables` in place.
 void NormalizeVariableValues(boost::json::object& variables);
 
+// True when `obj` (a template, profile or instance) is shared with project `ns` by its
+// spec.sharing: mode All, or Selected listing `ns`. Absent sharing is None.
+bool SharedWith(const boost::json::object& obj, const std::string& ns);
+
 }  // namespace gantry::model
