@@ -225,6 +225,72 @@ std::vector<KindInfo> BuildKinds() {
   instance.field_selectors = {"status.phase", "spec.profileRef.name", "status.createdBy"};
   kinds.push_back(instance);
 
+  KindInfo service_profile;
+  service_profile.kind = "ServiceProfile";
+  service_profile.plural = "serviceprofiles";
+  service_profile.singular = "serviceprofile";
+  service_profile.short_names = {"sp"};
+  service_profile.versioned = true;
+  service_profile.spec = Obj(
+      "spec", "An admin-curated, versioned managed service (notebook, MLOps platform, Ray, "
+              "inference) deployed onto a compute instance.",
+      {Str("displayName", "Human-friendly name."), Str("description", "Free text."),
+       Str("serviceType", "What kind of service it is, e.g. notebook, mlops, ray, inference.",
+           true),
+       Ref("templateRef", "The EnvironmentTemplate that deploys the service.", true),
+       Obj("computeSelector",
+           "Which compute profiles the service can run on: a label selector over the labels "
+           "of the compute instance's ComputeProfile. Empty or absent: any.",
+           {StrMap("matchLabels", "Labels the compute profile must have."),
+            Arr("matchExpressions", "Requirements the compute profile's labels must meet.",
+                Obj("", "",
+                    {Str("key", "Label key.", true),
+                     Enum("operator", "Relation of the key to the values.",
+                          {"In", "NotIn", "Exists", "DoesNotExist"}, true),
+                     Arr("values", "Values for In and NotIn.", Str("", ""))}))}),
+       Obj("autoCreateCompute",
+           "Launch a dedicated compute instance for each service instance that names none.",
+           {Ref("profileRef", "The ComputeProfile of the compute instance created.", true),
+            Field{"variables", FieldType::kScalarMap,
+                  "Values for that compute profile's variables.", false, {}, {}}}),
+       Arr("variables", "Rules for the template's variables.", variable_rule), Sharing()});
+  service_profile.status = tmpl.status;
+  service_profile.field_selectors = {"spec.templateRef.name", "spec.serviceType"};
+  kinds.push_back(service_profile);
+
+  KindInfo service;
+  service.kind = "ServiceInstance";
+  service.plural = "serviceinstances";
+  service.singular = "serviceinstance";
+  service.short_names = {"si", "service"};
+  service.spec = Obj(
+      "spec", "A launch of a service profile onto a compute instance.",
+      {Str("displayName", "Human-friendly name shown to end users."),
+       Str("description", "Free text."),
+       Ref("profileRef", "The ServiceProfile; may change only before the first deploy.", true),
+       Ref("computeRef",
+           "The ComputeInstance the service runs on (this project's or one shared into it); "
+           "may change only before the first deploy. Set by the server when the profile "
+           "auto-creates compute.",
+           false),
+       Field{"variables", FieldType::kScalarMap, "Values for the profile's variables.", false,
+             {}, {}},
+       Sharing()});
+  {
+    Field status = instance.status;
+    status.description = "Deployment status.";
+    for (auto& f : status.children)
+      if (f.name == "createdBy")
+        f.description = "The user who created the service instance.";
+    status.children.push_back(
+        Bool("computeCreated", "The compute instance was created for this service (auto-create "
+                               "compute): it is destroyed and deleted with the service."));
+    service.status = status;
+  }
+  service.field_selectors = {"status.phase", "spec.profileRef.name", "spec.computeRef.name",
+                             "spec.computeRef.namespace", "status.createdBy"};
+  kinds.push_back(service);
+
   KindInfo run;
   run.kind = "Run";
   run.plural = "runs";
@@ -232,7 +298,9 @@ std::vector<KindInfo> BuildKinds() {
   run.read_only = true;
   run.spec = Obj(
       "spec", "One deploy or destroy of an instance.",
-      {Obj("instanceRef", "The instance.", {Str("name", ""), Str("uid", "")}),
+      {Obj("instanceRef", "The instance.",
+           {Str("kind", "ComputeInstance (when absent) or ServiceInstance."), Str("name", ""),
+            Str("uid", "")}),
        Enum("action", "What the run does.", {"deploy", "destroy"}),
        Int("generation", "The instance spec generation the run deploys."),
        Int("profileRevision", ""), Int("templateRevision", ""),
@@ -248,7 +316,7 @@ std::vector<KindInfo> BuildKinds() {
        Free("driverState", "What the driver needs to re-adopt or clean up the run."),
        Arr("gpus", "GPU indices assigned for the run.", Str("", "")),
        Arr("gpuUuids", "Their UUIDs, when known.", Str("", ""))});
-  run.field_selectors = {"status.phase", "spec.instanceRef.name"};
+  run.field_selectors = {"status.phase", "spec.instanceRef.name", "spec.instanceRef.kind"};
   kinds.push_back(run);
 
   KindInfo node;
