@@ -324,7 +324,7 @@ TEST_F(ServicesTest, ComputeSelectorLimitsWhichComputeAServiceRunsOn) {
   EXPECT_TRUE(del_profile.IsStatus(409, "InUse")) << del_profile.raw;
   Resp del_tmpl = api().Delete(NsPath("default", "environmenttemplates", "svc-tmpl"));
   EXPECT_TRUE(del_tmpl.IsStatus(409, "InUse")) << del_tmpl.raw;
-  EXPECT_NE(del_tmpl.message().find("jupyter (service profile)"), std::string::npos) << del_tmpl.raw;
+  EXPECT_NE(del_tmpl.message().find("is used by 2 service profiles (ray, jupyter)"), std::string::npos) << del_tmpl.raw;
 }
 
 TEST_F(ServicesTest, AutoCreatedComputeDeploysWithTheServiceAndGoesWithIt) {
