@@ -682,6 +682,11 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
         }
       }
     }
+    if (t.kind->kind == kService && !FindPath(next, "spec.computeRef") &&
+        FindPath(current, "spec.computeRef")) {
+      // Defaulted by the server (auto-create compute): a manifest without it changes nothing.
+      next["spec"].as_object()["computeRef"] = ObjectAt(current, "spec.computeRef");
+    }
     bool spec_changed = ObjectAt(current, "spec") != ObjectAt(next, "spec");
     if (next == current) return current;  // nothing to change: no new resourceVersion
     if (IsInstance(t.kind->kind))

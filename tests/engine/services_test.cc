@@ -345,6 +345,15 @@ TEST_F(ServicesTest, AutoCreatedComputeDeploysWithTheServiceAndGoesWithIt) {
   EXPECT_EQ(Str(compute, "spec.displayName"), "MLOps (compute)");
   EXPECT_EQ(Str(compute, "status.phase"), "NotDeployed");
 
+  // Sending the manifest again (without the computeRef the server set) changes nothing.
+  Resp again = api().Put(NsPath("default", "serviceinstances", "mlops"),
+                         json::object{{"metadata", json::object{{"name", "mlops"}}},
+                                      {"spec", json::object{{"displayName", "MLOps"},
+                                                            {"profileRef", json::object{{"name", "kubeflow"}}}}}});
+  ASSERT_EQ(again.status, 200) << again.raw;
+  EXPECT_EQ(Str(again.obj(), "metadata.resourceVersion"), Str(created.obj(), "metadata.resourceVersion"));
+  EXPECT_EQ(Str(again.obj(), "spec.computeRef.name"), "mlops-compute");
+
   // Deploying the service deploys its compute instance, then the service.
   ASSERT_EQ(ServiceAction("mlops", "deploy").status, 202);
   WaitPhase("mlops-compute", "Success");
