@@ -664,6 +664,13 @@ absl::StatusOr<json::object> ResourceService::Apply(const Target& t, std::string
   if (FindPath(config, "metadata.managedFields"))
     return BadRequestError("metadata.managedFields must be nil in an apply configuration");
   config.erase("status");  // server-owned: never applied
+  // The name on the URL is the object's (also when the apply creates it).
+  if (std::string name = GetString(config, "metadata.name"); name.empty()) {
+    model::EnsureObject(config, "metadata")["name"] = t.name;
+  } else if (name != t.name) {
+    return BadRequestError("the name of the object (" + name +
+                           ") does not match the name on the URL (" + t.name + ")");
+  }
   ApplyInfo info{model::LeafSet(model::TrackedFields(config)), force};
   for (int attempt = 0;; ++attempt) {
     auto current = Get(t);
