@@ -361,6 +361,7 @@ absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json
   std::vector<store::Write> writes;
   writes.push_back(store::Write{store::Write::Op::kCreate, t.kind->kind, {}, 0, 0});
   RETURN_IF_ERROR(CheckReferences(t, nullptr, obj, &writes));
+  RETURN_IF_ERROR(model::ForgetAbsentFields(obj));  // e.g. spec.password, now a credential
   writes[0].object = obj;
   ASSIGN_OR_RETURN(auto stored, store_.Commit(std::move(writes)));
   return std::move(stored[0]);
@@ -508,6 +509,7 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
     writes.push_back(store::Write{store::Write::Op::kUpdate, t.kind->kind, {},
                                   expected_rv ? expected_rv : current_rv, 0});
     RETURN_IF_ERROR(CheckReferences(t, &current, next, &writes));
+    RETURN_IF_ERROR(model::ForgetAbsentFields(next));  // e.g. spec.password, now a credential
     writes[0].object = std::move(next);
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) return std::move((*stored)[0]);

@@ -283,6 +283,26 @@ absl::StatusOr<Managers> ManagersOf(const json::object& obj) {
   return DecodeManagedFields(*mf);
 }
 
+absl::Status ForgetAbsentFields(json::object& obj) {
+  json::value* meta = obj.if_contains("metadata");
+  if (!meta || !meta->is_object() || !meta->get_object().contains("managedFields"))
+    return absl::OkStatus();
+  auto managers = ManagersOf(obj);
+  if (!managers.ok()) return managers.status();
+  FieldSet present = LeafSet(TrackedFields(obj));
+  bool changed = false;
+  for (auto& e : *managers) {
+    FieldSet kept = Intersect(e.fields, present);
+    changed = changed || kept != e.fields;
+    e.fields = std::move(kept);
+  }
+  if (!changed) return absl::OkStatus();
+  json::array encoded = EncodeManagedFields(*managers);
+  if (encoded.empty()) meta->get_object().erase("managedFields");
+  else meta->get_object()["managedFields"] = std::move(encoded);
+  return absl::OkStatus();
+}
+
 FieldChange CompareFields(const json::object& old_obj, const json::object& new_obj) {
   FieldChange c;
   auto before = Leaves(old_obj);

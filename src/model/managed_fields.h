@@ -77,6 +77,11 @@ boost::json::array EncodeManagedFields(const Managers& managers);
 // The managers of a stored object (its metadata.managedFields; none when absent).
 absl::StatusOr<Managers> ManagersOf(const boost::json::object& obj);
 
+// Drops from obj's metadata.managedFields the fields obj no longer has (what the server
+// removed after recording the write, such as a User's spec.password, which goes to the
+// credential store), and the entries left without fields.
+absl::Status ForgetAbsentFields(boost::json::object& obj);
+
 // What a write changes in the tracked fields.
 struct FieldChange {
   FieldSet added, modified, removed;

@@ -231,6 +231,19 @@ TEST(ManagedFieldsTest, PruneRemovesWhatOnlyTheApplierOwned) {
   EXPECT_EQ(json::serialize(only), R"({"spec":{}})");  // spec itself stays
 }
 
+TEST(ManagedFieldsTest, ForgetAbsentFieldsDropsWhatTheServerRemoved) {
+  json::object obj = Obj(R"({"metadata":{"name":"u"},"spec":{"displayName":"U"}})");
+  Managers m = {{"a", kOperationUpdate, kV1, kNow, Set({{"spec", "displayName"}, {"spec", "password"}})},
+                {"b", kOperationUpdate, kV1, kNow, Set({{"spec", "password"}})}};
+  obj["metadata"].as_object()["managedFields"] = EncodeManagedFields(m);
+  ASSERT_TRUE(ForgetAbsentFields(obj).ok());
+  auto back = ManagersOf(obj);
+  ASSERT_TRUE(back.ok());
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ((*back)[0].fields, Set({{"spec", "displayName"}}));
+  EXPECT_EQ(json::serialize(obj).find("password"), std::string::npos);
+}
+
 TEST(ManagedFieldsTest, PathStringIsKubernetesStyle) {
   EXPECT_EQ(PathString({"spec", "resources", "gpu"}), ".spec.resources.gpu");
 }
