@@ -296,6 +296,25 @@ TEST_F(ApplyTest, JsonPatch) {
   EXPECT_EQ(Str(api().Get(Path()).obj(), {"spec", "displayName"}), "J");
 }
 
+TEST_F(ApplyTest, ApplyIsAuthorizedAsAnUpdateAndACreate) {
+  api().MustCreate(ClusterPath("users"), json::object{{"metadata", json::object{{"name", "vic"}}},
+                                                      {"spec", json::object{{"password", "vic-password-1"}}}});
+  api().MustCreate(NsPath("default", "rolebindings"),
+                   json::object{{"metadata", json::object{{"name", "vic"}}},
+                                {"spec", json::object{{"user", "vic"}, {"role", "viewer"}}}});
+  Resp t = api().Post(ClusterPath("users", "vic") + "/tokens", json::object{});
+  ASSERT_EQ(t.status, 201) << t.raw;
+  Api vic(gantryd_->base_url(), std::string(t.obj().at("token").as_string()));
+  Resp r = vic.Call("PATCH", Path() + "?fieldManager=vic", Yaml("Web"), kApply);
+  EXPECT_TRUE(r.IsStatus(403, "Forbidden")) << r.raw;
+  EXPECT_EQ(api().Get(Path()).status, 404);
+  ASSERT_EQ(Apply(Yaml("Web"), "a").status, 201);
+  r = vic.Call("PATCH", Path() + "?fieldManager=vic", Yaml("Vic"), kApply);
+  EXPECT_TRUE(r.IsStatus(403, "Forbidden")) << r.raw;
+  r = vic.Call("PATCH", Path(), R"([{"op":"remove","path":"/spec/displayName"}])", kJsonPatch);
+  EXPECT_TRUE(r.IsStatus(403, "Forbidden")) << r.raw;
+}
+
 TEST_F(ApplyTest, StrategicMergeIsRefusedWithAHint) {
   api().CreateInstance("default", "web", "p");
   Resp r = api().Call("PATCH", Path(), R"({"spec":{}})", "application/strategic-merge-patch+json");
