@@ -628,9 +628,8 @@ absl::StatusOr<json::object> ResourceService::JsonPatch(const Target& t, std::st
     // client's precondition; otherwise the one read here, retried on a conflict.
     std::string current_rv = GetString(current, "metadata.resourceVersion", "0");
     std::string rv = GetString(obj, "metadata.resourceVersion");
-    bool precondition = rv != current_rv;
-    if (precondition && (rv.empty() || rv.size() > 18 ||
-                         rv.find_first_not_of("0123456789") != std::string::npos))
+    bool precondition = !rv.empty() && rv != current_rv;
+    if (precondition && (rv.size() > 18 || rv.find_first_not_of("0123456789") != std::string::npos))
       return BadRequestError("metadata.resourceVersion \"" + rv + "\" is not valid");
     int64_t expected = std::stoll(precondition ? rv : current_rv);
     model::EnsureObject(obj, "metadata").erase("resourceVersion");
