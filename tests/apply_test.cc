@@ -296,6 +296,32 @@ TEST_F(ApplyTest, JsonPatch) {
   EXPECT_EQ(Str(api().Get(Path()).obj(), {"spec", "displayName"}), "J");
 }
 
+TEST_F(ApplyTest, SensitiveVariablesReappliedInPlaintextAreUnchanged) {
+  api().CreateTemplate("default", "st",
+                       json::array{json::object{{"name", "pw"}, {"sensitive", true}}});
+  api().CreateProfile("default", "sp", "st");
+  auto yaml = [](const std::string& pw) {
+    return "apiVersion: paas.gantry.dev/v1\nkind: ComputeInstance\nmetadata: {name: web}\n"
+           "spec:\n  profileRef: {name: sp}\n  variables: {pw: \"" + pw + "\"}\n";
+  };
+  Resp r = Apply(yaml("s3cret-1"), "a");
+  ASSERT_EQ(r.status, 201) << r.raw;
+  EXPECT_EQ(Str(r.obj(), {"spec", "variables", "pw"}), "<sensitive>");
+  EXPECT_EQ(r.raw.find("s3cret"), std::string::npos);
+  Resp again = Apply(yaml("s3cret-1"), "a");
+  ASSERT_EQ(again.status, 200) << again.raw;
+  EXPECT_EQ(again.meta("resourceVersion"), r.meta("resourceVersion"));
+  // Another manager applying the same secret shares it; a different one conflicts.
+  EXPECT_EQ(Apply(yaml("s3cret-1"), "b").status, 200);
+  Resp conflict = Apply(yaml("s3cret-2"), "c");
+  EXPECT_TRUE(conflict.IsStatus(409, "Conflict")) << conflict.raw;
+  EXPECT_THAT(conflict.message(), HasSubstr(".spec.variables.pw"));
+  EXPECT_EQ(conflict.raw.find("s3cret"), std::string::npos);
+  Resp changed = Apply(yaml("s3cret-2"), "c", /*force=*/true);
+  ASSERT_EQ(changed.status, 200) << changed.raw;
+  EXPECT_NE(changed.meta("resourceVersion"), r.meta("resourceVersion"));
+}
+
 TEST_F(ApplyTest, ApplyIsAuthorizedAsAnUpdateAndACreate) {
   api().MustCreate(ClusterPath("users"), json::object{{"metadata", json::object{{"name", "vic"}}},
                                                       {"spec", json::object{{"password", "vic-password-1"}}}});
