@@ -129,9 +129,21 @@ bool Resp::IsStatus(int want_code, const std::string& want_reason) const {
     const json::value* v = o.if_contains(k);
     return v && v->is_string() ? std::string(v->get_string()) : std::string("<absent>");
   };
+  // Gantry's own 409 reasons (InstanceInProgress, HasServices, …) travel as the first cause
+  // of a Conflict (src/api/status_http.cc).
+  bool reason_ok = reason() == want_reason;
+  if (!reason_ok && reason() == "Conflict") {
+    const json::value* details = o.if_contains("details");
+    const json::value* causes =
+        details && details->is_object() ? details->get_object().if_contains("causes") : nullptr;
+    if (causes && causes->is_array() && !causes->get_array().empty() &&
+        causes->get_array()[0].is_object()) {
+      const json::value* r = causes->get_array()[0].get_object().if_contains("reason");
+      reason_ok = r && r->is_string() && r->get_string() == want_reason;
+    }
+  }
   return status == want_code && str("kind") == "Status" && str("apiVersion") == "v1" &&
-         str("status") == "Failure" && code() == want_code && reason() == want_reason &&
-         !message().empty();
+         str("status") == "Failure" && code() == want_code && reason_ok && !message().empty();
 }
 
 Api::Api(std::string base_url, std::string token)

@@ -48,7 +48,8 @@ struct Resp {
   int64_t meta_int(const std::string& key) const;
   // items[].metadata.name of a list.
   std::vector<std::string> names() const;
-  // True when the body is a Kubernetes Status with this code and reason.
+  // True when the body is a Kubernetes Status with this code and reason (for a 409, Gantry's
+  // own reason may also be the first cause of a Conflict: src/api/status_http.cc).
   bool IsStatus(int code, const std::string& reason) const;
 };
 

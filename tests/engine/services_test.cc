@@ -146,6 +146,8 @@ TEST_F(ServicesTest, ComputeWithServicesIsNotDestroyedOrDeletedWithoutCascade) {
 
   Resp destroy = Action("gpu", "destroy");
   EXPECT_TRUE(destroy.IsStatus(409, "HasServices")) << destroy.raw;
+  // On the wire: a Kubernetes Conflict whose first cause names Gantry's reason.
+  EXPECT_EQ(Str(destroy.obj(), "reason"), "Conflict") << destroy.raw;
   EXPECT_EQ(destroy.message(),
             "compute instance gpu cannot be destroyed: 1 service instance runs on it (nb "
             "(Success)); destroy them first, or destroy with ?cascade=true to destroy them "

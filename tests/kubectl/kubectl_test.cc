@@ -582,7 +582,7 @@ TEST_P(KubectlTest, DeletingAnInstanceInProgressIsAConflict) {
   ASSERT_EQ(phase, "InProgress");
   Result r = Kubectl({"delete", "ci", "slow", "--wait=false"});
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("Error from server (InstanceInProgress): instance slow is In "
+  EXPECT_THAT(r.output, HasSubstr("Error from server (Conflict): instance slow is In "
                                   "Progress (deploy run slow-1); it cannot be deleted until the "
                                   "run ends"));
   r = Kubectl({"apply", "--server-side", "--force-conflicts", "-f",
