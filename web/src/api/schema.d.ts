@@ -193,6 +193,70 @@ export interface paths {
         patch: operations["patchRun"];
         trace?: never;
     };
+    "/apis/paas.gantry.dev/v1/namespaces/{namespace}/serviceinstances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["listServiceInstance"];
+        put?: never;
+        post: operations["createServiceInstance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apis/paas.gantry.dev/v1/namespaces/{namespace}/serviceinstances/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["readServiceInstance"];
+        put: operations["replaceServiceInstance"];
+        post?: never;
+        delete: operations["deleteServiceInstance"];
+        options?: never;
+        head?: never;
+        patch: operations["patchServiceInstance"];
+        trace?: never;
+    };
+    "/apis/paas.gantry.dev/v1/namespaces/{namespace}/serviceprofiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["listServiceProfile"];
+        put?: never;
+        post: operations["createServiceProfile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apis/paas.gantry.dev/v1/namespaces/{namespace}/serviceprofiles/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["readServiceProfile"];
+        put: operations["replaceServiceProfile"];
+        post?: never;
+        delete: operations["deleteServiceProfile"];
+        options?: never;
+        head?: never;
+        patch: operations["patchServiceProfile"];
+        trace?: never;
+    };
     "/apis/paas.gantry.dev/v1/nodes": {
         parameters: {
             query?: never;
@@ -756,6 +820,8 @@ export interface components {
                 generation?: number;
                 /** @description The instance. */
                 instanceRef?: {
+                    /** @description ComputeInstance (when absent) or ServiceInstance. */
+                    kind?: string;
                     name?: string;
                     uid?: string;
                 };
@@ -797,6 +863,232 @@ export interface components {
         "dev.gantry.paas.v1.RunList": {
             apiVersion?: string;
             items?: components["schemas"]["dev.gantry.paas.v1.Run"][];
+            kind?: string;
+            metadata?: Record<string, never>;
+        };
+        /** @description A launch of a service profile onto a compute instance. */
+        "dev.gantry.paas.v1.ServiceInstance": {
+            apiVersion?: string;
+            kind?: string;
+            metadata?: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
+            /** @description A launch of a service profile onto a compute instance. */
+            spec?: {
+                /** @description The ComputeInstance the service runs on (this project's or one shared into it); may change only before the first deploy. Set by the server when the profile auto-creates compute. */
+                computeRef?: {
+                    /** @description Name of the referenced object. */
+                    name: string;
+                    /** @description Project of the referenced object; defaults to this project. */
+                    namespace?: string;
+                };
+                /** @description Free text. */
+                description?: string;
+                /** @description Human-friendly name shown to end users. */
+                displayName?: string;
+                /** @description The ServiceProfile; may change only before the first deploy. */
+                profileRef: {
+                    /** @description Name of the referenced object. */
+                    name: string;
+                    /** @description Project of the referenced object; defaults to this project. */
+                    namespace?: string;
+                };
+                /** @description Which other projects may use this object. */
+                sharing?: {
+                    /**
+                     * @description None (default), All projects, or Selected projects.
+                     * @enum {string}
+                     */
+                    mode?: "None" | "All" | "Selected";
+                    /** @description The projects shared with when mode is Selected. */
+                    projects?: string[];
+                };
+                /** @description Values for the profile's variables. */
+                variables?: {
+                    [key: string]: unknown;
+                };
+            };
+            /** @description Deployment status. */
+            status?: {
+                /**
+                 * @description What the current or last run does.
+                 * @enum {string}
+                 */
+                action?: "deploy" | "destroy";
+                /** @description The compute instance was created for this service (auto-create compute): it is destroyed and deleted with the service. */
+                computeCreated?: boolean;
+                /** @description Observations of the object's state. */
+                conditions?: {
+                    lastTransitionTime?: string;
+                    message?: string;
+                    reason?: string;
+                    status?: string;
+                    type?: string;
+                }[];
+                /** @description The user who created the service instance. */
+                createdBy?: string;
+                /**
+                 * Format: int64
+                 * @description The spec generation that is live.
+                 */
+                deployedGeneration?: number;
+                /** @description What the driver needs to re-adopt the workload. */
+                driverState?: Record<string, never>;
+                /** @description GPUs of this host assigned to the instance (local driver). */
+                gpus?: string[];
+                /** @description The current or last run. */
+                lastRunRef?: {
+                    name?: string;
+                };
+                /** @description Details for a person. */
+                message?: string;
+                /** @description What the driver produced. */
+                outputs?: {
+                    [key: string]: string;
+                };
+                /**
+                 * @description Deployment status.
+                 * @enum {string}
+                 */
+                phase?: "NotDeployed" | "Waiting" | "InProgress" | "Success" | "Failed";
+                /**
+                 * Format: int64
+                 * @description The profile revision this instance uses.
+                 */
+                profileRevision?: number;
+                /** @description Why it is Waiting or Failed. */
+                reason?: string;
+                /** @description The resources the deployed revision asked for. */
+                resources?: Record<string, never>;
+                /**
+                 * Format: int64
+                 * @description Restarts of the workload since it was deployed (local driver).
+                 */
+                restartCount?: number;
+                /**
+                 * Format: int64
+                 * @description Runs made for this instance so far (names the next run).
+                 */
+                runCount?: number;
+                /** @description Set on objects listed in a project they are shared into. */
+                sharedFrom?: {
+                    namespace?: string;
+                };
+                /**
+                 * Format: int64
+                 * @description The template revision this instance uses.
+                 */
+                templateRevision?: number;
+            };
+        };
+        "dev.gantry.paas.v1.ServiceInstanceList": {
+            apiVersion?: string;
+            items?: components["schemas"]["dev.gantry.paas.v1.ServiceInstance"][];
+            kind?: string;
+            metadata?: Record<string, never>;
+        };
+        /** @description An admin-curated, versioned managed service (notebook, MLOps platform, Ray, inference) deployed onto a compute instance. */
+        "dev.gantry.paas.v1.ServiceProfile": {
+            apiVersion?: string;
+            kind?: string;
+            metadata?: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
+            /** @description An admin-curated, versioned managed service (notebook, MLOps platform, Ray, inference) deployed onto a compute instance. */
+            spec?: {
+                /** @description Launch a dedicated compute instance for each service instance that names none. */
+                autoCreateCompute?: {
+                    /** @description The ComputeProfile of the compute instance created. */
+                    profileRef: {
+                        /** @description Name of the referenced object. */
+                        name: string;
+                        /** @description Project of the referenced object; defaults to this project. */
+                        namespace?: string;
+                    };
+                    /** @description Values for that compute profile's variables. */
+                    variables?: {
+                        [key: string]: unknown;
+                    };
+                };
+                /** @description Which compute profiles the service can run on: a label selector over the labels of the compute instance's ComputeProfile. Empty or absent: any. */
+                computeSelector?: {
+                    /** @description Requirements the compute profile's labels must meet. */
+                    matchExpressions?: {
+                        /** @description Label key. */
+                        key: string;
+                        /**
+                         * @description Relation of the key to the values.
+                         * @enum {string}
+                         */
+                        operator: "In" | "NotIn" | "Exists" | "DoesNotExist";
+                        /** @description Values for In and NotIn. */
+                        values?: string[];
+                    }[];
+                    /** @description Labels the compute profile must have. */
+                    matchLabels?: {
+                        [key: string]: string;
+                    };
+                };
+                /** @description Free text. */
+                description?: string;
+                /** @description Human-friendly name. */
+                displayName?: string;
+                /** @description What kind of service it is, e.g. notebook, mlops, ray, inference. */
+                serviceType: string;
+                /** @description Which other projects may use this object. */
+                sharing?: {
+                    /**
+                     * @description None (default), All projects, or Selected projects.
+                     * @enum {string}
+                     */
+                    mode?: "None" | "All" | "Selected";
+                    /** @description The projects shared with when mode is Selected. */
+                    projects?: string[];
+                };
+                /** @description The EnvironmentTemplate that deploys the service. */
+                templateRef: {
+                    /** @description Name of the referenced object. */
+                    name: string;
+                    /** @description Project of the referenced object; defaults to this project. */
+                    namespace?: string;
+                };
+                /** @description Rules for the template's variables. */
+                variables?: {
+                    /** @description Values allowed when override is restricted. */
+                    allowedValues?: string[];
+                    /** @description Default for instances. */
+                    default?: string;
+                    /** @description Shown to users. */
+                    description?: string;
+                    /** @description Template variable name. */
+                    name: string;
+                    /**
+                     * @description Whether instances may set the value.
+                     * @enum {string}
+                     */
+                    override?: "allowed" | "notallowed" | "restricted";
+                    /** @description Instances must supply a value. */
+                    required?: boolean;
+                    /** @description Encrypted at rest, never returned by the API. */
+                    sensitive?: boolean;
+                }[];
+            };
+            status?: {
+                /**
+                 * Format: int64
+                 * @description Current revision; bumps on every spec change.
+                 */
+                revision?: number;
+                /** @description Set on objects listed in a project they are shared into. */
+                sharedFrom?: {
+                    namespace?: string;
+                };
+                /**
+                 * Format: int64
+                 * @description Profiles: the template revision of this revision.
+                 */
+                templateRevision?: number;
+            };
+        };
+        "dev.gantry.paas.v1.ServiceProfileList": {
+            apiVersion?: string;
+            items?: components["schemas"]["dev.gantry.paas.v1.ServiceProfile"][];
             kind?: string;
             metadata?: Record<string, never>;
         };
@@ -1705,6 +1997,302 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["dev.gantry.paas.v1.Run"];
+                };
+            };
+        };
+    };
+    listServiceInstance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceInstanceList"];
+                };
+            };
+        };
+    };
+    createServiceInstance: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceInstance"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceInstance"];
+                };
+            };
+        };
+    };
+    readServiceInstance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceInstance"];
+                };
+            };
+        };
+    };
+    replaceServiceInstance: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceInstance"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceInstance"];
+                };
+            };
+        };
+    };
+    deleteServiceInstance: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceInstance"];
+                };
+            };
+        };
+    };
+    patchServiceInstance: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/merge-patch+json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceInstance"];
+                };
+            };
+        };
+    };
+    listServiceProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceProfileList"];
+                };
+            };
+        };
+    };
+    createServiceProfile: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceProfile"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceProfile"];
+                };
+            };
+        };
+    };
+    readServiceProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceProfile"];
+                };
+            };
+        };
+    };
+    replaceServiceProfile: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceProfile"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceProfile"];
+                };
+            };
+        };
+    };
+    deleteServiceProfile: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceProfile"];
+                };
+            };
+        };
+    };
+    patchServiceProfile: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/merge-patch+json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ServiceProfile"];
                 };
             };
         };
