@@ -11,38 +11,42 @@ import { DeleteModal } from './Modals';
 const onCompute = (project: string, name: string) => (s: ServiceInstance) =>
   s.spec?.computeRef?.name === name && (s.spec.computeRef.namespace || s.metadata?.namespace) === project;
 
-// Services across the projects the user may list (their own project's when that is refused).
-export async function servicesOn(project: string, name: string, signal?: AbortSignal): Promise<ServiceInstance[]> {
+// Services across the projects the user may list (their own project's when that is refused);
+// `scope`: the collection that answered, which a watch can follow.
+export async function servicesOn(project: string, name: string, signal?: AbortSignal, scope?: { path: string }): Promise<ServiceInstance[]> {
   const q = query({ fieldSelector: `spec.computeRef.name=${name}` });
+  let path = collectionPath('serviceinstances');
   let l: List<ServiceInstance>;
   try {
-    l = await get<List<ServiceInstance>>(collectionPath('serviceinstances') + q, signal);
+    l = await get<List<ServiceInstance>>(path + q, signal);
   } catch {
-    l = await get<List<ServiceInstance>>(collectionPath('serviceinstances', project) + q, signal);
+    path = collectionPath('serviceinstances', project);
+    l = await get<List<ServiceInstance>>(path + q, signal);
   }
+  if (scope) scope.path = path;
   return l.items.filter(onCompute(project, name));
 }
 
-// Live: the list, then a watch (of this project's services; others' re-read on each change of
-// the compute instance, `rv`).
-export function useServicesOn(project: string, name: string, rv?: string): ServiceInstance[] | null {
+// Live: the list, then a watch of the same collection. `name` '': none (not a compute
+// instance, or one the user only reads).
+export function useServicesOn(project: string, name: string): ServiceInstance[] | null {
   const [items, setItems] = useState<ServiceInstance[] | null>(null);
   useEffect(() => {
     if (!name) { setItems(null); return; }
     const ac = new AbortController();
-    servicesOn(project, name, ac.signal).then((l) => {
+    const scope = { path: '' };
+    servicesOn(project, name, ac.signal, scope).then((l) => {
       setItems(l);
-      void watch<ServiceInstance>(collectionPath('serviceinstances', project), { fieldSelector: `spec.computeRef.name=${name}` }, (e) => {
-        const key = `${e.object.metadata?.namespace}/${e.object.metadata?.name}`;
+      void watch<ServiceInstance>(scope.path, { fieldSelector: `spec.computeRef.name=${name}` }, (e) => {
+        const k = (s: ServiceInstance) => `${s.metadata?.namespace}/${s.metadata?.name}`;
         setItems((cur) => {
-          const rest = (cur ?? []).filter((s) => `${s.metadata?.namespace}/${s.metadata?.name}` !== key);
-          const k = (s: ServiceInstance) => `${s.metadata?.namespace}/${s.metadata?.name}`;
+          const rest = (cur ?? []).filter((s) => k(s) !== k(e.object));
           return e.type === 'DELETED' || !onCompute(project, name)(e.object) ? rest : [...rest, e.object].sort((a, b) => k(a).localeCompare(k(b)));
         });
       }, ac.signal);
     }).catch(() => { if (!ac.signal.aborted) setItems([]); });
     return () => ac.abort();
-  }, [project, name, rv]);
+  }, [project, name]);
   return items;
 }
 

@@ -149,7 +149,7 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
     get<Profile>(objectPath(kind.profilePlural, profileNs, profileName)).then(setProfile).catch(() => setProfile(null));
   }, [profileNs, profileName, profileRv, foreign, kind.profilePlural]);
   // A compute instance: the services on it (live). A service: its compute instance.
-  const services = useServicesOn(project, isService ? '' : name, inst?.metadata?.resourceVersion);
+  const services = useServicesOn(project, isService || foreign ? '' : name);
   const compute = useComputeOf(isService ? inst as ServiceInstance | null : null, project);
 
   useEffect(() => { if (!selectedRun && inst?.status?.lastRunRef?.name) setSelectedRun(inst.status.lastRunRef.name); }, [inst, selectedRun]);
@@ -352,27 +352,28 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
   );
 }
 
-// The compute instance a service runs on, live: a watch on it in its project (a re-read on
-// each change of the service where that project cannot be watched).
+// The compute instance a service runs on, live: a watch on it in the service's own project; one
+// shared from another project (which this user may not list) is re-read on each change of the
+// service instead.
 function useComputeOf(svc: ServiceInstance | null, project: string): ComputeInstance | null {
   const [compute, setCompute] = useState<ComputeInstance | null>(null);
   const ref = svc?.spec?.computeRef;
-  const ns = ref?.namespace || svc?.metadata?.namespace || project;
+  const own = svc?.metadata?.namespace || project;
+  const ns = ref?.namespace || own;
   const cname = ref?.name ?? '';
-  const rv = svc?.metadata?.resourceVersion;
+  const rereadOn = ns !== own ? svc?.metadata?.resourceVersion : '';
   useEffect(() => {
     if (!cname) { setCompute(null); return; }
     const ac = new AbortController();
     get<ComputeInstance>(objectPath('computeinstances', ns, cname), ac.signal).then((c) => {
       setCompute(c);
+      if (ns !== own) return;
       return watch<ComputeInstance>(collectionPath('computeinstances', ns), { fieldSelector: `metadata.name=${cname}` }, (e) => {
-        if (e.type !== 'DELETED' && e.object.metadata?.namespace === ns) setCompute(e.object);
+        if (e.type !== 'DELETED') setCompute(e.object);
       }, ac.signal, undefined, c.metadata?.resourceVersion);
     }).catch(() => { if (!ac.signal.aborted) setCompute(null); });
     return () => ac.abort();
-    // In another project (perhaps not watchable by this user) it is re-read on each change of
-    // the service; in the service's own project the watch suffices.
-  }, [ns, cname, ns !== svc?.metadata?.namespace ? rv : '']);
+  }, [ns, own, cname, rereadOn]);
   return compute;
 }
 
