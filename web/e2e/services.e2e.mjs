@@ -29,6 +29,13 @@ await runE2e({ name: 'the service wizard in PaaS Studio', gantrydArgs: ['--gpus'
     expected.push({ url: '/auth/whoami', status: auth ? 401 : 404 });
     const P = 'ml-research';
     const N = `${G}/namespaces/${P}`;
+    const nav = (name) => page.getByLabel('Main').getByRole('link', { name, exact: true });
+    // Cards are radios: chosen by keyboard, as a user of assistive technology would.
+    const pick = async (selector) => {
+      await page.locator(selector).focus();
+      await page.keyboard.press('Space');
+      if (!(await page.locator(selector).isChecked())) throw new Error(`${selector} not selected`);
+    };
 
     // Setup the UI does not own: the project, the compute side (a template; a GPU profile labelled
     // tier=gpu and a CPU one without it; a CPU compute instance the service must not be offered).
@@ -48,7 +55,7 @@ await runE2e({ name: 'the service wizard in PaaS Studio', gantrydArgs: ['--gpus'
     await page.selectOption('#project-select', P);
 
     step('admin: a service template (exec driver)');
-    await page.getByRole('link', { name: 'Environment Templates' }).click();
+    await nav('Environment Templates').click();
     await page.getByRole('button', { name: 'New Environment Template' }).click();
     await page.fill('#template-name', 'notebook');
     await page.fill('#template-display-name', 'Notebook (exec script)');
@@ -64,7 +71,7 @@ await runE2e({ name: 'the service wizard in PaaS Studio', gantrydArgs: ['--gpus'
     await page.getByRole('tab', { name: 'Revisions' }).waitFor();
 
     step('admin: a service profile that runs on tier=gpu compute');
-    await page.getByRole('link', { name: 'Service Profiles' }).click();
+    await nav('Service Profiles').click();
     await page.getByRole('button', { name: 'New Service Profile' }).click();
     await page.fill('#sp-name', 'jupyter');
     await page.fill('#sp-display-name', 'Jupyter notebook');
@@ -80,15 +87,15 @@ await runE2e({ name: 'the service wizard in PaaS Studio', gantrydArgs: ['--gpus'
     await shot('service-profile-new');
     await page.getByRole('button', { name: 'Create' }).click();
     await page.getByRole('tab', { name: 'Revisions' }).waitFor();
-    await page.getByRole('link', { name: 'Service Profiles' }).click();
+    await nav('Service Profiles').click();
     await page.getByTestId('row-jupyter').getByText('tier=gpu').waitFor();
-    await page.getByTestId('row-jupyter').getByText('notebook', { exact: true }).waitFor();
+    await page.getByTestId('row-jupyter').getByText('notebook', { exact: true }).first().waitFor(); // service type (and template)
     await shot('service-profiles');
 
     step('launch a compute instance of the GPU profile (wizard, Save Changes)');
-    await page.getByRole('link', { name: 'Compute Instances' }).click();
+    await nav('Compute Instances').click();
     await page.getByRole('button', { name: 'New Compute Instance' }).click();
-    await page.locator(`#profile-${P}-gpu-small-input`).check();
+    await pick(`#profile-${P}-gpu-small-input`);
     await page.getByRole('button', { name: 'Continue' }).click();
     await page.fill('#unique-name', 'gpu-box');
     await page.getByText('gpu-box is available').waitFor();
@@ -97,15 +104,15 @@ await runE2e({ name: 'the service wizard in PaaS Studio', gantrydArgs: ['--gpus'
     await page.locator('[data-testid=overview-status] [data-phase=NotDeployed]').waitFor();
 
     step('New Service Instance: only the compute instance the selector matches, with its status');
-    await page.getByRole('link', { name: 'Service Instances' }).click();
+    await nav('Service Instances').click();
     await page.getByRole('button', { name: 'New Service Instance' }).click();
-    await page.locator(`#profile-${P}-jupyter-input`).check();
+    await pick(`#profile-${P}-jupyter-input`);
     await page.getByRole('button', { name: 'Continue' }).click();
     const gpuCard = page.getByTestId('compute-card-gpu-box');
     await gpuCard.locator('[data-phase=NotDeployed]').waitFor();
     if (await page.getByTestId('compute-card-cpu-box').count()) throw new Error('cpu-box (no tier=gpu) was offered');
     await page.getByText('1 other compute instance(s) are not offered').waitFor();
-    await page.locator(`#compute-${P}-gpu-box-input`).check();
+    await pick(`#compute-${P}-gpu-box-input`);
     await shot('service-wizard-compute');
     await page.getByRole('button', { name: 'Next', exact: true }).click();
     await page.fill('#unique-name', 'notebook-1');
@@ -154,7 +161,7 @@ await runE2e({ name: 'the service wizard in PaaS Studio', gantrydArgs: ['--gpus'
     await page.getByTestId('run-log').getByText(`on ${P}/gpu-box`).waitFor();
 
     step('Service Instances list: service type and compute instance columns');
-    await page.getByRole('link', { name: 'Service Instances' }).click();
+    await nav('Service Instances').click();
     const row = page.getByTestId('row-notebook-1');
     await row.getByText('notebook', { exact: true }).waitFor();
     await row.getByRole('link', { name: 'gpu-box' }).waitFor();
@@ -180,7 +187,7 @@ await runE2e({ name: 'the service wizard in PaaS Studio', gantrydArgs: ['--gpus'
     await confirm.click();
     await page.getByRole('heading', { name: 'Compute Instances' }).waitFor();
     await page.getByTestId('row-gpu-box').waitFor({ state: 'detached', timeout: 60000 });
-    await page.getByRole('link', { name: 'Service Instances' }).click();
+    await nav('Service Instances').click();
     await page.getByRole('heading', { name: 'Service Instances' }).waitFor();
     await page.getByTestId('row-notebook-1').waitFor({ state: 'detached', timeout: 30000 });
     const left = await api('GET', `${N}/serviceinstances`);
