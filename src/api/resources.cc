@@ -22,14 +22,37 @@ using model::SharedWith;
 constexpr int kMaxRetries = 8;
 constexpr char kInstance[] = "ComputeInstance";
 constexpr char kProfile[] = "ComputeProfile";
+constexpr char kService[] = "ServiceInstance";
+constexpr char kServiceProfile[] = "ServiceProfile";
+// Labels an auto-created compute instance with the service it was created for.
+constexpr char kCreatedForLabel[] = "paas.gantry.dev/service";
 constexpr char kTemplate[] = "EnvironmentTemplate";
 constexpr char kProject[] = "Project";
 constexpr char kUser[] = "User";
 constexpr char kRoleBinding[] = "RoleBinding";
 
 bool Sharable(const std::string& kind) {
-  return kind == kInstance || kind == kProfile || kind == kTemplate || kind == "ServiceProfile" ||
-         kind == "ServiceInstance";
+  return kind == kInstance || kind == kProfile || kind == kTemplate || kind == kServiceProfile ||
+         kind == kService;
+}
+
+std::map<std::string, std::string> LabelsOf(const json::object& obj) {
+  std::map<std::string, std::string> out;
+  if (const json::value* l = FindPath(obj, "metadata.labels"); l && l->is_object())
+    for (const auto& kv : l->get_object())
+      if (kv.value().is_string()) out[std::string(kv.key())] = std::string(kv.value().get_string());
+  return out;
+}
+
+bool IsInstance(const std::string& kind) { return kind == kInstance || kind == kService; }
+
+// The profile kind of an instance kind, and how messages name it.
+const char* ProfileOf(const std::string& instance_kind) {
+  return instance_kind == kService ? kServiceProfile : kProfile;
+}
+std::string Lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 
 // Continue tokens of a project's list: the store's own for the project's objects, then
@@ -80,7 +103,8 @@ ResourceService::ResourceService(store::Store& store, WatchHub& hub, const Clock
                                  const SecretBox& secrets)
     : store_(store), hub_(hub), clock_(clock), secrets_(secrets) {}
 
-absl::Status ResourceService::CheckAndSealVariables(const std::string& name,
+absl::Status ResourceService::CheckAndSealVariables(const std::string& kind,
+                                                    const std::string& name,
                                                     const json::object& template_spec,
                                                     const json::object& profile_spec,
                                                     const json::object* current,
@@ -113,9 +137,9 @@ absl::Status ResourceService::CheckAndSealVariables(const std::string& name,
       kv.value() = *unsealed;
     }
   }
-  if (!causes.empty()) return InvalidError(kInstance, name, std::move(causes));
+  if (!causes.empty()) return InvalidError(kind, name, std::move(causes));
   auto resolved = model::ResolveVariables(template_spec, profile_spec, plain, &causes);
-  if (!causes.empty()) return InvalidError(kInstance, name, std::move(causes));
+  if (!causes.empty()) return InvalidError(kind, name, std::move(causes));
   for (auto& kv : variables) {
     auto it = resolved.find(std::string(kv.key()));
     if (it == resolved.end() || !it->second.sensitive) continue;
@@ -187,7 +211,7 @@ absl::Status ResourceService::ValidateIncoming(const Target& t, json::object& ob
     return InvalidError(kind.kind, GetString(meta, "name"), std::move(causes));
   if (json::value* vars = obj.contains("spec") ? obj["spec"].get_object().if_contains("variables")
                                                 : nullptr;
-      vars && vars->is_object() && kind.kind == kInstance)
+      vars && vars->is_object() && IsInstance(kind.kind))
     model::NormalizeVariableValues(vars->get_object());
   return absl::OkStatus();
 }
@@ -212,7 +236,7 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
     return absl::OkStatus();
   }
 
-  if (kind == kProfile) {
+  if (kind == kProfile || kind == kServiceProfile) {
     std::string tns = GetString(spec, "templateRef.namespace", t.ns);
     std::string tname = GetString(spec, "templateRef.name");
     auto tmpl = store_.Get(kTemplate, tns, tname);
@@ -232,9 +256,10 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
     std::vector<FieldCause> causes;
     model::ValidateProfileAgainstTemplate(spec, ObjectAt(*tmpl, "spec"), &causes);
     if (!causes.empty()) return InvalidError(kind, name, std::move(causes));
+    if (kind == kServiceProfile) RETURN_IF_ERROR(CheckAutoCreateCompute(t, next));
   }
 
-  if (kind == kProfile || kind == kTemplate) {
+  if (kind == kProfile || kind == kTemplate || kind == kServiceProfile) {
     int64_t revision = current ? GetInt(*current, "status.revision", 1) : 0;
     if (spec_changed) {
       ++revision;
@@ -243,7 +268,7 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
       rev_meta["creationTimestamp"] = Now();
     }
     model::EnsureObject(next, "status")["revision"] = revision;
-    if (kind == kProfile) {
+    if (kind != kTemplate) {
       std::string tns = GetString(spec, "templateRef.namespace", t.ns);
       auto tmpl = store_.Get(kTemplate, tns, GetString(spec, "templateRef.name"));
       if (tmpl.ok() && spec_changed)
@@ -252,10 +277,12 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
     return absl::OkStatus();
   }
 
-  if (kind != kInstance) return absl::OkStatus();
+  if (!IsInstance(kind)) return absl::OkStatus();
 
-  // A ComputeInstance pins the revision of its profile (and of the profile's template) when
-  // it is created or re-pointed; later edits of the profile never move it.
+  // An instance pins the revision of its profile (and of the profile's template) when it is
+  // created or re-pointed; later edits of the profile never move it.
+  const std::string profile_kind = ProfileOf(kind);
+  const std::string profile_words = Lower(profile_kind);
   std::string pns = GetString(spec, "profileRef.namespace", t.ns);
   std::string pname = GetString(spec, "profileRef.name");
   bool ref_changed = !current || GetString(*current, "spec.profileRef.name") != pname ||
@@ -263,24 +290,25 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
   if (current && ref_changed && model::WasEverDeployed(*current))
     return InvalidError(kind, name,
                         {{"spec.profileRef",
-                          "Forbidden: the compute profile can only be changed before the "
-                          "instance is first deployed",
+                          "Forbidden: the " + std::string(kind == kService ? "service" : "compute") +
+                              " profile can only be changed before the instance is first "
+                              "deployed",
                           "FieldValueForbidden"}});
   json::object& status = model::EnsureObject(next, "status");
   json::object profile_spec, template_spec;
   if (ref_changed) {
-    auto profile = store_.Get(kProfile, pns, pname);
+    auto profile = store_.Get(profile_kind, pns, pname);
     if (!profile.ok()) {
       if (!absl::IsNotFound(profile.status())) return profile.status();
       return InvalidError(kind, name,
                           {{"spec.profileRef.name",
-                            "computeprofile \"" + pname + "\" not found in project " + pns,
+                            profile_words + " \"" + pname + "\" not found in project " + pns,
                             "FieldValueNotFound"}});
     }
     if (pns != t.ns && !SharedWith(*profile, t.ns))
       return InvalidError(kind, name,
                           {{"spec.profileRef",
-                            "computeprofile \"" + pname + "\" of project " + pns +
+                            profile_words + " \"" + pname + "\" of project " + pns +
                                 " is not shared with project " + t.ns,
                             "FieldValueForbidden"}});
     profile_spec = ObjectAt(*profile, "spec");
@@ -290,7 +318,7 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
   int64_t prev = GetInt(status, "profileRevision", 1);
   int64_t trev = GetInt(status, "templateRevision", 1);
   if (profile_spec.empty()) {
-    auto rev = store_.GetRevision(kProfile, pns, pname, prev);
+    auto rev = store_.GetRevision(profile_kind, pns, pname, prev);
     if (!rev.ok()) return rev.status();
     profile_spec = rev->spec;
   }
@@ -301,8 +329,170 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
   template_spec = trevision->spec;
   json::object& next_spec = model::EnsureObject(next, "spec");
   json::object variables = ObjectAt(next_spec, "variables");
-  RETURN_IF_ERROR(CheckAndSealVariables(name, template_spec, profile_spec, current, variables));
+  RETURN_IF_ERROR(CheckAndSealVariables(kind, name, template_spec, profile_spec, current, variables));
   if (!variables.empty()) next_spec["variables"] = std::move(variables);
+  if (kind == kService) return CheckComputeRef(t, current, profile_spec, next, writes);
+  return absl::OkStatus();
+}
+
+absl::Status ResourceService::CheckAutoCreateCompute(const Target& t, const json::object& next) {
+  const json::object& spec = ObjectAt(next, "spec");
+  if (!spec.contains("autoCreateCompute")) return absl::OkStatus();
+  std::string name = GetString(next, "metadata.name");
+  std::string cns = GetString(spec, "autoCreateCompute.profileRef.namespace", t.ns);
+  std::string cname = GetString(spec, "autoCreateCompute.profileRef.name");
+  auto profile = store_.Get(kProfile, cns, cname);
+  if (!profile.ok()) {
+    if (!absl::IsNotFound(profile.status())) return profile.status();
+    return InvalidError(kServiceProfile, name,
+                        {{"spec.autoCreateCompute.profileRef.name",
+                          "computeprofile \"" + cname + "\" not found in project " + cns,
+                          "FieldValueNotFound"}});
+  }
+  if (cns != t.ns && !SharedWith(*profile, t.ns))
+    return InvalidError(kServiceProfile, name,
+                        {{"spec.autoCreateCompute.profileRef",
+                          "computeprofile \"" + cname + "\" of project " + cns +
+                              " is not shared with project " + t.ns,
+                          "FieldValueForbidden"}});
+  // The compute profile must be one the service can run on.
+  model::LabelSelector selector = model::ComputeSelector(spec);
+  if (!selector.Matches(LabelsOf(*profile)))
+    return InvalidError(kServiceProfile, name,
+                        {{"spec.autoCreateCompute.profileRef",
+                          "computeprofile \"" + cname + "\" does not match spec.computeSelector (" +
+                              model::DescribeSelector(selector) + ")",
+                          "FieldValueInvalid"}});
+  // Its variables must be ones that compute profile accepts.
+  auto tmpl = store_.Get(kTemplate, GetString(*profile, "spec.templateRef.namespace", cns),
+                         GetString(*profile, "spec.templateRef.name"));
+  if (!tmpl.ok()) return absl::OkStatus();  // the compute profile's own problem
+  json::object vars = ObjectAt(spec, "autoCreateCompute.variables");
+  model::NormalizeVariableValues(vars);
+  std::vector<FieldCause> causes;
+  model::ResolveVariables(ObjectAt(*tmpl, "spec"), ObjectAt(*profile, "spec"), vars, &causes);
+  for (auto& c : causes)
+    if (c.field.rfind("spec.variables", 0) == 0)
+      c.field = "spec.autoCreateCompute.variables" + c.field.substr(sizeof "spec.variables" - 1);
+  if (!causes.empty()) return InvalidError(kServiceProfile, name, std::move(causes));
+  return absl::OkStatus();
+}
+
+absl::Status ResourceService::CheckComputeRef(const Target& t, const json::object* current,
+                                              const json::object& profile_spec, json::object& next,
+                                              std::vector<store::Write>* writes) {
+  std::string name = GetString(next, "metadata.name");
+  json::object& spec = model::EnsureObject(next, "spec");
+  json::object& status = model::EnsureObject(next, "status");
+  if (GetString(spec, "computeRef.name").empty()) {
+    if (current && !GetString(*current, "spec.computeRef.name").empty()) {
+      // Set by the server (auto-create) or before: a client leaving it out keeps it, as
+      // Kubernetes keeps defaulted fields.
+      spec["computeRef"] = ObjectAt(*current, "spec.computeRef");
+      return absl::OkStatus();
+    }
+    if (!profile_spec.contains("autoCreateCompute"))
+      return InvalidError(kService, name,
+                          {{"spec.computeRef.name",
+                            "Required value: name the compute instance the service runs on (the "
+                            "service profile does not create one)",
+                            "FieldValueRequired"}});
+    return CreateComputeFor(t, profile_spec, next, writes);
+  }
+  std::string cname = GetString(spec, "computeRef.name");
+  std::string cns = GetString(spec, "computeRef.namespace", t.ns);
+  bool changed = !current || GetString(*current, "spec.computeRef.name") != cname ||
+                 GetString(*current, "spec.computeRef.namespace", t.ns) != cns;
+  if (!changed) return absl::OkStatus();
+  if (current && model::WasEverDeployed(*current))
+    return InvalidError(kService, name,
+                        {{"spec.computeRef",
+                          "Forbidden: the compute instance can only be changed before the service "
+                          "is first deployed",
+                          "FieldValueForbidden"}});
+  if (current) status.erase("computeCreated");
+  auto compute = store_.Get(kInstance, cns, cname);
+  if (!compute.ok()) {
+    if (!absl::IsNotFound(compute.status())) return compute.status();
+    return InvalidError(kService, name,
+                        {{"spec.computeRef.name",
+                          "computeinstance \"" + cname + "\" not found in project " + cns,
+                          "FieldValueNotFound"}});
+  }
+  if (cns != t.ns && !SharedWith(*compute, t.ns))
+    return InvalidError(kService, name,
+                        {{"spec.computeRef",
+                          "computeinstance \"" + cname + "\" of project " + cns +
+                              " is not shared with project " + t.ns,
+                          "FieldValueForbidden"}});
+  // The service runs only on compute whose profile its computeSelector selects.
+  model::LabelSelector selector = model::ComputeSelector(profile_spec);
+  if (!selector.Empty()) {
+    std::string cpns = GetString(*compute, "spec.profileRef.namespace", cns);
+    std::string cpname = GetString(*compute, "spec.profileRef.name");
+    auto cprofile = store_.Get(kProfile, cpns, cpname);
+    std::map<std::string, std::string> labels;
+    if (cprofile.ok()) labels = LabelsOf(*cprofile);
+    if (!selector.Matches(labels))
+      return InvalidError(kService, name,
+                          {{"spec.computeRef",
+                            "compute instance " + cname + " runs compute profile " + cpname +
+                                ", which the service profile's computeSelector (" +
+                                model::DescribeSelector(selector) + ") does not select",
+                            "FieldValueInvalid"}});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ResourceService::CreateComputeFor(const Target& t, const json::object& profile_spec,
+                                               json::object& next,
+                                               std::vector<store::Write>* writes) {
+  std::string name = GetString(next, "metadata.name");
+  const std::string suffix = "-compute";
+  if (name.size() + suffix.size() > 63)
+    return InvalidError(kService, name,
+                        {{"metadata.name",
+                          "Too long: the service profile creates a compute instance named "
+                          "NAME-compute, so the name may have at most 55 characters",
+                          "FieldValueTooLong"}});
+  std::string cname = name + suffix;
+  if (store_.Get(kInstance, t.ns, cname).ok())
+    return ConflictError("service instance " + name + " would create compute instance " + cname +
+                             ", which already exists; name a compute instance in "
+                             "spec.computeRef or choose another name",
+                         "AlreadyExists");
+  json::object& spec = model::EnsureObject(next, "spec");
+  std::string display = GetString(spec, "displayName", name);
+  json::object compute_spec{
+      {"displayName", display + " (compute)"},
+      {"description", "Created for service instance " + name + "; deleted with it."},
+      {"profileRef", ObjectAt(profile_spec, "autoCreateCompute.profileRef")}};
+  json::object vars = ObjectAt(profile_spec, "autoCreateCompute.variables");
+  model::NormalizeVariableValues(vars);
+  if (!vars.empty()) compute_spec["variables"] = std::move(vars);
+  json::object compute{
+      {"apiVersion", model::kApiVersion},
+      {"kind", kInstance},
+      {"metadata", json::object{{"name", cname}, {"namespace", t.ns}, {"uid", NewUid()},
+                                {"generation", 1}, {"creationTimestamp", Now()},
+                                {"labels", json::object{{kCreatedForLabel, name}}}}},
+      {"spec", std::move(compute_spec)},
+      {"status", json::object{{"phase", "NotDeployed"}, {"conditions", json::array()}}}};
+  if (!t.caller.empty()) compute["status"].as_object()["createdBy"] = t.caller;
+  Target ct = t;
+  ct.kind = model::FindKindByName(kInstance);
+  ct.name = cname;
+  absl::Status checked = CheckReferences(ct, nullptr, compute, writes);
+  if (!checked.ok()) {
+    // Say that it is about the compute instance the profile would create.
+    return InvalidError(kService, name,
+                        {{"spec.profileRef",
+                          "the service profile's autoCreateCompute cannot create compute "
+                          "instance " + cname + ": " + std::string(checked.message())}});
+  }
+  writes->push_back({store::Write::Op::kCreate, kInstance, std::move(compute), 0, 0});
+  spec["computeRef"] = json::object{{"name", cname}};
+  model::EnsureObject(next, "status")["computeCreated"] = true;
   return absl::OkStatus();
 }
 
@@ -328,7 +518,11 @@ absl::StatusOr<json::object> ResourceService::Create(const Target& t, std::strin
   else
     obj["spec"] = json::object();
   json::object status;
-  if (t.kind->kind == kInstance) {
+  if (t.kind->kind == kService) {
+    status["phase"] = "NotDeployed";
+    status["conditions"] = json::array();
+    if (!t.caller.empty()) status["createdBy"] = t.caller;
+  } else if (t.kind->kind == kInstance) {
     status["phase"] = "NotDeployed";
     status["conditions"] = json::array();
     if (!t.caller.empty()) {
@@ -468,7 +662,7 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
     }
     const json::value* spec = incoming.if_contains("spec");
     next["spec"] = spec && spec->is_object() ? *spec : json::value(json::object());
-    if (t.kind->kind == kInstance) {
+    if (IsInstance(t.kind->kind)) {
       // A secret sent again in plaintext (or as shown, redacted) is the stored one: keep
       // the sealed value so that re-applying the same manifest changes nothing.
       const json::object& old_vars = ObjectAt(current, "spec.variables");
@@ -490,7 +684,7 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
     }
     bool spec_changed = ObjectAt(current, "spec") != ObjectAt(next, "spec");
     if (next == current) return current;  // nothing to change: no new resourceVersion
-    if (t.kind->kind == kInstance)
+    if (IsInstance(t.kind->kind))
       RETURN_IF_ERROR(model::Decide(model::Action::kUpdate, current).status());
     if (spec_changed) meta["generation"] = GetInt(current, "metadata.generation", 1) + 1;
 
@@ -557,15 +751,20 @@ absl::StatusOr<json::object> ResourceService::MergePatch(const Target& t, std::s
 }
 
 absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::string_view body,
-                                                     bool* accepted) {
+                                                     const Query& query, bool* accepted) {
   *accepted = false;
   if (t.kind->read_only)
     return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");
   int64_t expected_rv = 0;
   std::string want_uid;
+  // propagationPolicy (DeleteOptions or query, as Kubernetes takes it): Foreground deletes a
+  // compute instance's services first; Background and Orphan leave them, so a compute
+  // instance with services is refused.
+  std::string propagation = QueryValue(query, "propagationPolicy");
   if (!body.empty()) {
-    // DeleteOptions: only preconditions matter here.
+    // DeleteOptions: preconditions and propagationPolicy matter here.
     ASSIGN_OR_RETURN(json::object opts, model::ParseObjectJson(body));
+    if (std::string p = GetString(opts, "propagationPolicy"); !p.empty()) propagation = p;
     want_uid = GetString(opts, "preconditions.uid");
     std::string rv = GetString(opts, "preconditions.resourceVersion");
     if (!rv.empty()) {
@@ -574,6 +773,10 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
       expected_rv = std::stoll(rv);
     }
   }
+  if (!propagation.empty() && propagation != "Foreground" && propagation != "Background" &&
+      propagation != "Orphan")
+    return BadRequestError("propagationPolicy must be Foreground, Background or Orphan, not \"" +
+                           propagation.substr(0, 32) + "\"");
   ASSIGN_OR_RETURN(json::object current, Get(t));
   if (!want_uid.empty() && want_uid != GetString(current, "metadata.uid"))
     return ConflictError("Precondition failed: UID in precondition: " + want_uid +
@@ -602,45 +805,44 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
     if (names.size() > 5) out += ", and " + std::to_string(names.size() - 5) + " more";
     return out;
   };
-  if (kind == kInstance) {
-    ASSIGN_OR_RETURN(model::Effect effect, model::Decide(model::Action::kDelete, current));
-    if (effect == model::Effect::kTeardownThenRemove) {
-      if (!teardown_)
-        return ConflictError("instance " + t.name + " is deployed and no deploy engine is "
-                             "running to tear it down",
-                             "EngineUnavailable");
-      *accepted = true;
-      return teardown_(t);
-    }
-    // The record goes with the history of its runs (their names restart with a new
-    // instance of the same name).
-    store::ListOptions q;
-    q.kind = "Run";
-    q.ns = t.ns;
-    q.fields = {{"spec.instanceRef.name", true, t.name}};
-    ASSIGN_OR_RETURN(auto runs, store_.List(q));
-    std::vector<store::Write> writes;
-    for (auto& r : runs.items) writes.push_back({store::Write::Op::kDelete, "Run", std::move(r), 0, 0});
-    writes.push_back({store::Write::Op::kDelete, kind, current,
-                      expected_rv ? expected_rv
-                                  : std::stoll(GetString(current, "metadata.resourceVersion", "0")),
-                      0});
-    ASSIGN_OR_RETURN(auto stored, store_.Commit(std::move(writes)));
-    if (on_runs_removed_) for (const auto& r : runs.items) on_runs_removed_(r);
-    return std::move(stored.back());
-  } else if (kind == kProfile) {
-    ASSIGN_OR_RETURN(auto names, users(kInstance, "spec.profileRef.name", std::nullopt));
+  if (kind == kInstance || kind == kService) {
+    if (expected_rv && expected_rv != std::stoll(GetString(current, "metadata.resourceVersion", "0")))
+      return ConflictError("Precondition failed: resourceVersion in precondition: " +
+                           std::to_string(expected_rv) + ", resourceVersion in object meta: " +
+                           GetString(current, "metadata.resourceVersion"));
+    if (!delete_instance_)
+      return ConflictError("instance " + t.name + " cannot be deleted: no deploy engine is "
+                           "running",
+                           "EngineUnavailable");
+    return delete_instance_(t, propagation == "Foreground", accepted);
+  } else if (kind == kProfile || kind == kServiceProfile) {
+    bool service = kind == kServiceProfile;
+    ASSIGN_OR_RETURN(auto names, users(service ? kService : kInstance, "spec.profileRef.name",
+                                       std::nullopt));
     if (!names.empty())
-      return ConflictError("computeprofile " + t.name + " is used by " +
-                               std::to_string(names.size()) + " compute instance" +
+      return ConflictError(Lower(kind) + " " + t.name + " is used by " +
+                               std::to_string(names.size()) +
+                               (service ? " service instance" : " compute instance") +
                                (names.size() == 1 ? "" : "s") + " (" + list_names(names) +
                                "); delete them first",
                            "InUse");
+    if (!service) {
+      ASSIGN_OR_RETURN(auto profiles, users(kServiceProfile, "spec.autoCreateCompute.profileRef.name",
+                                            std::nullopt));
+      if (!profiles.empty())
+        return ConflictError("computeprofile " + t.name + " is created by " +
+                                 std::to_string(profiles.size()) + " service profile" +
+                                 (profiles.size() == 1 ? "" : "s") + " (" +
+                                 list_names(profiles) + ", autoCreateCompute); change them first",
+                             "InUse");
+    }
   } else if (kind == kTemplate) {
     ASSIGN_OR_RETURN(auto names, users(kProfile, "spec.templateRef.name", std::nullopt));
+    ASSIGN_OR_RETURN(auto services, users(kServiceProfile, "spec.templateRef.name", std::nullopt));
+    for (auto& n : services) names.push_back(n + " (service profile)");
     if (!names.empty())
       return ConflictError("environmenttemplate " + t.name + " is used by " +
-                               std::to_string(names.size()) + " compute profile" +
+                               std::to_string(names.size()) + " profile" +
                                (names.size() == 1 ? "" : "s") + " (" + list_names(names) +
                                "); delete them first",
                            "InUse");
@@ -800,10 +1002,12 @@ absl::StatusOr<json::object> ResourceService::Upgrade(const Target& t) {
     (void)effect;
     std::string pns = GetString(current, "spec.profileRef.namespace", t.ns);
     std::string pname = GetString(current, "spec.profileRef.name");
-    auto profile = store_.Get(kProfile, pns, pname);
+    const std::string kind = t.kind->kind;
+    auto profile = store_.Get(ProfileOf(kind), pns, pname);
     if (!profile.ok()) {
       if (absl::IsNotFound(profile.status()))
-        return ConflictError("compute profile " + pname + " of instance " + t.name +
+        return ConflictError(std::string(kind == kService ? "service" : "compute") + " profile " +
+                                 pname + " of instance " + t.name +
                                  " no longer exists; there is nothing to upgrade to",
                              "ProfileGone");
       return profile.status();
@@ -821,14 +1025,14 @@ absl::StatusOr<json::object> ResourceService::Upgrade(const Target& t) {
     json::object next = current;
     json::object& spec = model::EnsureObject(next, "spec");
     json::object variables = ObjectAt(spec, "variables");
-    RETURN_IF_ERROR(CheckAndSealVariables(t.name, trev.spec, profile_spec, &current, variables));
+    RETURN_IF_ERROR(CheckAndSealVariables(kind, t.name, trev.spec, profile_spec, &current, variables));
     json::object& status = model::EnsureObject(next, "status");
     status["profileRevision"] = latest;
     status["templateRevision"] = latest_t;
     // The desired state changed: what is deployed is now behind (deployedGeneration).
     model::EnsureObject(next, "metadata")["generation"] = GetInt(current, "metadata.generation", 1) + 1;
     std::vector<store::Write> writes;
-    writes.push_back({store::Write::Op::kUpdate, kInstance, std::move(next),
+    writes.push_back({store::Write::Op::kUpdate, kind, std::move(next),
                       std::stoll(GetString(current, "metadata.resourceVersion", "0")), 0});
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) return std::move((*stored)[0]);

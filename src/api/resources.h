@@ -46,7 +46,11 @@ using Query = std::map<std::string, std::string>;
 
 // Called by Delete for a deployed instance: tears it down, then removes the record.
 // Provided by the engine; without one such deletes are refused.
-using TeardownHook = std::function<absl::StatusOr<boost::json::object>(const Target&)>;
+// DELETE of a compute or service instance, handed to the engine (engine::Engine::Delete):
+// `cascade` asks to destroy and delete the services on a compute instance first;
+// *accepted is set when a teardown was queued (202).
+using InstanceDeleteHook = std::function<absl::StatusOr<boost::json::object>(
+    const Target&, bool cascade, bool* accepted)>;
 
 class ResourceService {
  public:
@@ -62,7 +66,7 @@ class ResourceService {
   absl::StatusOr<boost::json::object> MergePatch(const Target& t, std::string_view body);
   // Returns the deleted object (200), or the object in its teardown state (202).
   absl::StatusOr<boost::json::object> Delete(const Target& t, std::string_view body,
-                                             bool* accepted);
+                                             const Query& query, bool* accepted);
   absl::StatusOr<boost::json::object> ListRevisions(const Target& t);
   absl::StatusOr<boost::json::object> GetRevision(const Target& t, std::string_view revision);
   // Opens a watch; the stream gets the history asked for, then live events.
@@ -77,14 +81,10 @@ class ResourceService {
   // Creates the project if it does not exist (start-up bootstrap of "default").
   absl::Status EnsureProject(const std::string& name, const std::string& display_name);
 
-  void SetTeardownHook(TeardownHook hook) { teardown_ = std::move(hook); }
+  void SetInstanceDeleteHook(InstanceDeleteHook hook) { delete_instance_ = std::move(hook); }
   // Keeps user passwords (spec.password of Users is hashed there, never stored in the User)
   // and forgets a deleted user's credentials. Without one, passwords are refused.
   void SetCredentials(auth::Authenticator* credentials) { credentials_ = credentials; }
-  // Called with each Run removed together with its instance (the engine drops its log).
-  void SetRunsRemovedHook(std::function<void(const boost::json::object&)> hook) {
-    on_runs_removed_ = std::move(hook);
-  }
 
  private:
   absl::Status CheckProjectExists(const std::string& ns);
@@ -94,13 +94,25 @@ class ResourceService {
   // (profile/template revisions pinned) and appends revision writes.
   absl::Status CheckReferences(const Target& t, const boost::json::object* current,
                                boost::json::object& next, std::vector<store::Write>* writes);
+  // A service profile's autoCreateCompute: the compute profile exists, is shared with the
+  // project, matches the computeSelector, and accepts the variables.
+  absl::Status CheckAutoCreateCompute(const Target& t, const boost::json::object& next);
+  // A service instance's spec.computeRef: exists, own or shared in, selected by the service
+  // profile's computeSelector, changed only before the first deploy; or, absent, the compute
+  // instance the profile auto-creates (appended to `writes`).
+  absl::Status CheckComputeRef(const Target& t, const boost::json::object* current,
+                               const boost::json::object& profile_spec, boost::json::object& next,
+                               std::vector<store::Write>* writes);
+  absl::Status CreateComputeFor(const Target& t, const boost::json::object& profile_spec,
+                                boost::json::object& next, std::vector<store::Write>* writes);
   absl::StatusOr<boost::json::object> UpdateFrom(const Target& t, boost::json::object incoming,
                                                  int64_t expected_rv);
   absl::StatusOr<store::ListOptions> ListOptionsFor(const Target& t, const Query& q);
   std::string Now() const;
   // Checks an instance's variables against the given revisions, unsealing stored secrets and
   // sealing the values of sensitive variables in `variables` (in place).
-  absl::Status CheckAndSealVariables(const std::string& name, const boost::json::object& template_spec,
+  absl::Status CheckAndSealVariables(const std::string& kind, const std::string& name,
+                                     const boost::json::object& template_spec,
                                      const boost::json::object& profile_spec,
                                      const boost::json::object* current,
                                      boost::json::object& variables);
@@ -117,9 +129,8 @@ class ResourceService {
                               boost::json::object& next, std::vector<store::Write>* writes);
   absl::StatusOr<int64_t> EnabledOrgAdmins();
 
-  TeardownHook teardown_;
+  InstanceDeleteHook delete_instance_;
   auth::Authenticator* credentials_ = nullptr;
-  std::function<void(const boost::json::object&)> on_runs_removed_;
 };
 
 }  // namespace gantry::api

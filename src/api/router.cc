@@ -218,11 +218,21 @@ Response Router::Handle(const Request& request) {
   return response;
 }
 
-Response Router::InstanceAction(const Target& t, const std::string& action) {
+Response Router::InstanceAction(const Target& t, const std::string& action, const Query& query) {
+  const std::string& kind = t.kind->kind;
+  bool cascade = false;
+  if (auto it = query.find("cascade"); it != query.end()) {
+    if (action != "destroy" || kind != "ComputeInstance")
+      return ErrorResponse(BadRequestError("cascade applies to destroying a compute instance"));
+    if (it->second != "true" && it->second != "false")
+      return ErrorResponse(BadRequestError("cascade must be true or false, not \"" +
+                                           it->second.substr(0, 32) + "\""));
+    cascade = it->second == "true";
+  }
   absl::StatusOr<json::object> out;
-  if (action == "deploy") out = engine_.Deploy(t.ns, t.name);
-  else if (action == "destroy") out = engine_.Destroy(t.ns, t.name);
-  else if (action == "cancel") out = engine_.Cancel(t.ns, t.name);
+  if (action == "deploy") out = engine_.Deploy(kind, t.ns, t.name);
+  else if (action == "destroy") out = engine_.Destroy(kind, t.ns, t.name, cascade);
+  else if (action == "cancel") out = engine_.Cancel(kind, t.ns, t.name);
   else out = resources_.Upgrade(t);
   if (!out.ok() && absl::IsNotFound(out.status())) {
     auto check = resources_.Get(t);  // names the missing project or instance precisely
@@ -676,11 +686,12 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
       return ErrorResponse(NotFoundError("nodes.paas.gantry.dev \"" + t.name + "\" not found"));
     return ReadResponse(request, query, *t.kind, node);
   }
-  if (!sub.empty() && t.kind->kind == "ComputeInstance" &&
+  if (!sub.empty() &&
+      (t.kind->kind == "ComputeInstance" || t.kind->kind == "ServiceInstance") &&
       (sub == "deploy" || sub == "destroy" || sub == "cancel" || sub == "upgrade")) {
     if (!subname.empty()) return NotFoundPath(request.target);
     if (m != "POST") return ErrorResponse(MethodNotAllowedError(sub + " is an action: use POST"));
-    return InstanceAction(t, sub);
+    return InstanceAction(t, sub, query);
   }
   if (!sub.empty() && t.kind->kind == "Run" && sub == "log") {
     if (!subname.empty()) return NotFoundPath(request.target);
@@ -781,7 +792,7 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   }
   if (m == "DELETE") {
     bool accepted = false;
-    auto out = resources_.Delete(t, request.body, &accepted);
+    auto out = resources_.Delete(t, request.body, query, &accepted);
     return FromStatusOr(std::move(out), accepted ? 202 : 200);
   }
   return ErrorResponse(MethodNotAllowedError(m + " is not supported on " + t.kind->plural));

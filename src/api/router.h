@@ -54,7 +54,9 @@ class Router {
   // allowed when it is shared into one of the caller's projects.
   absl::Status Authorize(const auth::Subject& subject, const Target& t, auth::Verb verb,
                          const std::string& kind);
-  Response InstanceAction(const Target& t, const std::string& action);
+  // POST …/computeinstances|serviceinstances/NAME/deploy|destroy|cancel|upgrade
+  // (?cascade=true on a compute instance's destroy).
+  Response InstanceAction(const Target& t, const std::string& action, const Query& query);
   Response RunLog(const Target& t, const Query& query);
   // GET /api/v1/namespaces/NS/events: the runs of an instance as core Events (kubectl describe).
   Response Events(const auth::Subject& subject, const std::string& ns, const Query& query);

@@ -317,19 +317,21 @@ int main(int argc, char** argv) {
                                engine_options);
   store->SetCommitObserver([&hub, &engine](const std::vector<gantry::store::Event>& events) {
     hub.Publish(events);
+    // Runs queued or ended; and what services and the compute instances they wait for do
+    // (a service waits for its compute instance's Success, a compute destroy for its services).
     for (const auto& e : events)
-      if (e.kind == "Run" && e.type != "DELETED") {
+      if ((e.kind == "Run" && e.type != "DELETED") || e.kind == "ServiceInstance" ||
+          (e.kind == "ComputeInstance" &&
+           gantry::model::GetString(e.object, "status.phase") == "Success")) {
         engine.Notify();
         break;
       }
   });
   gantry::api::ResourceService resources(*store, hub, clock, **secrets);
-  resources.SetTeardownHook([&engine](const gantry::api::Target& t) {
-    return engine.DeleteDeployed(t.ns, t.name);
-  });
-  resources.SetRunsRemovedHook([&logs](const boost::json::object& run) {
-    logs.Remove(gantry::model::GetString(run, "metadata.uid"));
-  });
+  resources.SetInstanceDeleteHook(
+      [&engine](const gantry::api::Target& t, bool cascade, bool* accepted) {
+        return engine.Delete(t.kind->kind, t.ns, t.name, cascade, accepted);
+      });
   if (auto s = resources.EnsureProject("default", "Default project"); !s.ok()) {
     spdlog::critical("cannot create the default project: {}", std::string(s.message()));
     return 1;

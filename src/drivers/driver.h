@@ -34,11 +34,15 @@ struct DeployRequest {
   std::string run_name;    // e.g. gpu-1-7
   std::string run_uid;
   int attempt = 1;         // > 1 when the run is re-run after a control-plane restart
-  boost::json::object instance;   // name, project, uid, labels, annotations, displayName
+  boost::json::object instance;   // kind, name, project, uid, labels, annotations, displayName
   std::map<std::string, std::string> variables;  // resolved, plaintext
   boost::json::object resources;  // the profile's spec.resources
   boost::json::object config;     // the template's spec.<driver>
   boost::json::object previous_outputs;
+  // ServiceInstance runs: the compute instance the service runs on {name, project, phase,
+  // outputs, gpus, resources}; empty for compute instances. Drivers pass it to the workload
+  // (ComputeEnvironment below).
+  boost::json::object compute;
   std::string state_dir;   // a private directory per instance that persists across runs
   std::chrono::seconds timeout{3600};
   // GPUs assigned to the instance on this host by the engine (local driver): nvidia-smi
@@ -46,6 +50,12 @@ struct DeployRequest {
   std::vector<std::string> gpu_indices;
   std::vector<std::string> gpu_uuids;
 };
+
+// The environment a service's workload gets about its compute instance (request.compute):
+// GANTRY_COMPUTE_NAME, GANTRY_COMPUTE_PROJECT, GANTRY_COMPUTE_GPUS (comma-separated indices)
+// and GANTRY_COMPUTE_<OUTPUT> for each output (upper-cased, other characters as _), e.g.
+// GANTRY_COMPUTE_ENDPOINT, GANTRY_COMPUTE_JOBID. Empty for compute instances.
+std::map<std::string, std::string> ComputeEnvironment(const DeployRequest& request);
 
 // What a long-running workload did after Apply returned (local driver): the engine records
 // it in the instance's status (conditions, restart count, message with the last log lines).

@@ -13,6 +13,7 @@
 #include "common/errors.h"
 #include "common/ids.h"
 #include "common/status_macros.h"
+#include "engine/dependencies.h"
 #include "model/codec.h"
 #include "model/lifecycle.h"
 #include "model/validation.h"
@@ -25,6 +26,7 @@ using model::GetInt;
 using model::GetString;
 
 constexpr char kInstance[] = "ComputeInstance";
+constexpr char kService[] = "ServiceInstance";
 constexpr char kRun[] = "Run";
 constexpr char kProfile[] = "ComputeProfile";
 constexpr char kTemplate[] = "EnvironmentTemplate";
@@ -42,6 +44,26 @@ const json::object& At(const json::object& o, std::string_view path) {
 }
 
 bool IsConflict(const absl::Status& s) { return ReasonOf(s) == "Conflict"; }
+
+// A boolean field that is present and true.
+bool Flag(const json::object& obj, std::string_view path) {
+  const json::value* v = model::FindPath(obj, path);
+  return v && v->is_bool() && v->get_bool();
+}
+
+// The GPU indices a compute instance holds on this host (status.gpus).
+std::vector<std::string> ComputeGpus(const json::object& compute) {
+  std::vector<std::string> out;
+  if (const json::value* g = model::FindPath(compute, "status.gpus"); g && g->is_array())
+    for (const auto& e : g->get_array())
+      if (e.is_string()) out.emplace_back(e.get_string());
+  return out;
+}
+
+// The kind of instance a run acts on (runs made before services existed name none).
+std::string KindOf(const json::object& run) {
+  return GetString(run, "spec.instanceRef.kind", kInstance);
+}
 
 // "2026-11-30T14:00:00Z" (FormatRfc3339's form); nullopt for anything else.
 std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::string& s) {
@@ -119,7 +141,7 @@ class Engine::Context final : public drivers::RunContext {
     const std::string run_name = GetString(run_, "metadata.name");
     const std::string instance_name = GetString(run_, "spec.instanceRef.name");
     for (int attempt = 0; attempt < kMaxRetries; ++attempt) {
-      auto instance = engine_.store_.Get(kInstance, active_->ns, instance_name);
+      auto instance = engine_.store_.Get(KindOf(run_), active_->ns, instance_name);
       if (!instance.ok() ||
           GetString(*instance, "metadata.uid") != GetString(run_, "spec.instanceRef.uid"))
         return;
@@ -137,7 +159,7 @@ class Engine::Context final : public drivers::RunContext {
       is["reason"] = std::string(reason);
       is["message"] = new_message;
       std::vector<store::Write> w;
-      w.push_back({store::Write::Op::kUpdate, kInstance, *instance, Rv(*instance), 0});
+      w.push_back({store::Write::Op::kUpdate, KindOf(run_), *instance, Rv(*instance), 0});
       auto stored = engine_.store_.Commit(std::move(w), store::Durability::kRelaxed);
       if (stored.ok() || !IsConflict(stored.status())) return;
     }
@@ -227,18 +249,44 @@ bool Engine::Stop() {
   return drained;
 }
 
-absl::StatusOr<json::object> Engine::Queue(const std::string& ns, const std::string& name,
-                                           const std::string& action, bool delete_instance) {
+absl::StatusOr<json::object> Engine::Queue(const std::string& kind, const std::string& ns,
+                                           const std::string& name, const std::string& action,
+                                           bool delete_instance, bool cascade) {
   if (stopping_) return absl::UnavailableError("gantryd is shutting down; try again shortly");
   for (int attempt = 0;; ++attempt) {
-    ASSIGN_OR_RETURN(json::object instance, store_.Get(kInstance, ns, name));
+    ASSIGN_OR_RETURN(json::object instance, store_.Get(kind, ns, name));
     model::Action a = action == "deploy" ? model::Action::kDeploy
                       : delete_instance  ? model::Action::kDelete
                                          : model::Action::kDestroy;
     ASSIGN_OR_RETURN(model::Effect effect, model::Decide(a, instance));
-    if (effect == model::Effect::kCancelQueuedRun) return Cancel(ns, name);
+    if (effect == model::Effect::kCancelQueuedRun) return Cancel(kind, ns, name);
+    if (kind == kInstance && action == "destroy") {
+      // Services run on this compute instance: they go first (cascade), or it stays.
+      ASSIGN_OR_RETURN(auto services, ServicesOn(store_, ns, name));
+      std::vector<json::object> blocking = delete_instance ? services : ActiveServices(services);
+      if (!blocking.empty() && !cascade)
+        return HasServicesError(delete_instance ? "delete" : "destroy", ns, name, blocking);
+      if (!blocking.empty()) RETURN_IF_ERROR(CascadeToServices(blocking, delete_instance));
+    }
+    if (kind == kService && action == "deploy" &&
+        Flag(instance, "status.computeCreated")) {
+      // The service's own compute instance (auto-create compute) deploys with it; the
+      // service waits for it (ComputeNotReady) like any other.
+      std::string cns = GetString(instance, "spec.computeRef.namespace", ns);
+      std::string cname = GetString(instance, "spec.computeRef.name");
+      auto compute = store_.Get(kInstance, cns, cname);
+      std::string cphase = compute.ok() ? GetString(*compute, "status.phase", "NotDeployed") : "";
+      if (cphase == "NotDeployed" || cphase == "Failed") {
+        auto queued = Queue(kInstance, cns, cname, "deploy", false, false);
+        if (!queued.ok())
+          spdlog::warn("service {}/{}: cannot deploy its compute instance {}: {}", ns, name, cname,
+                       std::string(queued.status().message()));
+      }
+    }
     int64_t count = GetInt(instance, "status.runCount", 0) + 1;
-    std::string run_name = name + "-" + std::to_string(count);
+    // Service runs are NAME-sN, compute runs NAME-N: a service and a compute instance of
+    // the same name never share a run name.
+    std::string run_name = name + (kind == kService ? "-s" : "-") + std::to_string(count);
     std::string now = Now();
     json::object& status = model::EnsureObject(instance, "status");
     std::string previous = GetString(status, "phase", "NotDeployed");
@@ -248,7 +296,8 @@ absl::StatusOr<json::object> Engine::Queue(const std::string& ns, const std::str
         {"metadata", json::object{{"name", run_name}, {"namespace", ns}, {"uid", NewUid()},
                                   {"generation", 1}, {"creationTimestamp", now},
                                   {"labels", json::object{{"paas.gantry.dev/instance", name}}}}},
-        {"spec", json::object{{"instanceRef", json::object{{"name", name},
+        {"spec", json::object{{"instanceRef", json::object{{"kind", kind},
+                                                           {"name", name},
                                                            {"uid", GetString(instance, "metadata.uid")}}},
                               {"action", action},
                               {"generation", GetInt(instance, "metadata.generation", 1)},
@@ -264,7 +313,7 @@ absl::StatusOr<json::object> Engine::Queue(const std::string& ns, const std::str
     status["runCount"] = count;
     status["lastRunRef"] = json::object{{"name", run_name}};
     std::vector<store::Write> writes;
-    writes.push_back({store::Write::Op::kUpdate, kInstance, instance, Rv(instance), 0});
+    writes.push_back({store::Write::Op::kUpdate, kind, instance, Rv(instance), 0});
     writes.push_back({store::Write::Op::kCreate, kRun, std::move(run), 0, 0});
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) {
@@ -276,21 +325,133 @@ absl::StatusOr<json::object> Engine::Queue(const std::string& ns, const std::str
   }
 }
 
-absl::StatusOr<json::object> Engine::Deploy(const std::string& ns, const std::string& name) {
-  return Queue(ns, name, "deploy", false);
+absl::Status Engine::CascadeToServices(const std::vector<json::object>& services, bool remove) {
+  for (const auto& s : services) {
+    std::string sns = GetString(s, "metadata.namespace");
+    std::string sname = GetString(s, "metadata.name");
+    std::string phase = GetString(s, "status.phase", "NotDeployed");
+    absl::StatusOr<json::object> done;
+    if (phase == "NotDeployed") {
+      if (!remove) continue;
+      done = RemoveRecord(kService, sns, sname);
+    } else {
+      done = Queue(kService, sns, sname, "destroy", remove, false);
+      // A deploy still queued (waiting for this compute instance) is simply canceled.
+      if (done.ok() && remove && GetString(*done, "status.phase") == "NotDeployed")
+        done = RemoveRecord(kService, sns, sname);
+    }
+    if (!done.ok() && !absl::IsNotFound(done.status()))
+      return ConflictError("cannot destroy service instance " + sns + "/" + sname +
+                               " first: " + std::string(done.status().message()),
+                           ReasonOf(done.status()));
+  }
+  return absl::OkStatus();
 }
 
-absl::StatusOr<json::object> Engine::Destroy(const std::string& ns, const std::string& name) {
-  return Queue(ns, name, "destroy", false);
-}
-
-absl::StatusOr<json::object> Engine::DeleteDeployed(const std::string& ns, const std::string& name) {
-  return Queue(ns, name, "destroy", true);
-}
-
-absl::StatusOr<json::object> Engine::Cancel(const std::string& ns, const std::string& name) {
+absl::StatusOr<json::object> Engine::RemoveRecord(const std::string& kind, const std::string& ns,
+                                                  const std::string& name) {
   for (int attempt = 0;; ++attempt) {
-    ASSIGN_OR_RETURN(json::object instance, store_.Get(kInstance, ns, name));
+    ASSIGN_OR_RETURN(json::object instance, store_.Get(kind, ns, name));
+    ASSIGN_OR_RETURN(model::Effect effect, model::Decide(model::Action::kDelete, instance));
+    if (effect != model::Effect::kRemoveNow)
+      return ConflictError(std::string(kind == kService ? "service" : "compute") + " instance " +
+                               name + " is deployed; destroy it first",
+                           "Conflict");
+    auto runs = RunsOf(kind, ns, name);
+    if (!runs.ok()) return runs.status();
+    std::vector<store::Write> writes;
+    for (const auto& r : *runs) writes.push_back({store::Write::Op::kDelete, kRun, r, 0, 0});
+    writes.push_back({store::Write::Op::kDelete, kind, instance, Rv(instance), 0});
+    auto stored = store_.Commit(std::move(writes));
+    if (stored.ok()) {
+      for (const auto& r : *runs) logs_.Remove(GetString(r, "metadata.uid"));
+      if (kind == kService) ReleaseCreatedCompute(instance);
+      return std::move(stored->back());
+    }
+    if (IsConflict(stored.status()) && attempt < kMaxRetries) continue;
+    return stored.status();
+  }
+}
+
+absl::StatusOr<std::vector<json::object>> Engine::RunsOf(const std::string& kind,
+                                                         const std::string& ns,
+                                                         const std::string& name) {
+  store::ListOptions q;
+  q.kind = kRun;
+  q.ns = ns;
+  q.fields = {{"spec.instanceRef.name", true, name}};
+  ASSIGN_OR_RETURN(auto page, store_.List(q));
+  std::vector<json::object> out;
+  for (auto& r : page.items)
+    if (KindOf(r) == kind) out.push_back(std::move(r));
+  return out;
+}
+
+void Engine::ReleaseCreatedCompute(const json::object& service) {
+  if (!Flag(service, "status.computeCreated")) return;
+  std::string ns = GetString(service, "metadata.namespace");
+  std::string cns = GetString(service, "spec.computeRef.namespace", ns);
+  std::string cname = GetString(service, "spec.computeRef.name");
+  // Other services may have been put on it since: then it stays.
+  auto others = ServicesOn(store_, cns, cname);
+  if (!others.ok() || !others->empty()) return;
+  auto compute = store_.Get(kInstance, cns, cname);
+  if (!compute.ok()) return;
+  auto removed = GetString(*compute, "status.phase", "NotDeployed") == "NotDeployed"
+                     ? RemoveRecord(kInstance, cns, cname)
+                     : Queue(kInstance, cns, cname, "destroy", true, false);
+  if (!removed.ok())
+    spdlog::warn("service {}/{} is gone but its compute instance {} stays: {}", ns,
+                 GetString(service, "metadata.name"), cname,
+                 std::string(removed.status().message()));
+}
+
+absl::StatusOr<json::object> Engine::Deploy(const std::string& kind, const std::string& ns,
+                                            const std::string& name) {
+  return Queue(kind, ns, name, "deploy", false, false);
+}
+
+absl::StatusOr<json::object> Engine::Destroy(const std::string& kind, const std::string& ns,
+                                             const std::string& name, bool cascade) {
+  return Queue(kind, ns, name, "destroy", false, cascade);
+}
+
+absl::StatusOr<json::object> Engine::DeleteDeployed(const std::string& kind, const std::string& ns,
+                                                    const std::string& name, bool cascade) {
+  return Queue(kind, ns, name, "destroy", true, cascade);
+}
+
+absl::StatusOr<json::object> Engine::Delete(const std::string& kind, const std::string& ns,
+                                            const std::string& name, bool cascade,
+                                            bool* accepted) {
+  *accepted = false;
+  ASSIGN_OR_RETURN(json::object instance, store_.Get(kind, ns, name));
+  ASSIGN_OR_RETURN(model::Effect effect, model::Decide(model::Action::kDelete, instance));
+  if (effect == model::Effect::kTeardownThenRemove) {
+    *accepted = true;
+    return DeleteDeployed(kind, ns, name, cascade);
+  }
+  if (kind == kInstance) {
+    ASSIGN_OR_RETURN(auto services, ServicesOn(store_, ns, name));
+    if (!services.empty() && !cascade) return HasServicesError("delete", ns, name, services);
+    if (!services.empty()) {
+      RETURN_IF_ERROR(CascadeToServices(services, true));
+      ASSIGN_OR_RETURN(auto left, ServicesOn(store_, ns, name));
+      if (!left.empty())
+        return ConflictError("compute instance " + name + " is not deployed but " +
+                                 DescribeServices(left, ns) +
+                                 " still run on it; they are being destroyed: delete it again "
+                                 "when they are gone",
+                             "HasServices");
+    }
+  }
+  return RemoveRecord(kind, ns, name);
+}
+
+absl::StatusOr<json::object> Engine::Cancel(const std::string& kind, const std::string& ns,
+                                            const std::string& name) {
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(json::object instance, store_.Get(kind, ns, name));
     ASSIGN_OR_RETURN(model::Effect effect, model::Decide(model::Action::kCancel, instance));
     (void)effect;
     std::string run_name = GetString(instance, "status.lastRunRef.name");
@@ -329,7 +490,7 @@ absl::StatusOr<json::object> Engine::Cancel(const std::string& ns, const std::st
     is["reason"] = "Canceled";
     is["message"] = GetString(run, "spec.action") + " run " + run_name + " was canceled before it started";
     std::vector<store::Write> writes;
-    writes.push_back({store::Write::Op::kUpdate, kInstance, instance, Rv(instance), 0});
+    writes.push_back({store::Write::Op::kUpdate, kind, instance, Rv(instance), 0});
     writes.push_back({store::Write::Op::kUpdate, kRun, run, Rv(run), 0});
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) {
@@ -419,7 +580,7 @@ void Engine::DispatchLoop() {
 bool Engine::Claim(const json::object& queued, const Admission& admission) {
   std::string ns = GetString(queued, "metadata.namespace");
   std::string instance_name = GetString(queued, "spec.instanceRef.name");
-  auto instance = store_.Get(kInstance, ns, instance_name);
+  auto instance = store_.Get(KindOf(queued), ns, instance_name);
   json::object run = queued;
   std::string now = Now();
   json::object& rs = model::EnsureObject(run, "status");
@@ -452,7 +613,7 @@ bool Engine::Claim(const json::object& queued, const Admission& admission) {
     is["reason"] = "";
     is["message"] = GetString(queued, "spec.action") + " run " +
                     GetString(queued, "metadata.name") + " is running";
-    writes.push_back({store::Write::Op::kUpdate, kInstance, *instance, Rv(*instance), 0});
+    writes.push_back({store::Write::Op::kUpdate, KindOf(queued), *instance, Rv(*instance), 0});
   }
   // Relaxed: a claim lost to a power failure leaves the run Queued, and it runs then.
   auto stored = store_.Commit(std::move(writes), store::Durability::kRelaxed);
@@ -512,12 +673,12 @@ void Engine::Execute(json::object run) {
   };
 
   // Everything the driver needs, from the revisions the instance pinned.
-  auto instance = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+  auto instance = store_.Get(KindOf(run), ns, GetString(run, "spec.instanceRef.name"));
   if (!instance.ok()) return done(absl::FailedPreconditionError("the instance is gone"), {});
   const json::object& ispec = At(*instance, "spec");
   std::string pns = GetString(ispec, "profileRef.namespace", ns);
   std::string pname = GetString(ispec, "profileRef.name");
-  auto profile = store_.GetRevision(kProfile, pns, pname, GetInt(run, "spec.profileRevision", 1));
+  auto profile = store_.GetRevision(ProfileKindOf(KindOf(run)), pns, pname, GetInt(run, "spec.profileRevision", 1));
   if (!profile.ok())
     return done(absl::FailedPreconditionError("revision " +
                                               std::to_string(GetInt(run, "spec.profileRevision", 1)) +
@@ -556,7 +717,7 @@ void Engine::Execute(json::object run) {
   req.run_uid = uid;
   req.attempt = static_cast<int>(GetInt(run, "status.attempt", 1));
   const json::object& meta = At(*instance, "metadata");
-  req.instance = json::object{{"name", GetString(meta, "name")}, {"project", ns},
+  req.instance = json::object{{"kind", KindOf(run)}, {"name", GetString(meta, "name")}, {"project", ns},
                               {"uid", GetString(meta, "uid")},
                               {"labels", At(meta, "labels")}, {"annotations", At(meta, "annotations")},
                               {"displayName", GetString(ispec, "displayName")},
@@ -567,6 +728,27 @@ void Engine::Execute(json::object run) {
     if (v.sensitive) secrets.push_back(v.value);
   }
   req.resources = At(profile->spec, "resources");
+  if (KindOf(run) == kService) {
+    // The compute instance's outputs are the service template's inputs (its endpoint, job
+    // id, GPUs), as they are now: a redeployed compute instance may have new ones.
+    std::string cns = GetString(ispec, "computeRef.namespace", ns);
+    std::string cname = GetString(ispec, "computeRef.name");
+    auto compute = store_.Get(kInstance, cns, cname);
+    if (!compute.ok())
+      return done(absl::FailedPreconditionError("compute instance " + cns + "/" + cname +
+                                                " of the service is gone"), {});
+    req.compute = json::object{{"name", cname}, {"project", cns},
+                               {"phase", GetString(*compute, "status.phase")},
+                               {"outputs", At(*compute, "status.outputs")},
+                               {"gpus", At(*compute, "status").contains("gpus")
+                                            ? At(*compute, "status").at("gpus")
+                                            : json::value(json::array())},
+                               {"resources", At(*compute, "status.resources")}};
+    // A service has no resources of its own: it uses its compute instance's, and on this
+    // host (local driver) sees the compute instance's GPUs.
+    if (req.resources.empty()) req.resources = At(*compute, "status.resources");
+    req.gpu_indices = ComputeGpus(*compute);
+  }
   req.config = At(tmpl->spec, driver_name);
   req.previous_outputs = At(*instance, "status.outputs");
   req.state_dir = options_.state_dir + "/" + GetString(meta, "uid");
@@ -632,7 +814,7 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
     if (ok && action == "deploy") rs["outputs"] = outputs;
     std::vector<store::Write> writes;
     writes.push_back({store::Write::Op::kUpdate, kRun, *run, Rv(*run), 0});
-    auto instance = store_.Get(kInstance, ns, GetString(claimed, "spec.instanceRef.name"));
+    auto instance = store_.Get(KindOf(claimed), ns, GetString(claimed, "spec.instanceRef.name"));
     bool remove = ok && action == "destroy" && model::FindPath(claimed, "spec.deleteInstance") &&
                   model::FindPath(claimed, "spec.deleteInstance")->is_bool() &&
                   model::FindPath(claimed, "spec.deleteInstance")->get_bool();
@@ -645,16 +827,12 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
       // GPUs are held from the claim of a deploy until a destroy succeeds or the deploy fails.
       release_gpus = ok == (action == "destroy");
       if (remove) {
-        store::ListOptions q;
-        q.kind = kRun;
-        q.ns = ns;
-        q.fields = {{"spec.instanceRef.name", true, GetString(claimed, "spec.instanceRef.name")}};
-        auto runs = store_.List(q);
-        if (runs.ok()) runs_to_remove = std::move(runs->items);
+        auto runs = RunsOf(KindOf(claimed), ns, GetString(claimed, "spec.instanceRef.name"));
+        if (runs.ok()) runs_to_remove = std::move(*runs);
         writes.clear();
         for (const auto& r : runs_to_remove)
           writes.push_back({store::Write::Op::kDelete, kRun, r, 0, 0});
-        writes.push_back({store::Write::Op::kDelete, kInstance, *instance, Rv(*instance), 0});
+        writes.push_back({store::Write::Op::kDelete, KindOf(claimed), *instance, Rv(*instance), 0});
       } else {
         json::object& is = model::EnsureObject(*instance, "status");
         if (ok && action == "deploy") {
@@ -700,7 +878,7 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
           }
           SetCondition(is, "Deployed", false, reason, is["message"].as_string().c_str(), now);
         }
-        writes.push_back({store::Write::Op::kUpdate, kInstance, *instance, Rv(*instance), 0});
+        writes.push_back({store::Write::Op::kUpdate, KindOf(claimed), *instance, Rv(*instance), 0});
       }
     }
     auto stored = store_.Commit(std::move(writes));
@@ -709,6 +887,7 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
       metrics_.Add("gantry_runs_total",
                    {{"action", action}, {"phase", ok ? "Succeeded" : canceled ? "Canceled" : "Failed"}});
       for (const auto& r : runs_to_remove) logs_.Remove(GetString(r, "metadata.uid"));
+      if (remove && instance.ok() && KindOf(claimed) == kService) ReleaseCreatedCompute(*instance);
       return;
     }
     if (!IsConflict(stored.status()) && !absl::IsNotFound(stored.status())) {
@@ -760,9 +939,9 @@ absl::Status Engine::Recover() {
 
 std::string Engine::DriverOf(const json::object& run) {
   std::string ns = GetString(run, "metadata.namespace");
-  auto instance = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+  auto instance = store_.Get(KindOf(run), ns, GetString(run, "spec.instanceRef.name"));
   if (!instance.ok()) return "";
-  auto prof = store_.GetRevision(kProfile, GetString(*instance, "spec.profileRef.namespace", ns),
+  auto prof = store_.GetRevision(ProfileKindOf(KindOf(run)), GetString(*instance, "spec.profileRef.namespace", ns),
                                  GetString(*instance, "spec.profileRef.name"),
                                  GetInt(run, "spec.profileRevision", 1));
   if (!prof.ok()) return "";
@@ -778,7 +957,7 @@ absl::Status Engine::RecoverRun(const json::object& run, bool cleanup) {
   // The driver cleans up what the dead run left (its process group) and says whether
   // running the action again from the start is safe.
   bool resume = false;
-  auto instance = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+  auto instance = store_.Get(KindOf(run), ns, GetString(run, "spec.instanceRef.name"));
   // Another host's run: its processes are out of reach; the driver's contract (apply and
   // destroy are idempotent) makes a re-run safe. Host-bound drivers never get here.
   if (drivers::Driver* d = drivers_.Find(DriverOf(run)))
@@ -796,14 +975,14 @@ absl::Status Engine::RecoverRun(const json::object& run, bool cleanup) {
     }));
     if (instance.ok()) {
       for (int i = 0; i < kMaxRetries; ++i) {
-        auto inst = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+        auto inst = store_.Get(KindOf(run), ns, GetString(run, "spec.instanceRef.name"));
         if (!inst.ok()) break;
         auto& is = model::EnsureObject(*inst, "status");
         is["phase"] = "Waiting";
         is["reason"] = "ControlPlaneRestarted";
         is["message"] = "gantryd restarted while run " + name + " was running; it is queued again";
         std::vector<store::Write> w;
-        w.push_back({store::Write::Op::kUpdate, kInstance, *inst, Rv(*inst), 0});
+        w.push_back({store::Write::Op::kUpdate, KindOf(run), *inst, Rv(*inst), 0});
         if (store_.Commit(std::move(w)).ok()) break;
       }
     }
@@ -816,12 +995,12 @@ absl::Status Engine::RecoverRun(const json::object& run, bool cleanup) {
       model::EnsureObject(r, "status")["reason"] = "ControlPlaneRestarted";
     }).IgnoreError();
     for (int i = 0; i < kMaxRetries; ++i) {
-      auto inst = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+      auto inst = store_.Get(KindOf(run), ns, GetString(run, "spec.instanceRef.name"));
       if (!inst.ok() || GetString(*inst, "status.phase") != "Failed") break;
       auto& is = model::EnsureObject(*inst, "status");
       is["reason"] = "ControlPlaneRestarted";
       std::vector<store::Write> w;
-      w.push_back({store::Write::Op::kUpdate, kInstance, *inst, Rv(*inst), 0});
+      w.push_back({store::Write::Op::kUpdate, KindOf(run), *inst, Rv(*inst), 0});
       if (store_.Commit(std::move(w)).ok()) break;
     }
     spdlog::info("recovery: run {}/{} failed with reason ControlPlaneRestarted", ns, name);
@@ -831,13 +1010,59 @@ absl::Status Engine::RecoverRun(const json::object& run, bool cleanup) {
 
 Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* blocked_types) {
   Admission a;
-  if (options_.sole_owner && GetString(run, "spec.action") != "deploy") return a;
   std::string ns = GetString(run, "metadata.namespace");
   std::string name = GetString(run, "spec.instanceRef.name");
-  auto instance = store_.Get(kInstance, ns, name);
+  const std::string kind = KindOf(run);
+  const std::string action = GetString(run, "spec.action");
+  if (kind == kService && action == "deploy") {
+    // A service deploys only onto a compute instance in Success.
+    auto service = store_.Get(kService, ns, name);
+    if (!service.ok()) return a;  // the worker reports it
+    std::string cns = GetString(*service, "spec.computeRef.namespace", ns);
+    std::string cname = GetString(*service, "spec.computeRef.name");
+    auto compute = store_.Get(kInstance, cns, cname);
+    if (!compute.ok()) {
+      a.decision = Admission::Decision::kFail;
+      a.reason = "ComputeNotFound";
+      a.message = "compute instance " + cname + " of project " + cns + " does not exist";
+      return a;
+    }
+    std::string phase = GetString(*compute, "status.phase", "NotDeployed");
+    if (phase != "Success") {
+      a.decision = Admission::Decision::kWait;
+      a.reason = "ComputeNotReady";
+      a.message = "waiting for compute instance " + (cns == ns ? "" : cns + "/") + cname +
+                  " to be Success (it is " +
+                  std::string(model::PhaseWords(model::ParsePhase(phase))) +
+                  (GetString(*compute, "status.reason").empty()
+                       ? ""
+                       : ": " + GetString(*compute, "status.reason")) +
+                  "); the service deploys as soon as it is";
+      return a;
+    }
+  }
+  if (kind == kInstance && action == "destroy") {
+    // Services on this compute instance go first (a cascading destroy or delete queued them).
+    auto services = ServicesOn(store_, ns, name);
+    if (services.ok()) {
+      std::vector<json::object> blocking =
+          Flag(run, "spec.deleteInstance") ? *services : ActiveServices(*services);
+      if (!blocking.empty()) {
+        a.decision = Admission::Decision::kWait;
+        a.reason = "ServicesRunning";
+        a.message = "waiting for " + std::to_string(blocking.size()) + " service instance" +
+                    (blocking.size() == 1 ? "" : "s") + " to be " +
+                    (Flag(run, "spec.deleteInstance") ? "deleted" : "destroyed") + " first: " +
+                    DescribeServices(blocking, ns);
+        return a;
+      }
+    }
+  }
+  if (options_.sole_owner && action != "deploy") return a;
+  auto instance = store_.Get(KindOf(run), ns, name);
   if (!instance.ok()) return a;  // the worker reports it
   a.owner = ns + "/" + name + "/" + GetString(*instance, "metadata.uid");
-  auto profile = store_.GetRevision(kProfile, GetString(*instance, "spec.profileRef.namespace", ns),
+  auto profile = store_.GetRevision(ProfileKindOf(KindOf(run)), GetString(*instance, "spec.profileRef.namespace", ns),
                                     GetString(*instance, "spec.profileRef.name"),
                                     GetInt(run, "spec.profileRevision", 1));
   if (!profile.ok()) return a;
@@ -856,7 +1081,8 @@ Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* 
       return a;
     }
   }
-  if (GetString(run, "spec.action") != "deploy") return a;
+  // Services use their compute instance's resources: no capacity or quota of their own.
+  if (action != "deploy" || kind == kService) return a;
   a.resources = At(profile->spec, "resources");
   std::string type = GetString(a.resources, "gpu.type");  // "" = any type
   int count = static_cast<int>(GetInt(a.resources, "gpu.count", 0));
@@ -986,7 +1212,7 @@ Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* 
 
 void Engine::NoteWaiting(const json::object& run, const Admission& a) {
   std::string ns = GetString(run, "metadata.namespace");
-  auto instance = store_.Get(kInstance, ns, GetString(run, "spec.instanceRef.name"));
+  auto instance = store_.Get(KindOf(run), ns, GetString(run, "spec.instanceRef.name"));
   if (!instance.ok()) return;
   json::object& is = model::EnsureObject(*instance, "status");
   if (GetString(is, "phase") != "Waiting" ||
@@ -996,7 +1222,7 @@ void Engine::NoteWaiting(const json::object& run, const Admission& a) {
   is["reason"] = a.reason;
   is["message"] = a.message;
   std::vector<store::Write> w;
-  w.push_back({store::Write::Op::kUpdate, kInstance, *instance, Rv(*instance), 0});
+  w.push_back({store::Write::Op::kUpdate, KindOf(run), *instance, Rv(*instance), 0});
   // A concurrent change wins; the next look retries.
   store_.Commit(std::move(w), store::Durability::kRelaxed).IgnoreError();
 }
@@ -1028,8 +1254,12 @@ absl::Status Engine::RebuildGpuAssignments() {
 }
 
 void Engine::AdoptWorkloads() {
+  for (const char* kind : {kInstance, kService}) AdoptWorkloads(kind);
+}
+
+void Engine::AdoptWorkloads(const std::string& kind) {
   store::ListOptions q;
-  q.kind = kInstance;
+  q.kind = kind;
   q.fields = {{"status.phase", true, "Success"}};
   auto page = store_.List(q);
   if (!page.ok()) return;
@@ -1040,7 +1270,7 @@ void Engine::AdoptWorkloads() {
     if (!options_.sole_owner && GetString(inst, "status.host") != options_.host) continue;
     std::string ns = GetString(inst, "metadata.namespace");
     std::string name = GetString(inst, "metadata.name");
-    auto prof = store_.GetRevision(kProfile, GetString(inst, "spec.profileRef.namespace", ns),
+    auto prof = store_.GetRevision(ProfileKindOf(kind), GetString(inst, "spec.profileRef.namespace", ns),
                                    GetString(inst, "spec.profileRef.name"),
                                    GetInt(inst, "status.profileRevision", 1));
     if (!prof.ok()) continue;
@@ -1054,14 +1284,17 @@ void Engine::AdoptWorkloads() {
     drivers::DeployRequest req;
     req.action = "apply";
     const json::object& meta = At(inst, "metadata");
-    req.instance = json::object{{"name", name}, {"project", ns}, {"uid", GetString(meta, "uid")},
+    req.instance = json::object{{"kind", kind}, {"name", name}, {"project", ns}, {"uid", GetString(meta, "uid")},
                                 {"labels", At(meta, "labels")}};
     req.config = At(tmpl->spec, driver_name);
     req.resources = At(prof->spec, "resources");
     req.state_dir = options_.state_dir + "/" + GetString(meta, "uid");
-    if (const json::value* g = model::FindPath(inst, "status.gpus"); g && g->is_array())
-      for (const auto& e : g->get_array())
-        if (e.is_string()) req.gpu_indices.emplace_back(e.get_string());
+    req.gpu_indices = ComputeGpus(inst);
+    if (kind == kService) {
+      auto compute = store_.Get(kInstance, GetString(inst, "spec.computeRef.namespace", ns),
+                                GetString(inst, "spec.computeRef.name"));
+      if (compute.ok()) req.gpu_indices = ComputeGpus(*compute);
+    }
     if (driver->Adopt(req, state)) {
       spdlog::info("adopted the workload of instance {}/{}", ns, name);
       continue;
@@ -1081,7 +1314,14 @@ void Engine::AdoptWorkloads() {
 
 void Engine::OnWorkloadEvent(const drivers::WorkloadEvent& e) {
   for (int attempt = 0; attempt < kMaxRetries; ++attempt) {
-    auto instance = store_.Get(kInstance, e.ns, e.name);
+    // The event names the instance by project, name and uid; a compute and a service
+    // instance may share a name, never a uid.
+    std::string kind = kInstance;
+    auto instance = store_.Get(kind, e.ns, e.name);
+    if (!instance.ok() || GetString(*instance, "metadata.uid") != e.instance_uid) {
+      kind = kService;
+      instance = store_.Get(kind, e.ns, e.name);
+    }
     if (!instance.ok() || GetString(*instance, "metadata.uid") != e.instance_uid) return;
     json::object& is = model::EnsureObject(*instance, "status");
     std::string phase = GetString(is, "phase");
@@ -1110,7 +1350,7 @@ void Engine::OnWorkloadEvent(const drivers::WorkloadEvent& e) {
         break;
     }
     std::vector<store::Write> w;
-    w.push_back({store::Write::Op::kUpdate, kInstance, *instance, Rv(*instance), 0});
+    w.push_back({store::Write::Op::kUpdate, kind, *instance, Rv(*instance), 0});
     auto stored = store_.Commit(std::move(w));
     if (stored.ok() || !IsConflict(stored.status())) return;
   }

@@ -81,14 +81,28 @@ class Engine : public drivers::WorkloadObserver {
   bool Stop();
   bool Running() const { return running_; }
 
-  // The actions of API.md's lifecycle table. Each returns the instance after the change,
-  // or a 409 from model::Decide, 404, or UNAVAILABLE when the engine is stopping.
-  absl::StatusOr<boost::json::object> Deploy(const std::string& ns, const std::string& name);
-  absl::StatusOr<boost::json::object> Destroy(const std::string& ns, const std::string& name);
-  absl::StatusOr<boost::json::object> Cancel(const std::string& ns, const std::string& name);
+  // The actions of API.md's lifecycle table on an instance of `kind` (ComputeInstance or
+  // ServiceInstance). Each returns the instance after the change, or a 409 from
+  // model::Decide or engine/dependencies.h, 404, or UNAVAILABLE when the engine is stopping.
+  // `cascade` (compute instances): destroy the services running on it first instead of
+  // refusing with 409 HasServices.
+  absl::StatusOr<boost::json::object> Deploy(const std::string& kind, const std::string& ns,
+                                             const std::string& name);
+  absl::StatusOr<boost::json::object> Destroy(const std::string& kind, const std::string& ns,
+                                              const std::string& name, bool cascade = false);
+  absl::StatusOr<boost::json::object> Cancel(const std::string& kind, const std::string& ns,
+                                             const std::string& name);
   // DELETE of a deployed instance: a destroy run that removes the record when it succeeds.
-  absl::StatusOr<boost::json::object> DeleteDeployed(const std::string& ns,
-                                                     const std::string& name);
+  absl::StatusOr<boost::json::object> DeleteDeployed(const std::string& kind,
+                                                     const std::string& ns,
+                                                     const std::string& name,
+                                                     bool cascade = false);
+  // DELETE of an instance: removes a NotDeployed one (with its runs) at once, or queues the
+  // teardown of a deployed one (*accepted = true). A service that auto-created its compute
+  // instance takes that instance with it.
+  absl::StatusOr<boost::json::object> Delete(const std::string& kind, const std::string& ns,
+                                             const std::string& name, bool cascade,
+                                             bool* accepted);
 
   // Store commit observer hook: wakes the dispatcher when runs are queued.
   void Notify();
@@ -118,9 +132,23 @@ class Engine : public drivers::WorkloadObserver {
   void NoteWaiting(const boost::json::object& run, const Admission& a);
   absl::Status RebuildGpuAssignments();
   void AdoptWorkloads();
+  void AdoptWorkloads(const std::string& kind);
 
-  absl::StatusOr<boost::json::object> Queue(const std::string& ns, const std::string& name,
-                                            const std::string& action, bool delete_instance);
+  absl::StatusOr<boost::json::object> Queue(const std::string& kind, const std::string& ns,
+                                            const std::string& name, const std::string& action,
+                                            bool delete_instance, bool cascade);
+  // Destroys (and with `remove`, deletes) `services` ahead of their compute instance.
+  absl::Status CascadeToServices(const std::vector<boost::json::object>& services, bool remove);
+  // Removes a NotDeployed instance and its runs.
+  absl::StatusOr<boost::json::object> RemoveRecord(const std::string& kind, const std::string& ns,
+                                                   const std::string& name);
+  // The runs of one instance.
+  absl::StatusOr<std::vector<boost::json::object>> RunsOf(const std::string& kind,
+                                                          const std::string& ns,
+                                                          const std::string& name);
+  // After a service is removed: the compute instance it auto-created goes too (destroyed
+  // first when deployed), unless other services run on it by now.
+  void ReleaseCreatedCompute(const boost::json::object& service);
   void DispatchLoop();
   void WorkerLoop();
   void HeartbeatLoop();

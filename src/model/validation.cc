@@ -195,6 +195,57 @@ void ValidateTemplateDriver(const json::object& spec, std::vector<FieldCause>* c
   }
 }
 
+// spec.<ref>.namespace, when given, must be a project name.
+void CheckRefNamespace(const json::object& spec, const std::string& ref,
+                       std::vector<FieldCause>* causes) {
+  std::string ns = GetString(spec, ref + ".namespace");
+  if (ns.empty()) return;
+  if (auto err = Dns1123LabelError(ns))
+    causes->push_back({"spec." + ref + ".namespace", "Invalid value: \"" + ns + "\": " + *err});
+}
+
+// A service profile's computeSelector: label keys and values, and values exactly for In and
+// NotIn (as metav1.LabelSelector).
+void ValidateComputeSelector(const json::object& spec, std::vector<FieldCause>* causes) {
+  if (const json::value* m = FindPath(spec, "computeSelector.matchLabels"); m && m->is_object())
+    for (const auto& kv : m->get_object()) {
+      std::string key(kv.key());
+      if (auto err = LabelKeyError(key))
+        causes->push_back({"spec.computeSelector.matchLabels",
+                           "Invalid value: \"" + key + "\": " + *err});
+      if (kv.value().is_string())
+        if (auto err = LabelValueError(kv.value().get_string()))
+          causes->push_back({"spec.computeSelector.matchLabels." + key,
+                             "Invalid value: \"" + std::string(kv.value().get_string()) +
+                                 "\": " + *err});
+    }
+  const json::value* e = FindPath(spec, "computeSelector.matchExpressions");
+  if (!e || !e->is_array()) return;
+  for (size_t i = 0; i < e->get_array().size(); ++i) {
+    const json::value& x = e->get_array()[i];
+    if (!x.is_object()) continue;
+    std::string path = "spec.computeSelector.matchExpressions[" + std::to_string(i) + "]";
+    std::string key = GetString(x.get_object(), "key");
+    if (!key.empty())
+      if (auto err = LabelKeyError(key))
+        causes->push_back({path + ".key", "Invalid value: \"" + key + "\": " + *err});
+    std::string op = GetString(x.get_object(), "operator");
+    auto values = Strings(FindPath(x.get_object(), "values"));
+    if ((op == "In" || op == "NotIn") && values.empty())
+      causes->push_back({path + ".values",
+                         "Required value: must be specified when `operator` is 'In' or 'NotIn'",
+                         "FieldValueRequired"});
+    if ((op == "Exists" || op == "DoesNotExist") && !values.empty())
+      causes->push_back({path + ".values",
+                         "Forbidden: may not be specified when `operator` is 'Exists' or "
+                         "'DoesNotExist'",
+                         "FieldValueForbidden"});
+    for (const auto& v : values)
+      if (auto err = LabelValueError(v))
+        causes->push_back({path + ".values", "Invalid value: \"" + v + "\": " + *err});
+  }
+}
+
 }  // namespace
 
 void ValidateMetadata(const json::object& metadata, std::vector<FieldCause>* causes) {
@@ -253,12 +304,60 @@ void ValidateSpec(const KindInfo& kind, const json::object& spec, std::vector<Fi
     ValidateTemplateDriver(spec, causes);
   } else if (kind.kind == "ComputeProfile") {
     ValidateProfileRules(spec, causes);
+  } else if (kind.kind == "ServiceProfile") {
+    ValidateProfileRules(spec, causes);
+    ValidateComputeSelector(spec, causes);
+    CheckRefNamespace(spec, "templateRef", causes);
+    CheckRefNamespace(spec, "autoCreateCompute.profileRef", causes);
   } else if (kind.kind == "ComputeInstance") {
-    std::string ns = GetString(spec, "profileRef.namespace");
-    if (!ns.empty())
-      if (auto err = Dns1123LabelError(ns))
-        causes->push_back({"spec.profileRef.namespace", "Invalid value: \"" + ns + "\": " + *err});
+    CheckRefNamespace(spec, "profileRef", causes);
+  } else if (kind.kind == "ServiceInstance") {
+    CheckRefNamespace(spec, "profileRef", causes);
+    CheckRefNamespace(spec, "computeRef", causes);
   }
+}
+
+LabelSelector ComputeSelector(const json::object& service_profile_spec) {
+  LabelSelector out;
+  if (const json::value* m = FindPath(service_profile_spec, "computeSelector.matchLabels");
+      m && m->is_object())
+    for (const auto& kv : m->get_object())
+      if (kv.value().is_string())
+        out.requirements.push_back(
+            {std::string(kv.key()), SelectorOp::kEquals, {std::string(kv.value().get_string())}});
+  if (const json::value* e = FindPath(service_profile_spec, "computeSelector.matchExpressions");
+      e && e->is_array())
+    for (const auto& x : e->get_array()) {
+      if (!x.is_object()) continue;
+      std::string op = GetString(x.get_object(), "operator");
+      Requirement r;
+      r.key = GetString(x.get_object(), "key");
+      r.op = op == "In"       ? SelectorOp::kIn
+             : op == "NotIn"  ? SelectorOp::kNotIn
+             : op == "Exists" ? SelectorOp::kExists
+                              : SelectorOp::kDoesNotExist;
+      r.values = Strings(FindPath(x.get_object(), "values"));
+      out.requirements.push_back(std::move(r));
+    }
+  return out;
+}
+
+std::string DescribeSelector(const LabelSelector& selector) {
+  std::string out;
+  for (const auto& r : selector.requirements) {
+    if (!out.empty()) out += ",";
+    std::string values;
+    for (const auto& v : r.values) values += (values.empty() ? "" : ",") + v;
+    switch (r.op) {
+      case SelectorOp::kEquals: out += r.key + "=" + values; break;
+      case SelectorOp::kNotEquals: out += r.key + "!=" + values; break;
+      case SelectorOp::kIn: out += r.key + " in (" + values + ")"; break;
+      case SelectorOp::kNotIn: out += r.key + " notin (" + values + ")"; break;
+      case SelectorOp::kExists: out += r.key; break;
+      case SelectorOp::kDoesNotExist: out += "!" + r.key; break;
+    }
+  }
+  return out;
 }
 
 void ValidateProfileAgainstTemplate(const json::object& profile_spec,

@@ -13,6 +13,7 @@
 #include <boost/json.hpp>
 
 #include "common/errors.h"
+#include "model/label_selector.h"
 #include "model/schema.h"
 
 namespace gantry::model {
@@ -48,6 +49,12 @@ std::map<std::string, ResolvedVariable> ResolveVariables(
 // Instance variable values may be written as numbers or booleans in YAML; the API stores
 // every value as a string. Rewrites `variables` in place.
 void NormalizeVariableValues(boost::json::object& variables);
+
+// A ServiceProfile's spec.computeSelector (matchLabels and matchExpressions, as Kubernetes'
+// metav1.LabelSelector) as a selector over compute profile labels; empty selects every one.
+LabelSelector ComputeSelector(const boost::json::object& service_profile_spec);
+// "gpu=h100,tier in (a,b)": the selector in Kubernetes' text form, for messages.
+std::string DescribeSelector(const LabelSelector& selector);
 
 // True when `obj` (a template, profile or instance) is shared with project `ns` by its
 // spec.sharing: mode All, or Selected listing `ns`. Absent sharing is None.

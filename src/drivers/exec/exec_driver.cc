@@ -57,6 +57,8 @@ absl::StatusOr<json::object> ExecDriver::Run(const DeployRequest& request, RunCo
   if (const json::value* labels = request.instance.if_contains("labels"); labels && labels->is_object())
     for (const auto& kv : labels->get_object()) spec.env[EnvName(kv.key())] = Str(kv.value());
 
+  for (const auto& [k, v] : ComputeEnvironment(request)) spec.env[k] = v;
+
   json::object vars;
   for (const auto& [k, v] : request.variables) vars[k] = v;
   json::object input{{"action", request.action},
@@ -64,6 +66,7 @@ absl::StatusOr<json::object> ExecDriver::Run(const DeployRequest& request, RunCo
                      {"variables", std::move(vars)},
                      {"resources", request.resources},
                      {"previousOutputs", request.previous_outputs},
+                     {"compute", request.compute},
                      {"run", json::object{{"name", request.run_name}, {"attempt", request.attempt}}}};
   spec.stdin_data = json::serialize(input);
 

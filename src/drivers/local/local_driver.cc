@@ -127,6 +127,7 @@ absl::StatusOr<Launch> BuildLaunch(const LocalConfig& c, const DeployRequest& r,
   gantry["GANTRY_INSTANCE"] = Str(r.instance, "name");
   gantry["GANTRY_PROJECT"] = Str(r.instance, "project");
   gantry["GANTRY_STATE_DIR"] = r.state_dir;
+  for (const auto& [k, v] : ComputeEnvironment(r)) gantry[k] = v;
   for (size_t i = 0; i < c.ports.size(); ++i) {
     auto it = ports.find(c.ports[i]);
     if (it == ports.end()) continue;

@@ -268,6 +268,7 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
     for (const auto& [k, v] : request.variables) env[EnvName("GANTRY_VAR_", k)] = v;
     env["GANTRY_INSTANCE"] = name;
     env["GANTRY_PROJECT"] = project;
+    for (const auto& [k, v] : ComputeEnvironment(request)) env[k] = v;
     env["GANTRY_INSTANCE_UID"] = uid;
     env["GANTRY_RUN"] = request.run_name;
     std::string line = "sbatch";
