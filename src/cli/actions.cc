@@ -127,7 +127,7 @@ class RunWaiter {
         PrintError(ctx_, absl::StrCat(s.message(), " (gave up waiting for ", action_, " run ", run_,
                                       " after ", kMaxReconnects,
                                       " failed reconnections; the run goes on: ",
-                                      Backquoted("gantry logs " + name_ + " -f"), ")"));
+                                      Backquoted("gantry logs " + Typed() + " -f"), ")"));
         return kExitError;
       }
       absl::Duration pause = Backoff(failures);
@@ -213,8 +213,13 @@ class RunWaiter {
     PrintError(ctx_, absl::StrCat("timed out after ", absl::FormatDuration(timeout_),
                                   " waiting for ", action_, " run ", run_, " (", kind_.singular, "/",
                                   name_, " is ", PhaseWords(printed_phase_), "); the run goes on: ",
-                                  Backquoted("gantry logs " + name_ + " -f"), " follows it"));
+                                  Backquoted("gantry logs " + Typed() + " -f"), " follows it"));
     return kExitError;
+  }
+
+  // The instance as the commands take it: NAME, or si/NAME for a service instance.
+  std::string Typed() const {
+    return kind_.plural == "serviceinstances" ? absl::StrCat("si/", name_) : name_;
   }
 
   CommandContext& ctx_;

@@ -516,6 +516,20 @@ TEST_F(ActionsTest, ServiceInstanceDeployWaitsForItsCompute) {
   EXPECT_EQ(out.str(), "serviceinstance/nb destroy queued (run nb-2)\n");
 }
 
+TEST_F(ActionsTest, ServiceInstanceWaitTimeoutNamesItAsTyped) {
+  // A wait that times out names the service the way the commands take it.
+  fake.On("POST", std::string(kSi) + "/nb/deploy", 202, Service("Waiting", "nb-2", 30));
+  StreamScript still;
+  still.server_timeout = true;
+  fake.OnStream(absl::StrCat(kSi, "?watch=true&fieldSelector=metadata.name%3Dnb&resourceVersion=30",
+                             "&timeoutSeconds=5"),
+                still);
+  EXPECT_EQ(Run({"deploy", "si/nb", "--timeout", "5s"}), 1);
+  EXPECT_EQ(err.str(),
+            "error: timed out after 5s waiting for deploy run nb-2 (serviceinstance/nb is Waiting); "
+            "the run goes on: `gantry logs si/nb -f` follows it\n");
+}
+
 TEST_F(ActionsTest, CascadeDestroyAndDeleteOfAComputeInstance) {
   fake.On("POST", std::string(kCi) + "/x/destroy?cascade=true", 202,
           Instance("Waiting", "x-4", 30, "ServicesDestroying", "", "destroy"));

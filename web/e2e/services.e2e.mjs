@@ -17,7 +17,7 @@ import { logIn, runE2e } from './harness.mjs';
 // The service's exec template: the compute instance's outputs arrive as GANTRY_COMPUTE_*.
 const NOTEBOOK_SCRIPT = [
   'case "$1" in',
-  'apply) echo "notebook $GANTRY_INSTANCE on $GANTRY_COMPUTE_NAMESPACE/$GANTRY_COMPUTE_NAME (compute endpoint $GANTRY_COMPUTE_ENDPOINT)"; sleep 1;',
+  'apply) echo "notebook $GANTRY_INSTANCE on $GANTRY_COMPUTE_PROJECT/$GANTRY_COMPUTE_NAME (compute endpoint $GANTRY_COMPUTE_ENDPOINT)"; sleep 1;',
   '  printf \'{"url": "http://notebook.example/%s", "computeEndpoint": "%s"}\' "$GANTRY_INSTANCE" "$GANTRY_COMPUTE_ENDPOINT" > "$GANTRY_OUTPUTS";;',
   'destroy) echo "notebook $GANTRY_INSTANCE removed";;',
   'esac',
@@ -146,7 +146,11 @@ await runE2e({ name: 'the service wizard in PaaS Studio', gantrydArgs: ['--gpus'
     step('deploy the compute instance (second tab); the service goes on by itself, live');
     const page2 = await page.context().newPage();
     await page2.goto(`${base}/p/${P}/instances/gpu-box`);
+    await page2.locator('[data-testid=overview-status] [data-phase=NotDeployed]').waitFor();
+    await page2.bringToFront();
     await page2.getByRole('button', { name: 'Deploy', exact: true }).click();
+    await page2.locator('[data-testid=overview-status] :is([data-phase=Waiting], [data-phase=InProgress], [data-phase=Success])').waitFor()
+      .catch(async (e) => { await page2.screenshot({ path: '/tmp/services-e2e-page2.png' }); throw e; });
     await page.getByTestId('phase-reason').getByText(/gpu-box is (Waiting|In Progress|Success)/).waitFor({ timeout: 30000 });
     await page.locator('[data-testid=overview-status] [data-phase=Success]').waitFor({ timeout: 60000 });
     const phases = await page.evaluate(() => window.__phases);
@@ -185,10 +189,10 @@ await runE2e({ name: 'the service wizard in PaaS Studio', gantrydArgs: ['--gpus'
     await dialog.getByLabel('Also destroy and delete its 1 service (first)').check();
     await shot('compute-delete-cascade');
     await confirm.click();
-    await page.getByRole('heading', { name: 'Compute Instances' }).waitFor();
+    await page.getByRole('heading', { name: 'Compute Instances', exact: true }).waitFor();
     await page.getByTestId('row-gpu-box').waitFor({ state: 'detached', timeout: 60000 });
     await nav('Service Instances').click();
-    await page.getByRole('heading', { name: 'Service Instances' }).waitFor();
+    await page.getByRole('heading', { name: 'Service Instances', exact: true }).waitFor();
     await page.getByTestId('row-notebook-1').waitFor({ state: 'detached', timeout: 30000 });
     const left = await api('GET', `${N}/serviceinstances`);
     if (left.items.length) throw new Error(`service instances left after the cascade: ${left.items.map((i) => i.metadata.name)}`);

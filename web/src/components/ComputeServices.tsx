@@ -3,7 +3,7 @@
 // destroyed first, so without the cascade the server refuses (409 naming them).
 import { useEffect, useState } from 'react';
 import { Alert, Button, Checkbox, List as PfList, ListItem, Modal, Text } from '@patternfly/react-core';
-import { FOREGROUND_DELETE, collectionPath, del, get, objectPath, post, query, watch } from '../api/client';
+import { FOREGROUND_DELETE, collectionPath, del, get, objectPath, post, query } from '../api/client';
 import type { List, ServiceInstance } from '../api/types';
 import { ErrorAlert, PHASE_TEXT } from './common';
 import { DeleteModal } from './Modals';
@@ -11,9 +11,8 @@ import { DeleteModal } from './Modals';
 const onCompute = (project: string, name: string) => (s: ServiceInstance) =>
   s.spec?.computeRef?.name === name && (s.spec.computeRef.namespace || s.metadata?.namespace) === project;
 
-// Services across the projects the user may list (their own project's when that is refused);
-// `scope`: the collection that answered, which a watch can follow.
-export async function servicesOn(project: string, name: string, signal?: AbortSignal, scope?: { path: string }): Promise<ServiceInstance[]> {
+// Services across the projects the user may list (their own project's when that is refused).
+export async function servicesOn(project: string, name: string, signal?: AbortSignal): Promise<ServiceInstance[]> {
   const q = query({ fieldSelector: `spec.computeRef.name=${name}` });
   let path = collectionPath('serviceinstances');
   let l: List<ServiceInstance>;
@@ -23,30 +22,21 @@ export async function servicesOn(project: string, name: string, signal?: AbortSi
     path = collectionPath('serviceinstances', project);
     l = await get<List<ServiceInstance>>(path + q, signal);
   }
-  if (scope) scope.path = path;
   return l.items.filter(onCompute(project, name));
 }
 
-// Live: the list, then a watch of the same collection. `name` '': none (not a compute
-// instance, or one the user only reads).
-export function useServicesOn(project: string, name: string): ServiceInstance[] | null {
+// The list, read again whenever `refresh` changes (the compute instance's resourceVersion: a
+// cascade or a service's deploy shows there). No watch of its own: a browser holds at most
+// six connections to gantryd across all its tabs, and every watch keeps one open.
+// `name` '': none (not a compute instance, or one the user only reads).
+export function useServicesOn(project: string, name: string, refresh?: string): ServiceInstance[] | null {
   const [items, setItems] = useState<ServiceInstance[] | null>(null);
   useEffect(() => {
     if (!name) { setItems(null); return; }
     const ac = new AbortController();
-    const scope = { path: '' };
-    servicesOn(project, name, ac.signal, scope).then((l) => {
-      setItems(l);
-      void watch<ServiceInstance>(scope.path, { fieldSelector: `spec.computeRef.name=${name}` }, (e) => {
-        const k = (s: ServiceInstance) => `${s.metadata?.namespace}/${s.metadata?.name}`;
-        setItems((cur) => {
-          const rest = (cur ?? []).filter((s) => k(s) !== k(e.object));
-          return e.type === 'DELETED' || !onCompute(project, name)(e.object) ? rest : [...rest, e.object].sort((a, b) => k(a).localeCompare(k(b)));
-        });
-      }, ac.signal);
-    }).catch(() => { if (!ac.signal.aborted) setItems([]); });
+    servicesOn(project, name, ac.signal).then(setItems).catch(() => { if (!ac.signal.aborted) setItems([]); });
     return () => ac.abort();
-  }, [project, name]);
+  }, [project, name, refresh]);
   return items;
 }
 

@@ -149,7 +149,7 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
     get<Profile>(objectPath(kind.profilePlural, profileNs, profileName)).then(setProfile).catch(() => setProfile(null));
   }, [profileNs, profileName, profileRv, foreign, kind.profilePlural]);
   // A compute instance: the services on it (live). A service: its compute instance.
-  const services = useServicesOn(project, isService || foreign ? '' : name);
+  const services = useServicesOn(project, isService || foreign ? '' : name, inst?.metadata?.resourceVersion);
   const compute = useComputeOf(isService ? inst as ServiceInstance | null : null, project);
 
   useEffect(() => { if (!selectedRun && inst?.status?.lastRunRef?.name) setSelectedRun(inst.status.lastRunRef.name); }, [inst, selectedRun]);
@@ -229,7 +229,7 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
         {phase === 'Waiting' && inst.status?.reason === 'ComputeNotReady' ? (
           <Alert variant="warning" isInline style={{ marginBottom: 12 }} data-testid="phase-reason" data-reason="ComputeNotReady"
             title={<>Waiting for its compute instance ({'ComputeNotReady'}): {compute ? <>{compute.metadata?.name} is {PHASE_TEXT[compute.status?.phase ?? 'NotDeployed']}</> : 'not ready'}</>}>
-            {inst.status?.message} The deploy starts by itself once the compute instance is in Success.
+            {inst.status?.message || 'The deploy starts by itself once the compute instance is in Success.'}
           </Alert>
         ) : (phase === 'Waiting' || phase === 'Failed') && (inst.status?.reason || inst.status?.message) && (
           <Alert variant={phase === 'Failed' ? 'danger' : 'warning'} isInline title={`${phase}: ${inst.status?.reason ?? ''}`} style={{ marginBottom: 12 }} data-testid="phase-reason" data-reason={inst.status?.reason}>{inst.status?.message}</Alert>
@@ -352,28 +352,22 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
   );
 }
 
-// The compute instance a service runs on, live: a watch on it in the service's own project; one
-// shared from another project (which this user may not list) is re-read on each change of the
-// service instead.
+// The compute instance a service runs on, read again on each change of the service (the
+// server updates a waiting service's status when its compute instance moves). No watch: each
+// keeps one of the browser's six connections to gantryd open.
 function useComputeOf(svc: ServiceInstance | null, project: string): ComputeInstance | null {
   const [compute, setCompute] = useState<ComputeInstance | null>(null);
   const ref = svc?.spec?.computeRef;
-  const own = svc?.metadata?.namespace || project;
-  const ns = ref?.namespace || own;
+  const ns = ref?.namespace || svc?.metadata?.namespace || project;
   const cname = ref?.name ?? '';
-  const rereadOn = ns !== own ? svc?.metadata?.resourceVersion : '';
+  const rv = svc?.metadata?.resourceVersion;
   useEffect(() => {
     if (!cname) { setCompute(null); return; }
     const ac = new AbortController();
-    get<ComputeInstance>(objectPath('computeinstances', ns, cname), ac.signal).then((c) => {
-      setCompute(c);
-      if (ns !== own) return;
-      return watch<ComputeInstance>(collectionPath('computeinstances', ns), { fieldSelector: `metadata.name=${cname}` }, (e) => {
-        if (e.type !== 'DELETED') setCompute(e.object);
-      }, ac.signal, undefined, c.metadata?.resourceVersion);
-    }).catch(() => { if (!ac.signal.aborted) setCompute(null); });
+    get<ComputeInstance>(objectPath('computeinstances', ns, cname), ac.signal).then(setCompute)
+      .catch(() => { if (!ac.signal.aborted) setCompute(null); });
     return () => ac.abort();
-  }, [ns, own, cname, rereadOn]);
+  }, [ns, cname, rv]);
   return compute;
 }
 
