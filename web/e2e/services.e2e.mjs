@@ -8,7 +8,9 @@
 //   shown as such) → the compute instance is deployed from a second tab → the service page,
 //   without reload, goes on to Success by itself; its outputs carry the compute's endpoint →
 //   the compute instance lists the service; its Delete explains that services go first and
-//   needs "also destroy and delete its 1 service" → both disappear.
+//   needs "also destroy and delete its 1 service" → both disappear → the profile gets auto-create
+//   compute (revision 2) → a service with auto-create compute deploys its own compute instance
+//   → that compute's Destroy needs "also destroy its 1 service" → both end Not Deployed.
 //
 //   node e2e/services.e2e.mjs [--gantryd PATH] [--screens DIR | --no-screens]
 // Skips (exit 77) when chromium or node_modules are missing, unless CI or GANTRY_CI is set.
@@ -196,4 +198,44 @@ await runE2e({ name: 'the service wizard in PaaS Studio', gantrydArgs: ['--gpus'
     await page.getByTestId('row-notebook-1').waitFor({ state: 'detached', timeout: 30000 });
     const left = await api('GET', `${N}/serviceinstances`);
     if (left.items.length) throw new Error(`service instances left after the cascade: ${left.items.map((i) => i.metadata.name)}`);
+
+    step('admin: the service profile gets auto-create compute (revision 2)');
+    await nav('Service Profiles').click();
+    await page.getByRole('link', { name: 'jupyter', exact: true }).click();
+    await page.locator('#sp-auto-create').focus();
+    await page.keyboard.press('Space');
+    if (!(await page.locator('#sp-auto-create').isChecked())) throw new Error('auto-create compute not switched on');
+    await page.selectOption('#sp-compute-profile', `${P}/gpu-small`);
+    await page.getByRole('button', { name: 'Save (new revision)' }).click();
+    await page.getByText('Saved: jupyter is at revision 2').waitFor();
+
+    step('New Service Instance with auto-create compute → Deploy: its compute is created and deployed too');
+    await nav('Service Instances').click();
+    await page.getByRole('button', { name: 'New Service Instance' }).click();
+    await pick(`#profile-${P}-jupyter-input`);
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await pick('#compute-auto-input');
+    await page.getByRole('button', { name: 'Next', exact: true }).click();
+    await page.fill('#unique-name', 'notebook-2');
+    await page.getByText('notebook-2 is available').waitFor();
+    for (let i = 0; i < 3; i++) await page.getByRole('button', { name: 'Next', exact: true }).click();
+    await page.getByTestId('review-compute').getByText('Auto-create notebook-2-compute').waitFor();
+    await page.getByRole('button', { name: 'Deploy', exact: true }).click();
+    await page.getByTestId('compute-instance').getByText('created for this service').waitFor();
+    await page.locator('[data-testid=overview-status] [data-phase=Success]').waitFor({ timeout: 60000 });
+
+    step('Destroy of its compute instance explains and cascades');
+    await page.getByTestId('compute-instance').getByRole('link', { name: 'notebook-2-compute' }).click();
+    await page.locator('[data-testid=overview-status] [data-phase=Success]').waitFor();
+    await page.getByRole('button', { name: 'Destroy', exact: true }).click();
+    const destroyDialog = page.getByRole('dialog');
+    await destroyDialog.getByText('notebook-2 (Success)').waitFor();
+    const destroyButton = destroyDialog.getByRole('button', { name: 'Destroy' });
+    if (await destroyButton.isEnabled()) throw new Error('Destroy enabled without choosing to destroy the services too');
+    await destroyDialog.getByLabel('Also destroy its 1 service (first)').check();
+    await shot('compute-destroy-cascade');
+    await destroyButton.click();
+    await page.locator('[data-testid=overview-status] [data-phase=NotDeployed]').waitFor({ timeout: 60000 });
+    const svc = await api('GET', `${N}/serviceinstances/notebook-2`);
+    if (svc.status?.phase !== 'NotDeployed') throw new Error(`notebook-2 is ${svc.status?.phase} after the cascade destroy`);
   });

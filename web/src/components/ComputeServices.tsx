@@ -94,11 +94,12 @@ export function ComputeDestroyModal({ project, name, services, onClose, onDone }
     }
   };
   return (
-    <Modal variant="small" titleIconVariant="warning" title={`Destroy compute instance ${name}?`} isOpen onClose={onClose}
+    <Modal variant="small" titleIconVariant="warning" title="Destroy compute instance?" isOpen onClose={onClose}
       actions={[
         <Button key="destroy" variant="danger" onClick={go} isLoading={busy} isDisabled={!cascade || busy}>Destroy</Button>,
         <Button key="cancel" variant="link" onClick={onClose}>Cancel</Button>,
       ]}>
+      <Text style={{ marginBottom: 12 }}>Tears down what <b>{name}</b> deployed; the instance stays, Not Deployed.</Text>
       <CascadeChoice project={project} services={services} verb="destroy" checked={cascade} onChange={setCascade} />
       <ErrorAlert error={error} />
     </Modal>
