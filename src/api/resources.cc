@@ -682,6 +682,11 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
         }
       }
     }
+    if (t.kind->kind == kService && !FindPath(next, "spec.computeRef") &&
+        FindPath(current, "spec.computeRef")) {
+      // Defaulted by the server (auto-create compute): a manifest without it changes nothing.
+      next["spec"].as_object()["computeRef"] = ObjectAt(current, "spec.computeRef");
+    }
     bool spec_changed = ObjectAt(current, "spec") != ObjectAt(next, "spec");
     if (next == current) return current;  // nothing to change: no new resourceVersion
     if (IsInstance(t.kind->kind))
@@ -839,12 +844,16 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
   } else if (kind == kTemplate) {
     ASSIGN_OR_RETURN(auto names, users(kProfile, "spec.templateRef.name", std::nullopt));
     ASSIGN_OR_RETURN(auto services, users(kServiceProfile, "spec.templateRef.name", std::nullopt));
-    for (auto& n : services) names.push_back(n + " (service profile)");
-    if (!names.empty())
-      return ConflictError("environmenttemplate " + t.name + " is used by " +
-                               std::to_string(names.size()) + " profile" +
-                               (names.size() == 1 ? "" : "s") + " (" + list_names(names) +
-                               "); delete them first",
+    auto counted = [&](const std::vector<std::string>& n, const std::string& what) {
+      return std::to_string(n.size()) + " " + what + (n.size() == 1 ? "" : "s") + " (" +
+             list_names(n) + ")";
+    };
+    std::string used;
+    if (!names.empty()) used = counted(names, "compute profile");
+    if (!services.empty()) used += (used.empty() ? "" : " and ") + counted(services, "service profile");
+    if (!used.empty())
+      return ConflictError("environmenttemplate " + t.name + " is used by " + used +
+                               "; delete them first",
                            "InUse");
   } else if (kind == kUser) {
     if (GetString(current, "spec.orgRole") == "org-admin" && !IsSet(current, "spec.disabled")) {

@@ -271,7 +271,7 @@ Response Router::Events(const auth::Subject& subject, const std::string& ns, con
   }
   json::array items;
   std::string kind = want.count("involvedObject.kind") ? want["involvedObject.kind"] : "ComputeInstance";
-  if (kind == "ComputeInstance") {
+  if (kind == "ComputeInstance" || kind == "ServiceInstance") {
     Query q;
     if (want.count("involvedObject.name"))
       q["fieldSelector"] = "spec.instanceRef.name=" + want["involvedObject.name"];
@@ -279,6 +279,8 @@ Response Router::Events(const auth::Subject& subject, const std::string& ns, con
     if (!list.ok()) return ErrorResponse(list.status());
     for (const auto& item : (*list)["items"].as_array()) {
       const json::object& run = item.as_object();
+      // Runs made before service instances existed name no kind: compute instances'.
+      if (model::GetString(run, "spec.instanceRef.kind", "ComputeInstance") != kind) continue;
       std::string uid = model::GetString(run, "spec.instanceRef.uid");
       if (want.count("involvedObject.uid") && !want["involvedObject.uid"].empty() &&
           want["involvedObject.uid"] != uid)
@@ -301,7 +303,7 @@ Response Router::Events(const auth::Subject& subject, const std::string& ns, con
                                     {"resourceVersion", model::GetString(run, "metadata.resourceVersion")},
                                     {"creationTimestamp", model::GetString(run, "metadata.creationTimestamp")}}},
           {"involvedObject", json::object{{"apiVersion", model::kApiVersion},
-                                          {"kind", "ComputeInstance"},
+                                          {"kind", kind},
                                           {"namespace", ns},
                                           {"name", model::GetString(run, "spec.instanceRef.name")},
                                           {"uid", uid}}},

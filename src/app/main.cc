@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -315,8 +316,12 @@ int main(int argc, char** argv) {
   engine_options.state_dir = (std::filesystem::path(data_dir) / "instances").string();
   gantry::engine::Engine engine(*store, drivers, **secrets, logs, clock, metrics, allocator,
                                engine_options);
-  store->SetCommitObserver([&hub, &engine](const std::vector<gantry::store::Event>& events) {
+  // Set below, once it exists: the authenticator's caches follow identity changes.
+  std::atomic<gantry::auth::Authenticator*> authn_observer{nullptr};
+  store->SetCommitObserver([&hub, &engine, &authn_observer](
+                               const std::vector<gantry::store::Event>& events) {
     hub.Publish(events);
+    if (auto* a = authn_observer.load()) a->OnCommit(events);
     // Runs queued or ended; and what services and the compute instances they wait for do
     // (a service waits for its compute instance's Success, a compute destroy for its services).
     for (const auto& e : events)
@@ -360,6 +365,12 @@ int main(int argc, char** argv) {
     }
   }
   gantry::auth::Authenticator authn(*store, clock, auth_options);
+  authn_observer = &authn;
+  // Unhooked before authn is destroyed: what is torn down after it may still commit.
+  struct Unhook {
+    std::atomic<gantry::auth::Authenticator*>& observer;
+    ~Unhook() { observer = nullptr; }
+  } unhook{authn_observer};
   gantry::auth::AuditLog audit(*store, clock);
   resources.SetCredentials(&authn);
   {

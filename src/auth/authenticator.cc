@@ -121,19 +121,34 @@ absl::StatusOr<Identity> Authenticator::FromToken(std::string_view token) {
     id.subject.org_role = Role::kOrgAdmin;
     return id;
   }
-  auto record = store_.Get(kApiToken, "", RecordName(kTokenRecord, hash));
-  if (!record.ok()) {
-    if (absl::IsNotFound(record.status()))
-      return UnauthorizedError("the bearer token is not valid (unknown or revoked)");
-    return record.status();
+  std::optional<CachedToken> cached;
+  uint64_t generation;
+  {
+    std::lock_guard lock(cache_mu_);
+    generation = generation_;
+    if (auto it = tokens_.find(hash); it != tokens_.end()) cached = it->second;
   }
-  const json::object& spec = Spec(*record);
-  if (!HashesEqual(GetString(spec, "hash"), hash))
-    return UnauthorizedError("the bearer token is not valid (unknown or revoked)");
-  if (Expired(spec, "expiresAt", clock_.Now()))
-    return UnauthorizedError("the bearer token expired at " + GetString(spec, "expiresAt"));
+  if (!cached) {
+    auto record = store_.Get(kApiToken, "", RecordName(kTokenRecord, hash));
+    if (!record.ok()) {
+      if (absl::IsNotFound(record.status()))
+        return UnauthorizedError("the bearer token is not valid (unknown or revoked)");
+      return record.status();
+    }
+    const json::object& spec = Spec(*record);
+    if (!HashesEqual(GetString(spec, "hash"), hash))
+      return UnauthorizedError("the bearer token is not valid (unknown or revoked)");
+    cached = CachedToken{GetString(spec, "user"), GetString(spec, "expiresAt")};
+    std::lock_guard lock(cache_mu_);
+    if (generation == generation_) {
+      if (tokens_.size() >= kMaxCached) tokens_.clear();
+      tokens_[hash] = *cached;
+    }
+  }
+  if (Expired(json::object{{"expiresAt", cached->expires_at}}, "expiresAt", clock_.Now()))
+    return UnauthorizedError("the bearer token expired at " + cached->expires_at);
   Identity id;
-  ASSIGN_OR_RETURN(id.subject, SubjectFor(GetString(spec, "user")));
+  ASSIGN_OR_RETURN(id.subject, SubjectFor(cached->user));
   return id;
 }
 
@@ -178,7 +193,36 @@ absl::StatusOr<Identity> Authenticator::FromSession(std::string_view secret) {
   return id;
 }
 
+void Authenticator::OnCommit(const std::vector<store::Event>& events) {
+  for (const auto& e : events) {
+    if (e.kind == "User" || e.kind == "RoleBinding" || e.kind == kApiToken ||
+        e.kind == kUserCredential) {
+      std::lock_guard lock(cache_mu_);
+      ++generation_;
+      tokens_.clear();
+      subjects_.clear();
+      return;
+    }
+  }
+}
+
 absl::StatusOr<Subject> Authenticator::SubjectFor(const std::string& user) {
+  uint64_t generation;
+  {
+    std::lock_guard lock(cache_mu_);
+    generation = generation_;
+    if (auto it = subjects_.find(user); it != subjects_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(Subject s, ReadSubject(user));
+  std::lock_guard lock(cache_mu_);
+  if (generation == generation_) {
+    if (subjects_.size() >= kMaxCached) subjects_.clear();
+    subjects_[user] = s;
+  }
+  return s;
+}
+
+absl::StatusOr<Subject> Authenticator::ReadSubject(const std::string& user) {
   auto obj = store_.Get("User", "", user);
   if (!obj.ok()) {
     if (absl::IsNotFound(obj.status()))

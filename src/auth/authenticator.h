@@ -96,6 +96,12 @@ class Authenticator {
   // Writes removing everything credential-like of `user` (password, tokens, sessions).
   absl::StatusOr<std::vector<store::Write>> ForgetWrites(const std::string& user);
 
+  // The store's commit observer: drops the cached token owners and subjects when users, role
+  // bindings, tokens or credentials change. The store calls it synchronously for this
+  // replica's own commits (a revoked token fails on the very next request) and, with
+  // PostgreSQL, as it tails other replicas' commits (milliseconds later).
+  void OnCommit(const std::vector<store::Event>& events);
+
   // First start: creates user "admin" (org-admin) when no user exists. Its password is
   // `password` when non-empty, else a generated one, returned so the caller prints it once.
   // Returns nullopt when users already existed.
@@ -103,6 +109,8 @@ class Authenticator {
 
  private:
   absl::StatusOr<Identity> FromToken(std::string_view token);
+  // SubjectFor without the cache: the User and the user's RoleBindings from the store.
+  absl::StatusOr<Subject> ReadSubject(const std::string& user);
   absl::StatusOr<Identity> FromSession(std::string_view secret);
   // 429 when `key` failed too often within the window.
   absl::Status CheckLimiter(const std::string& key);
@@ -117,6 +125,19 @@ class Authenticator {
   std::mutex mu_;
   std::map<std::string, std::deque<std::chrono::system_clock::time_point>> failures_
       ABSL_GUARDED_BY(mu_);
+
+  // Caches of what a request's credentials resolve to, so that a request with an API token
+  // costs no store reads. An entry computed from reads older than the last invalidation is
+  // not kept (generation_), so a change is never hidden by a slow request.
+  struct CachedToken {
+    std::string user;
+    std::string expires_at;  // RFC 3339, "" for never
+  };
+  static constexpr size_t kMaxCached = 10000;
+  std::mutex cache_mu_;
+  uint64_t generation_ ABSL_GUARDED_BY(cache_mu_) = 0;
+  std::map<std::string, CachedToken> tokens_ ABSL_GUARDED_BY(cache_mu_);  // by token hash
+  std::map<std::string, Subject> subjects_ ABSL_GUARDED_BY(cache_mu_);    // by user
 };
 
 }  // namespace gantry::auth

@@ -43,15 +43,14 @@ class PermissionMatrix : public ::testing::Test {
       a.CreateTemplate(p, "tpl");
       a.CreateProfile(p, "prof", "tpl");
       a.CreateInstance(p, "inst", "prof");
+      a.MustCreate(NsPath(p, "serviceprofiles"), Fresh("serviceprofiles", "sprof"));
+      a.MustCreate(NsPath(p, "serviceinstances"), Fresh("serviceinstances", "sinst"));
     }
     json::object shared{{"spec", json::object{{"sharing", json::object{{"mode", "Selected"},
                                                                        {"projects", json::array{kOwn}}}}}}};
-    for (const char* plural : {"environmenttemplates", "computeprofiles", "computeinstances"}) {
-      const char* name = std::string(plural) == "environmenttemplates" ? "tpl"
-                         : std::string(plural) == "computeprofiles"    ? "prof"
-                                                                       : "inst";
-      ASSERT_EQ(a.Patch(NsPath(kSrc, plural, name), shared).status, 200);
-    }
+    for (const char* plural : {"environmenttemplates", "computeprofiles", "computeinstances",
+                               "serviceprofiles", "serviceinstances"})
+      ASSERT_EQ(a.Patch(NsPath(kSrc, plural, Existing(plural)), shared).status, 200);
     auto user = [&](const std::string& name, const std::string& org_role) {
       json::object spec{{"displayName", name}, {"password", "password-of-" + name}};
       if (!org_role.empty()) spec["orgRole"] = org_role;
@@ -90,6 +89,14 @@ class PermissionMatrix : public ::testing::Test {
     if (plural == "environmenttemplates") return TemplateObject(name);
     if (plural == "computeprofiles") return ProfileObject(name, "tpl");
     if (plural == "computeinstances") return InstanceObject(name, "prof");
+    if (plural == "serviceprofiles")
+      return json::object{{"metadata", json::object{{"name", name}}},
+                          {"spec", json::object{{"serviceType", "notebook"},
+                                                {"templateRef", json::object{{"name", "tpl"}}}}}};
+    if (plural == "serviceinstances")
+      return json::object{{"metadata", json::object{{"name", name}}},
+                          {"spec", json::object{{"profileRef", json::object{{"name", "sprof"}}},
+                                                {"computeRef", json::object{{"name", "inst"}}}}}};
     if (plural == "rolebindings")
       return json::object{{"metadata", json::object{{"name", name}}},
                           {"spec", json::object{{"user", "extra"}, {"role", "viewer"}}}};
@@ -98,6 +105,16 @@ class PermissionMatrix : public ::testing::Test {
       return json::object{{"metadata", json::object{{"name", name}}},
                           {"spec", json::object{{"displayName", name}}}};
     return {};
+  }
+
+  // The object of `plural` every project has.
+  static std::string Existing(const std::string& plural) {
+    return plural == "environmenttemplates" ? "tpl"
+           : plural == "computeprofiles"    ? "prof"
+           : plural == "computeinstances"   ? "inst"
+           : plural == "serviceprofiles"    ? "sprof"
+           : plural == "serviceinstances"   ? "sinst"
+                                            : "extra-viewer";
   }
 
   static std::string Unique() { return "cell-" + std::to_string(++counter_); }
@@ -138,6 +155,17 @@ const std::vector<Row> kNamespaced = {
     {"computeinstances", "update", "OPAM", "OP", "OP"},
     {"computeinstances", "delete", "OPAM", "OP", "OP"},
     {"computeinstances", "operate", "OPAM", "OP", "OP"},
+    {"serviceprofiles", "get", "OPAMV", "OP", "OPAMV"},
+    {"serviceprofiles", "list", "OPAMV", "OP", "OP"},
+    {"serviceprofiles", "create", "OP", "OP", "OP"},
+    {"serviceprofiles", "update", "OP", "OP", "OP"},
+    {"serviceprofiles", "delete", "OP", "OP", "OP"},
+    {"serviceinstances", "get", "OPAMV", "OP", "OPAMV"},
+    {"serviceinstances", "list", "OPAMV", "OP", "OP"},
+    {"serviceinstances", "create", "OPAM", "OP", "OP"},
+    {"serviceinstances", "update", "OPAM", "OP", "OP"},
+    {"serviceinstances", "delete", "OPAM", "OP", "OP"},
+    {"serviceinstances", "operate", "OPAM", "OP", "OP"},
     {"rolebindings", "get", "OPAMV", "OP", "OP"},
     {"rolebindings", "list", "OPAMV", "OP", "OP"},
     {"rolebindings", "create", "OA", "O", "O"},
@@ -158,10 +186,7 @@ TEST_F(PermissionMatrix, NamespacedKindsInOwnOtherAndSharedInProjects) {
       const std::string& allowed = scope == std::string("own") ? row.own
                                    : scope == std::string("other") ? row.other
                                                                    : row.shared;
-      std::string existing = row.plural == "environmenttemplates" ? "tpl"
-                             : row.plural == "computeprofiles"    ? "prof"
-                             : row.plural == "computeinstances"   ? "inst"
-                                                                  : "extra-viewer";
+      std::string existing = Existing(row.plural);
       for (char role : std::string(kRoles)) {
         Api& api = *apis_[role];
         Resp r;
@@ -198,7 +223,7 @@ TEST_F(PermissionMatrix, NamespacedKindsInOwnOtherAndSharedInProjects) {
       }
     }
   }
-  EXPECT_GT(cells, 400);
+  EXPECT_GT(cells, 600);
   EXPECT_TRUE(wrong.empty()) << wrong.size() << " cells differ from docs/security.md:\n"
                              << [&] {
                                   std::string s;

@@ -324,7 +324,7 @@ TEST_F(ServicesTest, ComputeSelectorLimitsWhichComputeAServiceRunsOn) {
   EXPECT_TRUE(del_profile.IsStatus(409, "InUse")) << del_profile.raw;
   Resp del_tmpl = api().Delete(NsPath("default", "environmenttemplates", "svc-tmpl"));
   EXPECT_TRUE(del_tmpl.IsStatus(409, "InUse")) << del_tmpl.raw;
-  EXPECT_NE(del_tmpl.message().find("jupyter (service profile)"), std::string::npos) << del_tmpl.raw;
+  EXPECT_NE(del_tmpl.message().find("is used by 2 service profiles (ray, jupyter)"), std::string::npos) << del_tmpl.raw;
 }
 
 TEST_F(ServicesTest, AutoCreatedComputeDeploysWithTheServiceAndGoesWithIt) {
@@ -344,6 +344,15 @@ TEST_F(ServicesTest, AutoCreatedComputeDeploysWithTheServiceAndGoesWithIt) {
   EXPECT_EQ(compute.at("metadata").at("labels").at("paas.gantry.dev/service"), json::value("mlops"));
   EXPECT_EQ(Str(compute, "spec.displayName"), "MLOps (compute)");
   EXPECT_EQ(Str(compute, "status.phase"), "NotDeployed");
+
+  // Sending the manifest again (without the computeRef the server set) changes nothing.
+  Resp again = api().Put(NsPath("default", "serviceinstances", "mlops"),
+                         json::object{{"metadata", json::object{{"name", "mlops"}}},
+                                      {"spec", json::object{{"displayName", "MLOps"},
+                                                            {"profileRef", json::object{{"name", "kubeflow"}}}}}});
+  ASSERT_EQ(again.status, 200) << again.raw;
+  EXPECT_EQ(Str(again.obj(), "metadata.resourceVersion"), Str(created.obj(), "metadata.resourceVersion"));
+  EXPECT_EQ(Str(again.obj(), "spec.computeRef.name"), "mlops-compute");
 
   // Deploying the service deploys its compute instance, then the service.
   ASSERT_EQ(ServiceAction("mlops", "deploy").status, 202);

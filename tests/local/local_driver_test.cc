@@ -179,6 +179,54 @@ TEST_F(LocalDriverTest, WithoutGpusTheWorkloadSeesNoneAndAnyTypeTakesAConfigured
   EXPECT_EQ(Int(GetNode(api()), "status.allocated.h100"), 1);
 }
 
+// Issue 9: a service deployed onto a local compute instance runs on this host with the
+// compute instance's GPUs and endpoint, holds no GPUs of its own, and goes first when the
+// compute instance is destroyed with cascade.
+TEST_F(LocalDriverTest, ServiceOnLocalComputeSeesItsGpusAndEndpoint) {
+  CreateLocalTemplate("nb", /*http=*/true);
+  CreateLocalProfile("nb-2gpu", "nb", Gpu(2));
+  api().CreateInstance("default", "gpu-box", "nb-2gpu");
+  Deploy("gpu-box");
+  json::object compute = WaitPhase("gpu-box", "Success");
+  const std::string gpu_list = JoinStrings(At(compute, "status.gpus"));
+  ASSERT_EQ(gpu_list.size(), 3u) << json::serialize(compute);  // "i,j"
+
+  CreateLocalTemplate("svc", /*http=*/false);
+  api().MustCreate(NsPath("default", "serviceprofiles"),
+                   json::object{{"metadata", json::object{{"name", "jupyter"}}},
+                                {"spec", json::object{{"serviceType", "notebook"},
+                                                      {"templateRef", json::object{{"name", "svc"}}}}}});
+  api().MustCreate(NsPath("default", "serviceinstances"),
+                   json::object{{"metadata", json::object{{"name", "lab"}}},
+                                {"spec", json::object{{"profileRef", json::object{{"name", "jupyter"}}},
+                                                      {"computeRef", json::object{{"name", "gpu-box"}}}}}});
+  ASSERT_EQ(api().Post(NsPath("default", "serviceinstances", "lab") + "/deploy", json::object{}).status,
+            202);
+  ASSERT_TRUE(PollUntil([&] {
+    return Str(api().Get(NsPath("default", "serviceinstances", "lab")).obj(), "status.phase") ==
+           "Success";
+  }));
+  std::string env = WorkloadEnv("lab");
+  EXPECT_EQ(EnvValue(env, "CUDA_VISIBLE_DEVICES"), gpu_list) << env;
+  EXPECT_EQ(EnvValue(env, "GANTRY_COMPUTE_GPUS"), gpu_list) << env;
+  EXPECT_EQ(EnvValue(env, "GANTRY_COMPUTE_ENDPOINT"), Str(compute, "status.outputs.endpoint")) << env;
+  EXPECT_EQ(EnvValue(env, "GANTRY_COMPUTE_NAME"), "gpu-box") << env;
+  EXPECT_EQ(Int(GetNode(api()), "status.allocated.h100"), 2);  // the compute instance's only
+  json::object service = api().Get(NsPath("default", "serviceinstances", "lab")).obj();
+  int service_pid = DriverPid(service);
+  ASSERT_GT(service_pid, 0) << json::serialize(service);
+
+  ASSERT_EQ(api().Post(NsPath("default", "computeinstances", "gpu-box") + "/destroy?cascade=true",
+                       json::object{})
+                .status,
+            202);
+  WaitPhase("gpu-box", "NotDeployed");
+  EXPECT_EQ(Str(api().Get(NsPath("default", "serviceinstances", "lab")).obj(), "status.phase"),
+            "NotDeployed");
+  EXPECT_TRUE(PollUntil([&] { return !Alive(service_pid); }));
+  EXPECT_EQ(Int(GetNode(api()), "status.allocated.h100"), 0);
+}
+
 TEST_F(LocalDriverTest, CrashIsRestartedUnderOnFailureAndShownInStatus) {
   CreateLocalTemplate("nb", /*http=*/true, json::object{{"restartPolicy", "OnFailure"}});
   CreateLocalProfile("nb-1gpu", "nb", Gpu(1));
