@@ -78,6 +78,21 @@ Column Ref(std::string name, std::string path, int priority = 0) {
                 }};
 }
 
+// A map as "key<sep>value,…" (outputs "endpoint=http://…", capacity "h100:8").
+Column MapColumn(std::string name, std::string description, std::string path, std::string sep,
+                 int priority = 0) {
+  return Column{std::move(name), std::move(description), priority,
+                [path, sep](const json::object& o, TimePoint) {
+                  std::string out;
+                  if (const json::value* m = model::FindPath(o, path); m && m->is_object())
+                    for (const auto& kv : m->get_object())
+                      out += (out.empty() ? "" : ",") + std::string(kv.key()) + sep +
+                             (kv.value().is_string() ? std::string(kv.value().get_string())
+                                                     : json::serialize(kv.value()));
+                  return out;
+                }};
+}
+
 // spec.computeSelector as kubectl prints a label selector ("tier=gpu,zone in (a,b),!spot");
 // "<any>" when it selects every compute profile.
 std::string SelectorText(const json::object& o) {
@@ -149,17 +164,7 @@ std::vector<Column> ColumnsFor(const model::KindInfo& kind) {
             Sharing(1), description};
   }
   if (kind.kind == "ServiceInstance") {
-    Column outputs{"Outputs", "What the driver produced.", 1,
-                   [](const json::object& o, TimePoint) {
-                     std::string out;
-                     if (const json::value* m = model::FindPath(o, "status.outputs");
-                         m && m->is_object())
-                       for (const auto& kv : m->get_object())
-                         out += (out.empty() ? "" : ",") + std::string(kv.key()) + "=" +
-                                (kv.value().is_string() ? std::string(kv.value().get_string())
-                                                        : json::serialize(kv.value()));
-                     return out;
-                   }};
+    Column outputs = MapColumn("Outputs", "What the driver produced.", "status.outputs", "=", 1);
     return {name, display, Ref("Profile", "spec.profileRef"), Ref("Compute", "spec.computeRef"),
             InstanceStatus(), Age(), IntPath("Revision", "status.profileRevision", 1),
             Path("Reason", "status.reason", 1), outputs, Sharing(1)};
@@ -179,16 +184,7 @@ std::vector<Column> ColumnsFor(const model::KindInfo& kind) {
             Path("Message", "message", 1), Path("Source", "sourceAddress", 1)};
   if (kind.kind == "Node")
     return {name, Path("GPU Source", "status.gpuSource"),
-            Column{"Capacity", "GPUs per type.", 0, [](const json::object& o, TimePoint) {
-                     std::string out;
-                     if (const json::value* c = model::FindPath(o, "status.capacity");
-                         c && c->is_object())
-                       for (const auto& kv : c->get_object())
-                         out += (out.empty() ? "" : ",") + std::string(kv.key()) + ":" +
-                                (kv.value().is_string() ? std::string(kv.value().get_string())
-                                                        : json::serialize(kv.value()));
-                     return out;
-                   }}};
+            MapColumn("Capacity", "GPUs per type.", "status.capacity", ":")};
   return {name, Age()};
 }
 
