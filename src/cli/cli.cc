@@ -155,7 +155,9 @@ Runner SetupTokens(CLI::App& sub) {
 
 Runner SetupShare(CLI::App& sub) {
   auto o = std::make_shared<ShareOptions>();
-  sub.add_option("kind", o->kind, "computeprofile, environmenttemplate or computeinstance")
+  sub.add_option("kind", o->kind,
+                 "computeprofile, environmenttemplate, computeinstance, serviceprofile (sp) or "
+                 "serviceinstance (si)")
       ->required();
   sub.add_option("name", o->name, "Object name")->required();
   sub.add_flag("--all", o->all, "Share with every project");
@@ -187,7 +189,9 @@ const CommandSpec kCommands[] = {
     {"login", "Get an API token with your password and save it in the config file", SetupLogin},
     {"whoami", "Show who the token belongs to and their roles", SetupWhoAmI},
     {"tokens", "Create, list and revoke API tokens", SetupTokens},
-    {"share", "Share a profile, template or instance: --all, --none or --projects a,b",
+    {"share",
+     "Share a profile, template or instance (compute or service): --all, --none or "
+     "--projects a,b",
      SetupShare},
     {"kubeconfig", "Print a kubeconfig that lets stock kubectl use this server and token",
      SetupKubeconfig},
