@@ -174,6 +174,14 @@ await runE2e({ name: 'the service wizard in PaaS Studio', gantrydArgs: ['--gpus'
     await row.locator('[data-phase=Success]').waitFor();
     await shot('service-instances');
 
+    step('Home: the running service, marked as one');
+    await nav('Home').click();
+    await page.getByTestId('count-services').getByText('1').waitFor();
+    const running = page.getByRole('list', { name: 'Running' });
+    await running.getByRole('link', { name: 'Team notebook' }).waitFor();
+    await running.getByText('service', { exact: true }).waitFor();
+    await nav('Service Instances').click();
+
     step('the compute instance lists its service; Delete explains and cascades');
     await page2.close();
     await row.getByRole('link', { name: 'gpu-box' }).click();
