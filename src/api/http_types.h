@@ -24,6 +24,7 @@ struct Request {
   std::string authorization;
   std::string cookie;       // the Cookie header (web sessions)
   std::string csrf;         // the X-Gantry-CSRF header
+  std::string user_agent;   // names the field manager of writes without ?fieldManager=
   std::string body;
   std::string remote;       // peer address, for logs and audit
 };

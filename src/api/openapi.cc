@@ -25,6 +25,8 @@ json::object SchemaOf(const model::Field& f) {
     case model::FieldType::kArray:
       s["type"] = "array";
       s["items"] = SchemaOf(f.children[0]);
+      // Server-side apply owns and replaces a list as a whole (model/managed_fields.h).
+      s["x-kubernetes-list-type"] = "atomic";
       break;
     case model::FieldType::kStringMap:
       s["type"] = "object";
@@ -40,6 +42,7 @@ json::object SchemaOf(const model::Field& f) {
       break;
     case model::FieldType::kObject: {
       s["type"] = "object";
+      s["x-kubernetes-map-type"] = "granular";
       json::object props;
       json::array required;
       for (const auto& c : f.children) {
@@ -63,6 +66,14 @@ json::object ObjectMeta() {
   props["labels"] = json::object{{"type", "object"},
                                  {"additionalProperties", json::object{{"type", "string"}}}};
   props["annotations"] = props["labels"];
+  json::object entry_props;
+  for (const char* f : {"manager", "operation", "apiVersion", "time", "fieldsType", "subresource"})
+    entry_props[f] = json::object{{"type", "string"}};
+  entry_props["fieldsV1"] = json::object{{"type", "object"}};
+  props["managedFields"] = json::object{
+      {"type", "array"},
+      {"description", "Which manager owns which fields (server-side apply)."},
+      {"items", json::object{{"type", "object"}, {"properties", std::move(entry_props)}}}};
   return json::object{{"type", "object"}, {"properties", std::move(props)}};
 }
 
@@ -71,7 +82,8 @@ json::object Gvk(const std::string& kind) {
 }
 
 // The query parameters writes accept (see docs/api.md: fieldValidation always acts as
-// Strict, fieldManager is ignored, dryRun is refused).
+// Strict, fieldManager names the writer in managedFields, dryRun
+// is refused).
 json::array WriteParameters() {
   json::array out;
   for (const char* name : {"dryRun", "fieldManager", "fieldValidation"})
@@ -137,6 +149,10 @@ json::object OpenApiGroupDocument() {
         o["requestBody"] = json::object{
             {"content",
              json::object{{"application/merge-patch+json",
+                           json::object{{"schema", json::object{{"type", "object"}}}}},
+                          {"application/json-patch+json",
+                           json::object{{"schema", json::object{{"type", "array"}}}}},
+                          {"application/apply-patch+yaml",
                            json::object{{"schema", json::object{{"type", "object"}}}}}}}};
       return o;
     };

@@ -5,7 +5,9 @@
 #include "common/errors.h"
 #include "common/ids.h"
 #include "common/status_macros.h"
+#include "client/yaml_json.h"
 #include "model/codec.h"
+#include "model/json_patch.h"
 #include "model/label_selector.h"
 #include "model/lifecycle.h"
 #include "model/validation.h"
@@ -500,6 +502,11 @@ absl::StatusOr<json::object> ResourceService::Create(const Target& t, std::strin
   if (t.kind->read_only)
     return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");
   ASSIGN_OR_RETURN(json::object incoming, model::ParseObjectJson(body));
+  return CreateObject(t, std::move(incoming), nullptr);
+}
+
+absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json::object incoming,
+                                                           const ApplyInfo* apply) {
   Target target = t;
   target.name.clear();
   RETURN_IF_ERROR(ValidateIncoming(target, incoming, /*for_create=*/true));
@@ -543,10 +550,12 @@ absl::StatusOr<json::object> ResourceService::Create(const Target& t, std::strin
     status["phase"] = "Active";
   }
   obj["status"] = std::move(status);
+  RETURN_IF_ERROR(RecordManagers(t, nullptr, incoming, obj, apply));
 
   std::vector<store::Write> writes;
   writes.push_back(store::Write{store::Write::Op::kCreate, t.kind->kind, {}, 0, 0});
   RETURN_IF_ERROR(CheckReferences(t, nullptr, obj, &writes));
+  RETURN_IF_ERROR(model::ForgetAbsentFields(obj));  // e.g. spec.password, now a credential
   writes[0].object = obj;
   ASSIGN_OR_RETURN(auto stored, store_.Commit(std::move(writes)));
   return std::move(stored[0]);
@@ -642,7 +651,8 @@ absl::StatusOr<json::object> ResourceService::List(const Target& t, const Query&
 }
 
 absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::object incoming,
-                                                         int64_t expected_rv) {
+                                                         int64_t expected_rv,
+                                                         const ApplyInfo* apply) {
   RETURN_IF_ERROR(ValidateIncoming(t, incoming, /*for_create=*/false));
   std::string want_uid = GetString(incoming, "metadata.uid");
   for (int attempt = 0;; ++attempt) {
@@ -687,6 +697,7 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
       // Defaulted by the server (auto-create compute): a manifest without it changes nothing.
       next["spec"].as_object()["computeRef"] = ObjectAt(current, "spec.computeRef");
     }
+    RETURN_IF_ERROR(RecordManagers(t, &current, incoming, next, apply));
     bool spec_changed = ObjectAt(current, "spec") != ObjectAt(next, "spec");
     if (next == current) return current;  // nothing to change: no new resourceVersion
     if (IsInstance(t.kind->kind))
@@ -697,6 +708,7 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
     writes.push_back(store::Write{store::Write::Op::kUpdate, t.kind->kind, {},
                                   expected_rv ? expected_rv : current_rv, 0});
     RETURN_IF_ERROR(CheckReferences(t, &current, next, &writes));
+    RETURN_IF_ERROR(model::ForgetAbsentFields(next));  // e.g. spec.password, now a credential
     writes[0].object = std::move(next);
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) return std::move((*stored)[0]);
@@ -751,6 +763,142 @@ absl::StatusOr<json::object> ResourceService::MergePatch(const Target& t, std::s
     meta.erase("resourceVersion");
     auto out = UpdateFrom(t, std::move(merged.as_object()), expected);
     if (out.ok() || !rv.empty() || ReasonOf(out.status()) != "Conflict" || attempt >= kMaxRetries)
+      return out;
+  }
+}
+
+absl::Status ResourceService::RecordManagers(const Target& t, const json::object* current,
+                                             const json::object& incoming, json::object& next,
+                                             const ApplyInfo* apply) {
+  // The managers to start from: those the client sent, when it sent others than the stored
+  // ones (Kubernetes lets a write replace them; [{}] resets them), else the stored ones.
+  const json::value* live = current ? FindPath(*current, "metadata.managedFields") : nullptr;
+  const json::value* sent = FindPath(incoming, "metadata.managedFields");
+  bool use_sent = !apply && sent && sent->is_array() && !sent->get_array().empty() &&
+                  (!live || *sent != *live);
+  model::Managers managers;
+  if (use_sent || live) {
+    auto decoded = model::DecodeManagedFields(use_sent ? *sent : *live);
+    if (!decoded.ok()) {
+      // "managedFields[1].fieldsV1: what is wrong" -> a cause on that field.
+      std::string msg(decoded.status().message());
+      size_t colon = msg.find(": ");
+      return InvalidError(t.kind->kind, GetString(next, "metadata.name"),
+                          {{"metadata." + msg.substr(0, colon),
+                            colon == std::string::npos ? msg : msg.substr(colon + 2)}});
+    }
+    managers = *std::move(decoded);
+  }
+  json::object before = current ? model::TrackedFields(*current) : json::object();
+  if (apply && current && !live && !before.empty())
+    // An object written before field tracking: its fields belong to a stand-in manager.
+    managers.push_back({model::kBeforeFirstApply, model::kOperationUpdate, model::kApiVersion,
+                        GetString(*current, "metadata.creationTimestamp"),
+                        model::LeafSet(before)});
+  model::FieldChange change = model::CompareFields(before, model::TrackedFields(next));
+  if (apply) {
+    RETURN_IF_ERROR(model::RecordApply(managers, change, apply->fields, t.field_manager,
+                                       model::kApiVersion, Now(), apply->force));
+  } else {
+    model::RecordUpdate(managers, change, t.field_manager, model::kApiVersion, Now());
+  }
+  json::object& meta = model::EnsureObject(next, "metadata");
+  json::array encoded = model::EncodeManagedFields(managers);
+  if (encoded.empty()) meta.erase("managedFields");
+  else meta["managedFields"] = std::move(encoded);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<json::object> ResourceService::JsonPatch(const Target& t, std::string_view body) {
+  ASSIGN_OR_RETURN(json::value patch, model::ParseJsonValue(body));
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(json::object current, Get(t));
+    json::value patched = current;
+    RETURN_IF_ERROR(model::ApplyJsonPatch(patched, patch));
+    if (!patched.is_object()) return UnprocessableError("the JSON patch must leave an object");
+    json::object& obj = patched.as_object();
+    obj.erase("status");  // server-owned: what a patch does to it is ignored
+    {
+      std::vector<FieldCause> causes;
+      model::CheckSchema(*t.kind, obj, &causes);
+      if (!causes.empty()) return InvalidError(t.kind->kind, t.name, std::move(causes));
+    }
+    // A resourceVersion the patch changed (after a test of the old one, say) is the
+    // client's precondition; otherwise the one read here, retried on a conflict.
+    std::string current_rv = GetString(current, "metadata.resourceVersion", "0");
+    std::string rv = GetString(obj, "metadata.resourceVersion");
+    bool precondition = !rv.empty() && rv != current_rv;
+    if (precondition && (rv.size() > 18 || rv.find_first_not_of("0123456789") != std::string::npos))
+      return BadRequestError("metadata.resourceVersion \"" + rv + "\" is not valid");
+    int64_t expected = std::stoll(precondition ? rv : current_rv);
+    model::EnsureObject(obj, "metadata").erase("resourceVersion");
+    auto out = UpdateFrom(t, std::move(obj), expected);
+    if (out.ok() || precondition || ReasonOf(out.status()) != "Conflict" ||
+        !CausesOf(out.status()).empty() || attempt >= kMaxRetries)
+      return out;
+  }
+}
+
+absl::StatusOr<json::object> ResourceService::Apply(const Target& t, std::string_view body,
+                                                    bool force, bool* created) {
+  *created = false;
+  if (t.kind->read_only)
+    return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");
+  json::object config;
+  size_t first = body.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && body[first] == '{') {
+    ASSIGN_OR_RETURN(config, model::ParseObjectJson(body));
+  } else {
+    auto docs = client::YamlToJsonObjects(body);
+    if (!docs.ok())
+      return BadRequestError("the apply configuration is not valid YAML or JSON: " +
+                             std::string(docs.status().message()));
+    if (docs->size() != 1)
+      return BadRequestError("an apply request takes one object, not " +
+                             std::to_string(docs->size()));
+    config = std::move((*docs)[0]);
+  }
+  // Kubernetes requires both, so that the configuration says what it is.
+  if (GetString(config, "apiVersion").empty() || GetString(config, "kind").empty())
+    return BadRequestError("an apply configuration must set apiVersion and kind");
+  if (FindPath(config, "metadata.managedFields"))
+    return BadRequestError("metadata.managedFields must be nil in an apply configuration");
+  config.erase("status");  // server-owned: never applied
+  // The name on the URL is the object's (also when the apply creates it).
+  if (std::string name = GetString(config, "metadata.name"); name.empty()) {
+    model::EnsureObject(config, "metadata")["name"] = t.name;
+  } else if (name != t.name) {
+    return BadRequestError("the name of the object (" + name +
+                           ") does not match the name on the URL (" + t.name + ")");
+  }
+  ApplyInfo info{model::LeafSet(model::TrackedFields(config)), force};
+  for (int attempt = 0;; ++attempt) {
+    auto current = Get(t);
+    if (!current.ok() && absl::IsNotFound(current.status())) {
+      *created = true;
+      auto out = CreateObject(t, config, &info);
+      // Created by someone else meanwhile: apply to theirs.
+      if (!out.ok() && absl::IsAlreadyExists(out.status()) && attempt < kMaxRetries) continue;
+      return out;
+    }
+    if (!current.ok()) return current.status();
+    *created = false;
+    json::object merged = model::MergeApplied(*current, config);
+    // The names the configuration gives are checked against the URL like any write's.
+    json::object& meta = model::EnsureObject(merged, "metadata");
+    for (const char* key : {"name", "namespace"})
+      if (const json::value* v = FindPath(config, std::string("metadata.") + key))
+        meta[key] = *v;
+    for (const char* key : {"apiVersion", "kind"}) merged[key] = config[key];
+    ASSIGN_OR_RETURN(model::Managers managers, model::ManagersOf(*current));
+    model::RemoveFields(merged, model::FieldsToPrune(managers, t.field_manager, info.fields));
+    int64_t expected = std::stoll(GetString(*current, "metadata.resourceVersion", "0"));
+    meta.erase("resourceVersion");
+    auto out = UpdateFrom(t, std::move(merged), expected, &info);
+    // A write between our read and the commit: apply again to the new state. Conflicts
+    // with other managers carry causes and are the answer.
+    if (out.ok() || ReasonOf(out.status()) != "Conflict" || !CausesOf(out.status()).empty() ||
+        attempt >= kMaxRetries)
       return out;
   }
 }

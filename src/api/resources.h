@@ -21,6 +21,7 @@
 #include "auth/authenticator.h"
 #include "common/clock.h"
 #include "common/secrets.h"
+#include "model/managed_fields.h"
 #include "model/schema.h"
 #include "store/store.h"
 
@@ -37,6 +38,9 @@ struct Target {
   // by instancesPerUser, and checked for the fields only an org-admin may change.
   std::string caller;
   bool caller_is_org_admin = false;
+  // Who writes, in metadata.managedFields: the fieldManager query parameter, else the
+  // program name of the User-Agent (set by the router; "unknown" when neither is sent).
+  std::string field_manager = "unknown";
 };
 
 // Decides whether the caller may see an object (lists and watches across projects).
@@ -64,6 +68,14 @@ class ResourceService {
   absl::StatusOr<boost::json::object> List(const Target& t, const Query& q);
   absl::StatusOr<boost::json::object> Replace(const Target& t, std::string_view body);
   absl::StatusOr<boost::json::object> MergePatch(const Target& t, std::string_view body);
+  // RFC 6902 JSON patch (kubectl patch --type=json), applied to the whole stored object.
+  absl::StatusOr<boost::json::object> JsonPatch(const Target& t, std::string_view body);
+  // Server-side apply (application/apply-patch+yaml; `body` is YAML or JSON) by
+  // t.field_manager: creates the object when absent (*created), else merges the
+  // configuration in with the ownership rules of model/managed_fields.h (409 on conflicts
+  // unless `force`). Then the same checks and effects as Replace.
+  absl::StatusOr<boost::json::object> Apply(const Target& t, std::string_view body, bool force,
+                                            bool* created);
   // Returns the deleted object (200), or the object in its teardown state (202).
   absl::StatusOr<boost::json::object> Delete(const Target& t, std::string_view body,
                                              const Query& query, bool* accepted);
@@ -105,8 +117,22 @@ class ResourceService {
                                std::vector<store::Write>* writes);
   absl::Status CreateComputeFor(const Target& t, const boost::json::object& profile_spec,
                                 boost::json::object& next, std::vector<store::Write>* writes);
+  // What an Apply passes down to CreateObject/UpdateFrom: the applied fields.
+  struct ApplyInfo {
+    model::FieldSet fields;
+    bool force = false;
+  };
+  absl::StatusOr<boost::json::object> CreateObject(const Target& t, boost::json::object incoming,
+                                                   const ApplyInfo* apply);
   absl::StatusOr<boost::json::object> UpdateFrom(const Target& t, boost::json::object incoming,
-                                                 int64_t expected_rv);
+                                                 int64_t expected_rv,
+                                                 const ApplyInfo* apply = nullptr);
+  // Sets next's metadata.managedFields for a write of `incoming` by t.field_manager
+  // (an Update, or an Apply when `apply` is set); 409 on apply conflicts, 422 for
+  // managedFields sent that cannot be read.
+  absl::Status RecordManagers(const Target& t, const boost::json::object* current,
+                              const boost::json::object& incoming, boost::json::object& next,
+                              const ApplyInfo* apply);
   absl::StatusOr<store::ListOptions> ListOptionsFor(const Target& t, const Query& q);
   std::string Now() const;
   // Checks an instance's variables against the given revisions, unsealing stored secrets and

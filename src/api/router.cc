@@ -88,9 +88,9 @@ Response WatchResponse(const Request& request, const Query& query, const model::
 }
 
 // Query parameters of writes that Kubernetes clients send. fieldValidation: every value
-// is accepted and behaves as Strict (unknown fields are always refused). fieldManager is
-// accepted and ignored (no managed fields without server-side apply). dryRun is refused
-// before anything is written: no verb here can run without committing yet.
+// is accepted and behaves as Strict (unknown fields are always refused). fieldManager names
+// the writer in metadata.managedFields. dryRun is refused before anything is written: no
+// verb here can run without committing yet.
 absl::Status CheckWriteOptions(const Query& q) {
   if (auto it = q.find("dryRun"); it != q.end() && !it->second.empty())
     return BadRequestError("dryRun is not supported by this server; use kubectl's "
@@ -100,9 +100,26 @@ absl::Status CheckWriteOptions(const Query& q) {
     if (!v.empty() && v != "Strict" && v != "Warn" && v != "Ignore")
       return BadRequestError("fieldValidation must be Strict, Warn or Ignore, not \"" + v + "\"");
   }
-  if (auto it = q.find("fieldManager"); it != q.end() && it->second.size() > 128)
-    return BadRequestError("fieldManager must be at most 128 characters");
+  if (auto it = q.find("fieldManager"); it != q.end()) {
+    if (it->second.size() > 128)
+      return BadRequestError("fieldManager must be at most 128 characters");
+    for (char c : it->second)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        return BadRequestError("fieldManager must not contain control characters");
+  }
   return absl::OkStatus();
+}
+
+// The field manager of a write, as Kubernetes derives it: ?fieldManager=, else the
+// User-Agent up to its first "/" ("kubectl/v1.32.0 (linux/amd64) ..." is "kubectl").
+std::string FieldManagerOf(const Request& request, const Query& q) {
+  if (auto it = q.find("fieldManager"); it != q.end() && !it->second.empty()) return it->second;
+  std::string ua = request.user_agent.substr(0, request.user_agent.find('/'));
+  std::string out;
+  for (char c : ua)
+    if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) out += c;
+  if (out.size() > 128) out.resize(128);
+  return out.empty() ? "unknown" : out;
 }
 
 Response NotFoundPath(const std::string& path) {
@@ -651,8 +668,10 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   call.entry.ns = t.ns;
   call.entry.name = t.name;
   if (sub != "tokens") call.entry.subresource = sub;
-  if (IsMutation(m))
+  if (IsMutation(m)) {
     if (absl::Status s = CheckWriteOptions(query); !s.ok()) return ErrorResponse(s);
+    t.field_manager = FieldManagerOf(request, query);
+  }
 
   // Authorize before anything else is looked at.
   const bool tokens = t.kind->kind == "User" && sub == "tokens";
@@ -784,13 +803,38 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   }
   if (m == "PATCH") {
     std::string type = MediaType(request.content_type);
-    // kubectl sends merge patches for kinds it has no Go types for (label, annotate,
-    // client-side apply), so strategic merge and server-side apply stay refused.
-    if (type != "application/merge-patch+json")
+    bool apply = type == "application/apply-patch+yaml";
+    if (query.count("force") && !apply)
+      return ErrorResponse(BadRequestError("force is only allowed for apply requests "
+                                           "(application/apply-patch+yaml)"));
+    if (apply) {
+      if (!query.count("fieldManager") || query.at("fieldManager").empty())
+        return ErrorResponse(BadRequestError("fieldManager is required for apply requests"));
+      // An apply that creates needs the right to create, as Kubernetes checks it.
+      if (auto existing = resources_.Get(t); !existing.ok()) {
+        if (!absl::IsNotFound(existing.status())) return ErrorResponse(existing.status());
+        if (absl::Status s = Authorize(subject, t, auth::Verb::kCreate, t.kind->kind); !s.ok())
+          return ErrorResponse(s);
+      }
+      bool created = false;
+      auto out = resources_.Apply(t, request.body, IsTrue(query, "force"), &created);
+      return FromStatusOr(std::move(out), created ? 201 : 200);
+    }
+    if (type == "application/merge-patch+json")
+      return FromStatusOr(resources_.MergePatch(t, request.body));
+    if (type == "application/json-patch+json")
+      return FromStatusOr(resources_.JsonPatch(t, request.body));
+    // Like Kubernetes for custom resources: strategic merge needs Go types' patch
+    // strategies, which these kinds do not have. `kubectl patch` sends it by default.
+    if (type == "application/strategic-merge-patch+json")
       return ErrorResponse(UnsupportedMediaTypeError(
-          "the patch type \"" + type +
-          "\" is not supported; use application/merge-patch+json"));
-    return FromStatusOr(resources_.MergePatch(t, request.body));
+          "strategic merge patch is not supported for " + t.kind->plural + "." + model::kGroup +
+          ": use kubectl patch --type=merge or --type=json (application/merge-patch+json, "
+          "application/json-patch+json or application/apply-patch+yaml)"));
+    return ErrorResponse(UnsupportedMediaTypeError(
+        "the patch type \"" + type +
+        "\" is not supported; use application/merge-patch+json, application/json-patch+json "
+        "or application/apply-patch+yaml"));
   }
   if (m == "DELETE") {
     bool accepted = false;

@@ -68,6 +68,14 @@ absl::Status AlreadyExistsError(std::string_view message) {
 absl::Status ConflictError(std::string_view message, std::string_view reason) {
   return WithReason(absl::FailedPreconditionError(Sv(message)), reason, 409);
 }
+absl::Status ApplyConflictError(std::string_view message, std::vector<FieldCause> causes) {
+  absl::Status s = ConflictError(message);
+  s.SetPayload(kCausesUrl, absl::Cord(EncodeCauses(causes)));
+  return s;
+}
+absl::Status UnprocessableError(std::string_view message) {
+  return WithReason(absl::InvalidArgumentError(Sv(message)), "Invalid", 422);
+}
 absl::Status TooLargeError(std::string_view message) {
   return WithReason(absl::ResourceExhaustedError(Sv(message)), "RequestEntityTooLarge", 413);
 }

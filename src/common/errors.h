@@ -34,6 +34,12 @@ absl::Status NotFoundError(std::string_view message);
 absl::Status AlreadyExistsError(std::string_view message);
 // 409 Conflict with a reason (Conflict by default; lifecycle refusals use their own).
 absl::Status ConflictError(std::string_view message, std::string_view reason = "Conflict");
+// 409 Conflict carrying causes: a server-side apply that would change fields other managers
+// own (one cause per field, type FieldManagerConflict).
+absl::Status ApplyConflictError(std::string_view message, std::vector<FieldCause> causes);
+// 422 Invalid without field causes or details: a request that is well-formed but cannot be
+// carried out (a JSON patch operation that fails).
+absl::Status UnprocessableError(std::string_view message);
 // 413 RequestEntityTooLarge.
 absl::Status TooLargeError(std::string_view message);
 // 410 Expired: a watch or continue token refers to history that is gone.

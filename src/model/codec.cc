@@ -29,6 +29,14 @@ bool AllFinite(const json::value& v) {
 
 absl::StatusOr<json::object> ParseObjectJson(std::string_view body) {
   if (body.empty()) return BadRequestError("the request body is empty; expected a JSON object");
+  auto v = ParseJsonValue(body);
+  if (!v.ok()) return v.status();
+  if (!v->is_object()) return BadRequestError("the request body must be a JSON object");
+  return std::move(v->get_object());
+}
+
+absl::StatusOr<json::value> ParseJsonValue(std::string_view body) {
+  if (body.empty()) return BadRequestError("the request body is empty; expected JSON");
   json::parse_options opts;
   opts.max_depth = kMaxJsonDepth;
   opts.allow_invalid_utf8 = false;
@@ -55,10 +63,9 @@ absl::StatusOr<json::object> ParseObjectJson(std::string_view body) {
                            std::to_string(line) + ", column " + std::to_string(column));
   }
   json::value v = p.release();
-  if (!v.is_object()) return BadRequestError("the request body must be a JSON object");
   if (!AllFinite(v))
     return BadRequestError("the request body holds a number too large to represent");
-  return std::move(v.get_object());
+  return v;
 }
 
 std::string ToJson(const json::value& v) { return json::serialize(v); }

@@ -21,6 +21,10 @@ inline constexpr int kMaxJsonDepth = 64;
 // nesting deeper than kMaxJsonDepth.
 absl::StatusOr<boost::json::object> ParseObjectJson(std::string_view body);
 
+// Parses `body` as one JSON value of any type, with the same limits and errors as
+// ParseObjectJson (a JSON Patch body is a list).
+absl::StatusOr<boost::json::value> ParseJsonValue(std::string_view body);
+
 // Serialises compactly.
 std::string ToJson(const boost::json::value& v);
 

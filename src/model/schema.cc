@@ -376,7 +376,13 @@ void CheckMetadata(const json::value& v, std::vector<FieldCause>* causes) {
       {Str("name", ""), Str("namespace", ""), Str("uid", ""), Str("resourceVersion", ""),
        Int("generation", ""), Str("creationTimestamp", ""), StrMap("labels", ""),
        StrMap("annotations", ""), Str("deletionTimestamp", ""),
-       Arr("finalizers", "", Str("", "")), Str("generateName", "")});
+       Arr("finalizers", "", Str("", "")), Str("generateName", ""),
+       // Field ownership (model/managed_fields.h): accepted on writes like Kubernetes does.
+       Arr("managedFields", "",
+           Obj("", "",
+               {Str("manager", ""), Enum("operation", "", {"Apply", "Update"}),
+                Str("apiVersion", ""), Str("time", ""), Str("fieldsType", ""),
+                Free("fieldsV1", ""), Str("subresource", "")}))});
   CheckField(kMeta, v, "metadata", causes);
 }
 

@@ -1,6 +1,7 @@
 // The stock kubectl as a client of gantryd (issue 8): get (tables, -o wide, -A, -o yaml,
-// -l, one object, -w), client-side apply (created / unchanged / configured), label,
-// annotate, delete, and the error lines of refusals. Each test runs against /usr/bin/kubectl
+// -l, one object, -w), client-side apply (created / unchanged / configured), server-side
+// apply (field managers, conflicts, --force-conflicts), patch (json, merge, the refused
+// strategic default), edit, label, annotate, delete, and the error lines of refusals. Each test runs against /usr/bin/kubectl
 // and the oldest kubectl.1.NN found beside the real binary; without kubectl they skip.
 //
 // No sleeps: `kubectl get -w` is read line by line until the expected line arrives; the
@@ -453,6 +454,195 @@ TEST_P(KubectlTest, DescribeShowsTheInstancesRunsAsEvents) {
   r = Kubectl({"describe", "ci", "dev"});
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_THAT(r.output, ::testing::Not(HasSubstr("DeploySucceeded")));
+}
+
+// A field of an object as kubectl's jsonpath prints it.
+#define KUBECTL_FIELD(name, path) \
+  Kubectl({"get", "ci", name, "-o", std::string("jsonpath={") + path + "}"}).output
+
+TEST_P(KubectlTest, ServerSideApplyCreatesThenIsUnchangedThenApplies) {
+  Result r = Kubectl({"apply", "--server-side", "-f", Write("platform.yaml", kPlatform)});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("computeprofile.paas.gantry.dev/h100-x8 serverside-applied"));
+  std::string manifest = Instance("prod", "GPU prod", "prod");
+  // A label only this file sets, to see it removed when the file stops setting it.
+  manifest.replace(manifest.find("{env: prod}"), 11, "{env: prod, team: ml}");
+  r = Kubectl({"apply", "--server-side", "-f", Write("prod.yaml", manifest)});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("computeinstance.paas.gantry.dev/prod serverside-applied"));
+  std::string rv = KUBECTL_FIELD("prod", ".metadata.resourceVersion");
+  ASSERT_FALSE(rv.empty());
+  EXPECT_EQ(KUBECTL_FIELD("prod", ".metadata.generation"), "1");
+
+  // The same configuration again: nothing is written.
+  r = Kubectl({"apply", "--server-side", "-f", dir_ + "/prod.yaml"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(KUBECTL_FIELD("prod", ".metadata.resourceVersion"), rv);
+  EXPECT_EQ(KUBECTL_FIELD("prod", ".metadata.generation"), "1");
+  r = Kubectl({"apply", "--server-side", "-f", dir_ + "/platform.yaml"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = Kubectl({"get", "cp", "h100-x8", "-o", "jsonpath={.status.revision}"});
+  EXPECT_EQ(r.output, "1");  // no new profile revision either
+
+  // The manager and its fields are kept; kubectl shows them only when asked.
+  r = Kubectl({"get", "ci", "prod", "-o", "yaml", "--show-managed-fields"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("manager: kubectl\n"));
+  EXPECT_THAT(r.output, HasSubstr("operation: Apply"));
+  EXPECT_THAT(r.output, HasSubstr("fieldsType: FieldsV1"));
+  EXPECT_THAT(r.output, HasSubstr("f:displayName: {}"));
+  EXPECT_THAT(Kubectl({"get", "ci", "prod", "-o", "yaml"}).output, Not(HasSubstr("managedFields")));
+
+  // A changed field is applied; a field the file no longer sets is removed.
+  manifest = Instance("prod", "GPU production", "prod");
+  r = Kubectl({"apply", "--server-side", "-f", Write("prod.yaml", manifest)});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(KUBECTL_FIELD("prod", ".spec.displayName"), "GPU production");
+  EXPECT_EQ(KUBECTL_FIELD("prod", ".metadata.generation"), "2");
+  EXPECT_EQ(KUBECTL_FIELD("prod", ".metadata.labels"), "{\"env\":\"prod\"}");
+
+  // Validation is the same as for every other write.
+  r = Kubectl({"apply", "--server-side", "-f",
+               Write("bad.yaml", "apiVersion: paas.gantry.dev/v1\nkind: ComputeInstance\n"
+                                 "metadata: {name: prod}\nspec:\n  profileRef: {name: h100-x8}\n"
+                                 "  variables: {nodes: many}\n")});
+  EXPECT_EQ(r.code, 1) << r.output;
+  // (kubectl prints a single cause on the same line.)
+  EXPECT_THAT(r.output, HasSubstr("The ComputeInstance \"prod\" is invalid: "
+                                  "spec.variables.nodes: Invalid value: \"many\" is not a "
+                                  "number\n"));
+}
+
+TEST_P(KubectlTest, ServerSideApplyConflictsWithAnotherManagerUnlessForced) {
+  ASSERT_EQ(ApplyFixture().code, 0);  // client-side apply: kubectl-client-side-apply
+  // Another manager changes the display name: kubectl edit.
+  setenv("KUBE_EDITOR", "sed -i -e s/GPU.prod/GPU-edited/", 1);
+  Result r = Kubectl({"edit", "ci", "prod"});
+  unsetenv("KUBE_EDITOR");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("computeinstance.paas.gantry.dev/prod edited"));
+  EXPECT_EQ(KUBECTL_FIELD("prod", ".spec.displayName"), "GPU-edited");
+
+  r = Kubectl({"apply", "--server-side", "-f",
+               Write("prod.yaml", Instance("prod", "GPU applied", "prod"))});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("Apply failed with 1 conflict: conflict with \"kubectl-edit\" "
+                                  "using paas.gantry.dev/v1: .spec.displayName"));
+  EXPECT_THAT(r.output, HasSubstr("--force-conflicts"));
+  EXPECT_EQ(KUBECTL_FIELD("prod", ".spec.displayName"), "GPU-edited");
+
+  // The same value as the other manager's is no conflict: both own it.
+  r = Kubectl({"apply", "--server-side", "-f",
+               Write("same.yaml", Instance("prod", "GPU-edited", "prod"))});
+  EXPECT_EQ(r.code, 0) << r.output;
+
+  r = Kubectl({"apply", "--server-side", "--force-conflicts", "-f", dir_ + "/prod.yaml"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(KUBECTL_FIELD("prod", ".spec.displayName"), "GPU applied");
+  r = Kubectl({"get", "ci", "prod", "-o", "yaml", "--show-managed-fields"});
+  EXPECT_THAT(r.output, Not(HasSubstr("manager: kubectl-edit")));
+
+  // Another manager's change again, then a plain apply of the same file: refused once more.
+  r = Kubectl({"patch", "ci", "prod", "--type=merge", "-p", R"({"spec":{"displayName":"patched"}})"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = Kubectl({"apply", "--server-side", "-f", dir_ + "/prod.yaml"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("conflict with \"kubectl-patch\" using paas.gantry.dev/v1: "
+                                  ".spec.displayName"));
+}
+
+TEST_P(KubectlTest, PatchJsonMergeAndTheStrategicDefault) {
+  ASSERT_EQ(ApplyFixture().code, 0);
+  Result r = Kubectl({"patch", "ci", "prod", "--type=json", "-p",
+                      R"([{"op":"test","path":"/spec/displayName","value":"GPU prod"},)"
+                      R"({"op":"replace","path":"/spec/displayName","value":"json"},)"
+                      R"({"op":"add","path":"/metadata/labels/tier","value":"gold"}])"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("computeinstance.paas.gantry.dev/prod patched"));
+  EXPECT_EQ(KUBECTL_FIELD("prod", ".spec.displayName"), "json");
+  EXPECT_EQ(KUBECTL_FIELD("prod", ".metadata.labels.tier"), "gold");
+
+  r = Kubectl({"patch", "ci", "prod", "--type=json", "-p",
+               R"([{"op":"test","path":"/spec/displayName","value":"GPU prod"}])"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("The request is invalid: the JSON patch's operation 1 (test) "
+                                  "failed: the value at /spec/displayName is not the one tested"));
+  r = Kubectl({"patch", "ci", "prod", "--type=json", "-p",
+               R"([{"op":"add","path":"/spec/bogus","value":1}])"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("spec.bogus: unknown field \"bogus\""));
+
+  r = Kubectl({"patch", "ci", "prod", "--type=merge", "-p", R"({"spec":{"displayName":"merged"}})"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(KUBECTL_FIELD("prod", ".spec.displayName"), "merged");
+
+  // Without --type kubectl sends a strategic merge patch, which custom kinds do not take.
+  r = Kubectl({"patch", "ci", "prod", "-p", R"({"spec":{"displayName":"strategic"}})"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("use kubectl patch --type=merge or --type=json"));
+  EXPECT_EQ(KUBECTL_FIELD("prod", ".spec.displayName"), "merged");
+}
+
+TEST_P(KubectlTest, ApplyExamplesTwiceCreatesThenLeavesThemUnchanged) {
+  Result r = Kubectl({"apply", "-f", GANTRY_EXAMPLES_DIR});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("project.paas.gantry.dev/ml-research created"));
+  EXPECT_THAT(r.output, HasSubstr("computeinstance.paas.gantry.dev/gpu-instance-prod created"));
+  EXPECT_THAT(r.output, Not(HasSubstr("unchanged")));
+  r = Kubectl({"apply", "-f", GANTRY_EXAMPLES_DIR});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("project.paas.gantry.dev/ml-research unchanged"));
+  EXPECT_THAT(r.output, HasSubstr("computeinstance.paas.gantry.dev/gpu-instance-prod unchanged"));
+  EXPECT_THAT(r.output, Not(HasSubstr("created")));
+  EXPECT_THAT(r.output, Not(HasSubstr("configured")));
+
+  // Taken over by server-side apply (kubectl moves the client-side manager's fields to its
+  // own), then applied again: nothing changes the second time.
+  r = Kubectl({"apply", "--server-side", "-f", GANTRY_EXAMPLES_DIR});
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto versions = [&] {
+    return Kubectl({"get", "cp,ci,et", "-n", "ml-research", "-o",
+                    "jsonpath={.items[*].metadata.resourceVersion}"})
+        .output;
+  };
+  std::string before = versions();
+  r = Kubectl({"apply", "--server-side", "-f", GANTRY_EXAMPLES_DIR});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(versions(), before);
+}
+
+TEST_P(KubectlTest, DeletingAnInstanceInProgressIsAConflict) {
+  // A deploy that lasts until the gate file is removed.
+  std::string gate = dir_ + "/gate";
+  std::ofstream(gate) << "";
+  std::string platform = kPlatform;
+  platform.replace(platform.find(R"(["true"])"), 8,
+                   "[\"/bin/sh\", \"-c\", \"while [ -e " + gate + " ]; do sleep 0.05; done\"]");
+  ASSERT_EQ(Kubectl({"apply", "-f", Write("platform.yaml", platform)}).code, 0);
+  ASSERT_EQ(Kubectl({"apply", "-f", Write("slow.yaml", Instance("slow", "Slow", "dev"))}).code, 0);
+  ASSERT_EQ(api().Post(NsPath("default", "computeinstances", "slow") + "/deploy", json::object{}).status,
+            202);
+  std::string phase;
+  for (int i = 0; i < 1200 && phase != "InProgress"; ++i) {
+    phase = KUBECTL_FIELD("slow", ".status.phase");
+    if (phase != "InProgress") std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(phase, "InProgress");
+  Result r = Kubectl({"delete", "ci", "slow", "--wait=false"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("Error from server (InstanceInProgress): instance slow is In "
+                                  "Progress (deploy run slow-1); it cannot be deleted until the "
+                                  "run ends"));
+  r = Kubectl({"apply", "--server-side", "--force-conflicts", "-f",
+               Write("slow2.yaml", Instance("slow", "Renamed", "dev"))});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("it cannot be updated until the run ends"));
+  std::filesystem::remove(gate);
+  for (int i = 0; i < 1200 && phase == "InProgress"; ++i) {
+    phase = KUBECTL_FIELD("slow", ".status.phase");
+    if (phase == "InProgress") std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(phase, "Success");
 }
 
 std::vector<std::string> Params() {

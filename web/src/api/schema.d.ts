@@ -1131,6 +1131,16 @@ export interface components {
             labels?: {
                 [key: string]: string;
             };
+            /** @description Which manager owns which fields (server-side apply). */
+            managedFields?: {
+                apiVersion?: string;
+                fieldsType?: string;
+                fieldsV1?: Record<string, never>;
+                manager?: string;
+                operation?: string;
+                subresource?: string;
+                time?: string;
+            }[];
             name?: string;
             namespace?: string;
             resourceVersion?: string;
@@ -1262,6 +1272,8 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
                 "application/merge-patch+json": Record<string, never>;
             };
         };
@@ -1410,6 +1422,8 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
                 "application/merge-patch+json": Record<string, never>;
             };
         };
@@ -1558,6 +1572,8 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
                 "application/merge-patch+json": Record<string, never>;
             };
         };
@@ -1706,6 +1722,8 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
                 "application/merge-patch+json": Record<string, never>;
             };
         };
@@ -1854,6 +1872,8 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
                 "application/merge-patch+json": Record<string, never>;
             };
         };
@@ -1986,6 +2006,8 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
                 "application/merge-patch+json": Record<string, never>;
             };
         };
@@ -2134,6 +2156,8 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
                 "application/merge-patch+json": Record<string, never>;
             };
         };
@@ -2282,6 +2306,8 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
                 "application/merge-patch+json": Record<string, never>;
             };
         };
@@ -2414,6 +2440,8 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
                 "application/merge-patch+json": Record<string, never>;
             };
         };
@@ -2562,6 +2590,8 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
                 "application/merge-patch+json": Record<string, never>;
             };
         };
@@ -2710,6 +2740,8 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
                 "application/merge-patch+json": Record<string, never>;
             };
         };
