@@ -103,3 +103,13 @@ export async function logIn(page, username, password) {
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.getByTestId('whoami').waitFor();
 }
+
+// Adds variable number `n` (1-based) in the Environment Template editor.
+export async function addTemplateVariable(page, n, { name, type, def, allowed, description }) {
+  await page.getByRole('button', { name: 'Add variable' }).click();
+  await page.getByLabel(`variable ${n} name`).fill(name);
+  if (type) await page.getByLabel(`variable ${n} type`).selectOption(type);
+  if (def !== undefined) await page.getByLabel(`variable ${n} default`).fill(def);
+  if (allowed) await page.getByLabel(`variable ${n} allowed values`).fill(allowed);
+  if (description) await page.getByLabel(`variable ${n} description`).fill(description);
+}

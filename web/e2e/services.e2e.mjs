@@ -14,7 +14,7 @@
 //
 //   node e2e/services.e2e.mjs [--gantryd PATH] [--screens DIR | --no-screens]
 // Skips (exit 77) when chromium or node_modules are missing, unless CI or GANTRY_CI is set.
-import { logIn, runE2e } from './harness.mjs';
+import { addTemplateVariable, logIn, runE2e } from './harness.mjs';
 
 // The service's exec template: the compute instance's outputs arrive as GANTRY_COMPUTE_*.
 const NOTEBOOK_SCRIPT = [
@@ -63,11 +63,7 @@ await runE2e({ name: 'the service wizard in PaaS Studio', gantrydArgs: ['--gpus'
     await page.fill('#template-display-name', 'Notebook (exec script)');
     await page.selectOption('#template-driver', 'exec');
     await page.fill('#template-config', JSON.stringify({ command: ['sh', '-c', NOTEBOOK_SCRIPT, 'notebook'], timeoutSeconds: 60 }, null, 2));
-    await page.getByRole('button', { name: 'Add variable' }).click();
-    await page.getByLabel('variable 1 name').fill('theme');
-    await page.getByLabel('variable 1 type').selectOption('enum');
-    await page.getByLabel('variable 1 default').fill('light');
-    await page.getByLabel('variable 1 allowed values').fill('light, dark');
+    await addTemplateVariable(page, 1, { name: 'theme', type: 'enum', def: 'light', allowed: 'light, dark' });
     await page.fill('#template-outputs', 'url, computeEndpoint');
     await page.getByRole('button', { name: 'Create' }).click();
     await page.getByRole('tab', { name: 'Revisions' }).waitFor();

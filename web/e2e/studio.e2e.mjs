@@ -15,7 +15,7 @@
 //   node e2e/studio.e2e.mjs [--gantryd PATH] [--screens DIR | --no-screens]   (default DIR: docs/screens)
 // Skips (exit 77) when chromium or node_modules are missing, unless CI or GANTRY_CI is set.
 import { randomBytes } from 'node:crypto';
-import { runE2e } from './harness.mjs';
+import { addTemplateVariable, runE2e } from './harness.mjs';
 
 await runE2e({ name: 'the seed workflow in PaaS Studio', gantrydArgs: ['--gpus', 'demo-gpu:4', '--workers', '1'], failureShot: 'studio-e2e-failure.png' },
   async ({ base, G, api, server, page, step, shot, expected }) => {
@@ -101,17 +101,8 @@ await runE2e({ name: 'the seed workflow in PaaS Studio', gantrydArgs: ['--gpus',
   await page.fill('#template-display-name', 'Workspace (exec script)');
   await page.fill('#template-description', 'Prepares a workspace directory for an instance.');
   await page.fill('#template-config', JSON.stringify({ command: ['sh', 'examples/scripts/workspace.sh'], env: { PROVISION_SECONDS: '4' }, timeoutSeconds: 120 }, null, 2));
-  await page.getByRole('button', { name: 'Add variable' }).click();
-  await page.getByLabel('variable 1 name').fill('image');
-  await page.getByLabel('variable 1 type').selectOption('enum');
-  await page.getByLabel('variable 1 default').fill('pytorch:24.05');
-  await page.getByLabel('variable 1 allowed values').fill('pytorch:24.05, jax:0.4, tensorflow:2.16');
-  await page.getByLabel('variable 1 description').fill('Container image');
-  await page.getByRole('button', { name: 'Add variable' }).click();
-  await page.getByLabel('variable 2 name').fill('nodes');
-  await page.getByLabel('variable 2 type').selectOption('number');
-  await page.getByLabel('variable 2 default').fill('1');
-  await page.getByLabel('variable 2 description').fill('Nodes to allocate');
+  await addTemplateVariable(page, 1, { name: 'image', type: 'enum', def: 'pytorch:24.05', allowed: 'pytorch:24.05, jax:0.4, tensorflow:2.16', description: 'Container image' });
+  await addTemplateVariable(page, 2, { name: 'nodes', type: 'number', def: '1', description: 'Nodes to allocate' });
   await page.fill('#template-outputs', 'workspace, endpoint');
   await shot('template-new');
   await page.getByRole('button', { name: 'Create' }).click();
