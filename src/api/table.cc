@@ -53,8 +53,8 @@ Column Age() {
 }
 
 // None, All, or "Selected (a, b)".
-Column Sharing() {
-  return Column{"Sharing", "Projects this object is shared with.", 0,
+Column Sharing(int priority = 0) {
+  return Column{"Sharing", "Projects this object is shared with.", priority,
                 [](const json::object& o, TimePoint) {
                   std::string mode = GetString(o, "spec.sharing.mode", "None");
                   if (mode != "Selected") return mode;
@@ -69,13 +69,56 @@ Column Sharing() {
 }
 
 // A reference as NAME, or NAMESPACE/NAME when it points into another project.
-Column Ref(std::string name, std::string path) {
-  return Column{std::move(name), "The referenced object.", 0,
+Column Ref(std::string name, std::string path, int priority = 0) {
+  return Column{std::move(name), "The referenced object.", priority,
                 [path](const json::object& o, TimePoint) {
                   std::string ns = GetString(o, path + ".namespace");
                   std::string n = GetString(o, path + ".name");
                   return ns.empty() || ns == GetString(o, "metadata.namespace") ? n : ns + "/" + n;
                 }};
+}
+
+// A map as "key<sep>value,…" (outputs "endpoint=http://…", capacity "h100:8").
+Column MapColumn(std::string name, std::string description, std::string path, std::string sep,
+                 int priority = 0) {
+  return Column{std::move(name), std::move(description), priority,
+                [path, sep](const json::object& o, TimePoint) {
+                  std::string out;
+                  if (const json::value* m = model::FindPath(o, path); m && m->is_object())
+                    for (const auto& kv : m->get_object())
+                      out += (out.empty() ? "" : ",") + std::string(kv.key()) + sep +
+                             (kv.value().is_string() ? std::string(kv.value().get_string())
+                                                     : json::serialize(kv.value()));
+                  return out;
+                }};
+}
+
+// spec.computeSelector as kubectl prints a label selector ("tier=gpu,zone in (a,b),!spot");
+// "<any>" when it selects every compute profile.
+std::string SelectorText(const json::object& o) {
+  std::string out;
+  auto add = [&out](const std::string& part) { out += (out.empty() ? "" : ",") + part; };
+  auto text = [](const json::value& v) {
+    return v.is_string() ? std::string(v.get_string()) : json::serialize(v);
+  };
+  if (const json::value* ml = model::FindPath(o, "spec.computeSelector.matchLabels");
+      ml && ml->is_object())
+    for (const auto& kv : ml->get_object()) add(std::string(kv.key()) + "=" + text(kv.value()));
+  if (const json::value* me = model::FindPath(o, "spec.computeSelector.matchExpressions");
+      me && me->is_array()) {
+    for (const auto& e : me->get_array()) {
+      if (!e.is_object()) continue;
+      std::string key = GetString(e.get_object(), "key");
+      std::string op = GetString(e.get_object(), "operator");
+      std::string values;
+      if (const json::value* vs = e.get_object().if_contains("values"); vs && vs->is_array())
+        for (const auto& v : vs->get_array()) values += (values.empty() ? "" : ",") + text(v);
+      if (op == "Exists") add(key);
+      else if (op == "DoesNotExist") add("!" + key);
+      else add(key + (op == "NotIn" ? " notin (" : " in (") + values + ")");
+    }
+  }
+  return out.empty() ? "<any>" : out;
 }
 
 // The seed's words for an instance's phase.
@@ -112,6 +155,20 @@ std::vector<Column> ColumnsFor(const model::KindInfo& kind) {
     return {name, display, Ref("Profile", "spec.profileRef"), Age(), InstanceStatus(),
             Sharing(), IntPath("Revision", "status.profileRevision", 1),
             Path("Reason", "status.reason", 1), Path("Last Run", "status.lastRunRef.name", 1)};
+  if (kind.kind == "ServiceProfile") {
+    Column selector{"Compute Selector", "Which compute profiles the service runs on.", 1,
+                    [](const json::object& o, TimePoint) { return SelectorText(o); }};
+    return {name, display, Path("Type", "spec.serviceType"), Ref("Template", "spec.templateRef"),
+            IntPath("Revision", "status.revision"), Age(), selector,
+            Ref("Auto-create Compute", "spec.autoCreateCompute.profileRef", 1),
+            Sharing(1), description};
+  }
+  if (kind.kind == "ServiceInstance") {
+    Column outputs = MapColumn("Outputs", "What the driver produced.", "status.outputs", "=", 1);
+    return {name, display, Ref("Profile", "spec.profileRef"), Ref("Compute", "spec.computeRef"),
+            InstanceStatus(), Age(), IntPath("Revision", "status.profileRevision", 1),
+            Path("Reason", "status.reason", 1), outputs, Sharing(1)};
+  }
   if (kind.kind == "Run")
     return {name, Path("Instance", "spec.instanceRef.name"), Path("Action", "spec.action"),
             Path("Status", "status.phase"), Age(), IntPath("Generation", "spec.generation", 1),
@@ -127,16 +184,7 @@ std::vector<Column> ColumnsFor(const model::KindInfo& kind) {
             Path("Message", "message", 1), Path("Source", "sourceAddress", 1)};
   if (kind.kind == "Node")
     return {name, Path("GPU Source", "status.gpuSource"),
-            Column{"Capacity", "GPUs per type.", 0, [](const json::object& o, TimePoint) {
-                     std::string out;
-                     if (const json::value* c = model::FindPath(o, "status.capacity");
-                         c && c->is_object())
-                       for (const auto& kv : c->get_object())
-                         out += (out.empty() ? "" : ",") + std::string(kv.key()) + ":" +
-                                (kv.value().is_string() ? std::string(kv.value().get_string())
-                                                        : json::serialize(kv.value()));
-                     return out;
-                   }}};
+            MapColumn("Capacity", "GPUs per type.", "status.capacity", ":")};
   return {name, Age()};
 }
 

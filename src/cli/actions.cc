@@ -24,6 +24,32 @@ constexpr absl::Duration kFirstBackoff = absl::Milliseconds(250);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
 
 KindInfo InstanceKind() { return KindFromObjectKind("ComputeInstance"); }
+
+// What an action names: "NAME" (a compute instance) or "KIND/NAME" with KIND a compute or
+// service instance kind (ci/, si/, serviceinstance/…).
+struct Target {
+  KindInfo kind;
+  std::string name;
+  std::string object;  // "computeinstance/NAME", as printed
+};
+
+absl::StatusOr<Target> InstanceTarget(const std::string& arg) {
+  Target t{InstanceKind(), arg, ""};
+  if (size_t slash = arg.find('/'); slash != std::string::npos) {
+    absl::StatusOr<KindInfo> kind = ResolveKind(arg.substr(0, slash));
+    if (!kind.ok()) return kind.status();
+    if (kind->plural != "computeinstances" && kind->plural != "serviceinstances") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", arg, "\": actions apply to compute instances (NAME or ci/NAME) ",
+                       "and service instances (si/NAME)"));
+    }
+    t.kind = *kind;
+    t.name = arg.substr(slash + 1);
+  }
+  if (t.name.empty()) return absl::InvalidArgumentError(absl::StrCat("\"", arg, "\": no name"));
+  t.object = absl::StrCat(t.kind.singular, "/", t.name);
+  return t;
+}
 KindInfo RunKind() { return KindFromObjectKind("Run"); }
 
 int Fail(CommandContext& ctx, const absl::Status& s) {
@@ -52,9 +78,10 @@ absl::Duration Backoff(int failures) {
 // resourceVersion is where the watch starts, so no change after the action is missed.
 class RunWaiter {
  public:
-  RunWaiter(CommandContext& ctx, std::string name, std::string action, std::string run,
-            std::optional<absl::Time> deadline, absl::Duration timeout)
+  RunWaiter(CommandContext& ctx, KindInfo kind, std::string name, std::string action,
+            std::string run, std::optional<absl::Time> deadline, absl::Duration timeout)
       : ctx_(ctx),
+        kind_(std::move(kind)),
         name_(std::move(name)),
         action_(std::move(action)),
         run_(std::move(run)),
@@ -68,7 +95,7 @@ class RunWaiter {
     while (true) {
       if (deadline_ && Clock(ctx_) >= *deadline_) return TimedOut();
       std::string target =
-          absl::StrCat(CollectionPath(InstanceKind(), ctx_.settings.project, false),
+          absl::StrCat(CollectionPath(kind_, ctx_.settings.project, false),
                        "?watch=true&fieldSelector=", PercentEncode("metadata.name=" + name_));
       if (!rv_.empty()) absl::StrAppend(&target, "&resourceVersion=", rv_);
       if (deadline_) {
@@ -100,7 +127,7 @@ class RunWaiter {
         PrintError(ctx_, absl::StrCat(s.message(), " (gave up waiting for ", action_, " run ", run_,
                                       " after ", kMaxReconnects,
                                       " failed reconnections; the run goes on: ",
-                                      Backquoted("gantry logs " + name_ + " -f"), ")"));
+                                      Backquoted("gantry logs " + Typed() + " -f"), ")"));
         return kExitError;
       }
       absl::Duration pause = Backoff(failures);
@@ -133,7 +160,7 @@ class RunWaiter {
     *progressed = true;
     if (std::string rv = FieldText(object, "metadata.resourceVersion"); !rv.empty()) rv_ = rv;
     if (type == "DELETED") {
-      *result = Fail(ctx_, absl::NotFoundError(absl::StrCat("computeinstance/", name_,
+      *result = Fail(ctx_, absl::NotFoundError(absl::StrCat(kind_.singular, "/", name_,
                                                             " was deleted while waiting for ",
                                                             action_, " run ", run_)));
       return false;
@@ -184,13 +211,19 @@ class RunWaiter {
 
   int TimedOut() {
     PrintError(ctx_, absl::StrCat("timed out after ", absl::FormatDuration(timeout_),
-                                  " waiting for ", action_, " run ", run_, " (computeinstance/",
+                                  " waiting for ", action_, " run ", run_, " (", kind_.singular, "/",
                                   name_, " is ", PhaseWords(printed_phase_), "); the run goes on: ",
-                                  Backquoted("gantry logs " + name_ + " -f"), " follows it"));
+                                  Backquoted("gantry logs " + Typed() + " -f"), " follows it"));
     return kExitError;
   }
 
+  // The instance as the commands take it: NAME, or si/NAME for a service instance.
+  std::string Typed() const {
+    return kind_.plural == "serviceinstances" ? absl::StrCat("si/", name_) : name_;
+  }
+
   CommandContext& ctx_;
+  const KindInfo kind_;
   const std::string name_;
   const std::string action_;
   const std::string run_;
@@ -231,15 +264,28 @@ int RunAction(CommandContext& ctx, const ActionOptions& options) {
     timeout = *d;
     wait = true;  // --timeout bounds a wait; asking for one implies --wait
   }
-  const std::string path = ObjectPath(InstanceKind(), ctx.settings.project, options.name);
-  absl::StatusOr<json::object> instance = Post(ctx, path + "/" + options.action);
+  absl::StatusOr<Target> target = InstanceTarget(options.name);
+  if (!target.ok()) {
+    PrintError(ctx, target.status());
+    return kExitUsage;
+  }
+  std::string path = ObjectPath(target->kind, ctx.settings.project, target->name) + "/" +
+                     options.action;
+  if (options.cascade) {
+    if (options.action != "destroy" || target->kind.plural != "computeinstances") {
+      PrintError(ctx, "--cascade applies to destroying a compute instance");
+      return kExitUsage;
+    }
+    path += "?cascade=true";
+  }
+  absl::StatusOr<json::object> instance = Post(ctx, path);
   if (!instance.ok()) return Fail(ctx, instance.status());
   if (wait) deadline = Clock(ctx) + timeout;
   if (timeout == absl::InfiniteDuration()) deadline.reset();
 
   const std::string phase = FieldText(*instance, "status.phase");
   const std::string run = FieldText(*instance, "status.lastRunRef.name");
-  const std::string object = absl::StrCat("computeinstance/", options.name);
+  const std::string& object = target->object;
   if (options.action == "cancel") {
     *ctx.out << object << " " << FieldText(*instance, "status.action") << " run " << run
              << " canceled (" << PhaseWords(phase) << ")\n";
@@ -255,12 +301,17 @@ int RunAction(CommandContext& ctx, const ActionOptions& options) {
   }
   ctx.out->flush();
   if (!wait) return kExitOk;
-  RunWaiter waiter(ctx, options.name, options.action, run, deadline, timeout);
+  RunWaiter waiter(ctx, target->kind, target->name, options.action, run, deadline, timeout);
   return waiter.Wait(*instance);
 }
 
 int RunUpgrade(CommandContext& ctx, const UpgradeOptions& options) {
-  const std::string path = ObjectPath(InstanceKind(), ctx.settings.project, options.name);
+  absl::StatusOr<Target> target = InstanceTarget(options.name);
+  if (!target.ok()) {
+    PrintError(ctx, target.status());
+    return kExitUsage;
+  }
+  const std::string path = ObjectPath(target->kind, ctx.settings.project, target->name);
   absl::StatusOr<json::object> before = GetObject(*ctx.api, path);
   if (!before.ok()) return Fail(ctx, before.status());
   absl::StatusOr<json::object> after = Post(ctx, path + "/upgrade");
@@ -269,7 +320,7 @@ int RunUpgrade(CommandContext& ctx, const UpgradeOptions& options) {
   std::string p1 = FieldText(*after, "status.profileRevision");
   std::string t0 = FieldText(*before, "status.templateRevision");
   std::string t1 = FieldText(*after, "status.templateRevision");
-  const std::string object = absl::StrCat("computeinstance/", options.name);
+  const std::string& object = target->object;
   if (p0 == p1 && t0 == t1) {
     *ctx.out << object << " is already at the latest revision (profile revision "
              << (p1.empty() ? "<none>" : p1) << ")\n";
@@ -287,22 +338,30 @@ int RunUpgrade(CommandContext& ctx, const UpgradeOptions& options) {
 
 int RunLogsCommand(CommandContext& ctx, const LogsOptions& options) {
   const std::string& project = ctx.settings.project;
-  // NAME is a run, or an instance whose last run is meant.
+  // NAME is a run, or an instance whose last run is meant; KIND/NAME an instance of that kind
+  // (si/NAME for a service instance).
+  const bool typed = options.name.find('/') != std::string::npos;
+  absl::StatusOr<Target> target = InstanceTarget(options.name);
+  if (!target.ok()) {
+    PrintError(ctx, target.status());
+    return kExitUsage;
+  }
   absl::StatusOr<json::object> run =
-      GetObject(*ctx.api, ObjectPath(RunKind(), project, options.name));
+      typed ? absl::StatusOr<json::object>(absl::NotFoundError(""))
+            : GetObject(*ctx.api, ObjectPath(RunKind(), project, options.name));
   if (!run.ok()) {
     if (!absl::IsNotFound(run.status())) return Fail(ctx, run.status());
     absl::StatusOr<json::object> instance =
-        GetObject(*ctx.api, ObjectPath(InstanceKind(), project, options.name));
+        GetObject(*ctx.api, ObjectPath(target->kind, project, target->name));
     if (!instance.ok()) {
-      if (!absl::IsNotFound(instance.status())) return Fail(ctx, instance.status());
+      if (typed || !absl::IsNotFound(instance.status())) return Fail(ctx, instance.status());
       PrintError(ctx, absl::StrCat("no run or computeinstance named \"", options.name,
                                    "\" in project \"", project, "\""));
       return kExitError;
     }
     std::string ref = FieldText(*instance, "status.lastRunRef.name");
     if (ref.empty()) {
-      PrintError(ctx, absl::StrCat("computeinstance/", options.name, " has no runs yet; ",
+      PrintError(ctx, absl::StrCat(target->object, " has no runs yet; ",
                                    Backquoted("gantry deploy " + options.name), " starts one"));
       return kExitError;
     }

@@ -1,5 +1,7 @@
-// `gantry deploy|destroy|cancel|upgrade NAME` and `gantry logs NAME [-f]`: the lifecycle
-// actions of a ComputeInstance (API.md's lifecycle table) and the logs of its runs.
+// `gantry deploy|destroy|cancel|upgrade [KIND/]NAME` and `gantry logs [KIND/]NAME [-f]`: the
+// lifecycle actions of a ComputeInstance or (si/NAME) a ServiceInstance (API.md's lifecycle
+// table) and the logs of their runs. `destroy --cascade` destroys a compute instance's
+// service instances first (POST …/destroy?cascade=true).
 //
 // deploy and destroy POST the action (202: the instance, Waiting, with status.lastRunRef
 // naming the queued run) and print "computeinstance/NAME deploy queued (run NAME-3)". With
@@ -28,9 +30,12 @@ namespace gantry::cli {
 // Consecutive failed (re)connections a wait or a follow tolerates before it gives up.
 inline constexpr int kMaxReconnects = 8;
 
+// NAME is a compute instance; KIND/NAME names the kind: ci/NAME or si/NAME (a service
+// instance; any alias of either kind works).
 struct ActionOptions {
   std::string action;  // "deploy", "destroy", "cancel"
-  std::string name;
+  std::string name;    // NAME or KIND/NAME
+  bool cascade = false;  // destroy of a compute instance: ?cascade=true (its services first)
   bool wait = false;
   std::string timeout;  // "" (none), "90s", "5m", "1h30m", or plain seconds "120"
 };

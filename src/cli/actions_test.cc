@@ -49,9 +49,10 @@ class FakeApi : public client::HttpTransport {
     streams_[target].push_back(std::move(s));
   }
   absl::StatusOr<client::HttpResponse> Send(std::string_view method, std::string_view target,
-                                            std::string_view, std::string_view) override {
+                                            std::string_view body, std::string_view) override {
     const std::string key = std::string(method) + " " + std::string(target);
     requests.push_back(key);
+    bodies.push_back(std::string(body));
     if (unreachable) {
       return absl::UnavailableError("cannot reach gantryd at http://fake:1: connection refused");
     }
@@ -93,6 +94,7 @@ class FakeApi : public client::HttpTransport {
   const std::string& base_url() const override { return url_; }
 
   std::vector<std::string> requests;
+  std::vector<std::string> bodies;  // of each Send, in order
   bool unreachable = false;
   absl::Time* now = nullptr;
 
@@ -148,6 +150,7 @@ class ActionsTest : public ::testing::Test {
     out.str("");
     err.str("");
     fake.requests.clear();
+    fake.bodies.clear();
     sleeps.clear();
     args.insert(args.begin(), "gantry");
     std::vector<const char*> argv;
@@ -477,6 +480,89 @@ TEST_F(ActionsTest, UsageErrors) {
   for (const char* c : {"deploy", "destroy", "cancel", "upgrade", "logs"}) {
     EXPECT_TRUE(absl::StrContains(out.str(), c)) << c;
   }
+}
+
+constexpr char kSi[] = "/apis/paas.gantry.dev/v1/namespaces/default/serviceinstances";
+
+// A service instance named nb as the server returns it.
+std::string Service(const std::string& phase, const std::string& run, int rv,
+                    const std::string& reason = "", const std::string& message = "") {
+  json::object o = json::parse(Instance(phase, run, rv, reason, message)).as_object();
+  o["kind"] = "ServiceInstance";
+  o["metadata"].as_object()["name"] = "nb";
+  o["spec"].as_object()["computeRef"] = json::object{{"name", "x"}};
+  return json::serialize(o);
+}
+
+TEST_F(ActionsTest, ServiceInstanceDeployWaitsForItsCompute) {
+  fake.On("POST", std::string(kSi) + "/nb/deploy", 202,
+          Service("Waiting", "nb-1", 20, "ComputeNotReady",
+                  "compute instance default/x is In Progress"));
+  const std::string watch = absl::StrCat(kSi, "?watch=true&fieldSelector=metadata.name%3Dnb",
+                                         "&resourceVersion=20");
+  fake.OnStream(watch, {{Event("MODIFIED", Service("InProgress", "nb-1", 21)),
+                         Event("MODIFIED", Service("Success", "nb-1", 22))}});
+  EXPECT_EQ(Run({"deploy", "si/nb", "--wait"}), 0) << err.str();
+  EXPECT_EQ(out.str(),
+            "serviceinstance/nb deploy queued (run nb-1)\nWaiting\nIn Progress\nSuccess\n");
+  EXPECT_EQ(fake.requests, (std::vector<std::string>{"POST " + std::string(kSi) + "/nb/deploy",
+                                                     "STREAM " + watch}));
+  // Any alias of the kind names it.
+  fake.On("POST", std::string(kSi) + "/nb/cancel", 200, Service("NotDeployed", "nb-1", 23));
+  EXPECT_EQ(Run({"cancel", "serviceinstance/nb"}), 0) << err.str();
+  EXPECT_EQ(out.str(), "serviceinstance/nb deploy run nb-1 canceled (Not Deployed)\n");
+  fake.On("POST", std::string(kSi) + "/nb/destroy", 202, Service("Waiting", "nb-2", 24));
+  EXPECT_EQ(Run({"destroy", "service/nb"}), 0) << err.str();
+  EXPECT_EQ(out.str(), "serviceinstance/nb destroy queued (run nb-2)\n");
+}
+
+TEST_F(ActionsTest, ServiceInstanceWaitTimeoutNamesItAsTyped) {
+  // A wait that times out names the service the way the commands take it.
+  fake.On("POST", std::string(kSi) + "/nb/deploy", 202, Service("Waiting", "nb-2", 30));
+  StreamScript still;
+  still.server_timeout = true;
+  fake.OnStream(absl::StrCat(kSi, "?watch=true&fieldSelector=metadata.name%3Dnb&resourceVersion=30",
+                             "&timeoutSeconds=5"),
+                still);
+  EXPECT_EQ(Run({"deploy", "si/nb", "--timeout", "5s"}), 1);
+  EXPECT_EQ(err.str(),
+            "error: timed out after 5s waiting for deploy run nb-2 (serviceinstance/nb is Waiting); "
+            "the run goes on: `gantry logs si/nb -f` follows it\n");
+}
+
+TEST_F(ActionsTest, CascadeDestroyAndDeleteOfAComputeInstance) {
+  fake.On("POST", std::string(kCi) + "/x/destroy?cascade=true", 202,
+          Instance("Waiting", "x-4", 30, "ServicesDestroying", "", "destroy"));
+  EXPECT_EQ(Run({"destroy", "x", "--cascade"}), 0) << err.str();
+  EXPECT_EQ(out.str(), "computeinstance/x destroy queued (run x-4)\n");
+  EXPECT_EQ(fake.requests,
+            std::vector<std::string>{"POST " + std::string(kCi) + "/x/destroy?cascade=true"});
+
+  // Without --cascade the server's refusal names the services.
+  fake.On("DELETE", std::string(kCi) + "/x", 409,
+          Conflict("Conflict", "computeinstance x has service instances: default/nb"));
+  EXPECT_EQ(Run({"delete", "ci", "x"}), 1);
+  EXPECT_EQ(err.str(), "error: computeinstance x has service instances: default/nb\n");
+  EXPECT_EQ(fake.bodies, std::vector<std::string>{""});
+  fake.Reset();
+  fake.On("DELETE", std::string(kCi) + "/x", 202, Instance("Waiting", "x-5", 31));
+  EXPECT_EQ(Run({"delete", "ci", "x", "--cascade"}), 0) << err.str();
+  EXPECT_EQ(out.str(), "computeinstance/x deleted\n");
+  ASSERT_EQ(fake.bodies.size(), 1u);
+  EXPECT_EQ(fake.bodies.back(),
+            R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Foreground"})");
+}
+
+TEST_F(ActionsTest, KindPrefixAndCascadeUsageErrors) {
+  EXPECT_EQ(Run({"deploy", "sp/nb"}), 2);
+  EXPECT_EQ(err.str(),
+            "error: \"sp/nb\": actions apply to compute instances (NAME or ci/NAME) and service "
+            "instances (si/NAME)\n");
+  EXPECT_EQ(Run({"deploy", "si/"}), 2);
+  EXPECT_EQ(Run({"destroy", "si/nb", "--cascade"}), 2);
+  EXPECT_EQ(err.str(), "error: --cascade applies to destroying a compute instance\n");
+  EXPECT_EQ(Run({"deploy", "x", "--cascade"}), 2);  // destroy only
+  EXPECT_TRUE(fake.requests.empty());
 }
 
 TEST(ParseTimeout, Forms) {

@@ -253,6 +253,8 @@ int RunApply(CommandContext& ctx, const ApplyOptions& options) {
 }
 
 int RunDelete(CommandContext& ctx, const DeleteOptions& options) {
+  static constexpr std::string_view kForegroundDelete =
+      R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Foreground"})";
   struct One {
     KindInfo kind;
     std::string project;
@@ -296,7 +298,10 @@ int RunDelete(CommandContext& ctx, const DeleteOptions& options) {
   int failures = 0;
   for (const One& t : targets) {
     absl::StatusOr<client::HttpResponse> res =
-        ctx.api->Send("DELETE", ObjectPath(t.kind, t.project, t.name));
+        options.cascade
+            ? ctx.api->Send("DELETE", ObjectPath(t.kind, t.project, t.name), kForegroundDelete,
+                            "application/json")
+            : ctx.api->Send("DELETE", ObjectPath(t.kind, t.project, t.name));
     absl::Status s = res.ok() ? client::StatusFromResponse(*res) : res.status();
     if (!s.ok()) {
       PrintError(ctx, s);

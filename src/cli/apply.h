@@ -50,6 +50,9 @@ struct DeleteOptions {
   std::vector<std::string> names;
   std::vector<std::string> files;
   bool recursive = false;
+  // Sends DeleteOptions{propagationPolicy: Foreground}: a compute instance's service
+  // instances are destroyed and deleted first instead of the delete being refused (409).
+  bool cascade = false;
 };
 // DELETEs each named object (or each object in the files), printing "computeinstance/x deleted".
 int RunDelete(CommandContext& ctx, const DeleteOptions& options);

@@ -67,6 +67,9 @@ Runner SetupDelete(CLI::App& sub) {
   sub.add_option("-f,--filename", o->files, "File, directory or - (stdin); repeatable")
       ->allow_extra_args(false);
   sub.add_flag("-R,--recursive", o->recursive, "Also read subdirectories of a -f directory");
+  sub.add_flag("--cascade", o->cascade,
+               "Compute instances: destroy and delete their service instances first "
+               "(propagationPolicy Foreground)");
   return [o, args](CommandContext& ctx) {
     if (!args->empty()) {
       o->kind = (*args)[0];
@@ -81,7 +84,12 @@ template <const char* kAction>
 Runner SetupWaitingAction(CLI::App& sub) {
   auto o = std::make_shared<ActionOptions>();
   o->action = kAction;
-  sub.add_option("name", o->name, "ComputeInstance name")->required();
+  sub.add_option("name", o->name, "ComputeInstance NAME, or si/NAME for a ServiceInstance")
+      ->required();
+  if (std::string_view(kAction) == "destroy") {
+    sub.add_flag("--cascade", o->cascade,
+                 "Compute instances: destroy the service instances running on it first");
+  }
   sub.add_flag("-w,--wait", o->wait,
                "Block until the run ends; exit 1 if it failed (phases are printed as they change)");
   sub.add_option("--timeout", o->timeout,
@@ -95,19 +103,22 @@ constexpr char kDestroy[] = "destroy";
 Runner SetupCancel(CLI::App& sub) {
   auto o = std::make_shared<ActionOptions>();
   o->action = "cancel";
-  sub.add_option("name", o->name, "ComputeInstance name")->required();
+  sub.add_option("name", o->name, "ComputeInstance NAME, or si/NAME for a ServiceInstance")
+      ->required();
   return [o](CommandContext& ctx) { return RunAction(ctx, *o); };
 }
 
 Runner SetupUpgrade(CLI::App& sub) {
   auto o = std::make_shared<UpgradeOptions>();
-  sub.add_option("name", o->name, "ComputeInstance name")->required();
+  sub.add_option("name", o->name, "ComputeInstance NAME, or si/NAME for a ServiceInstance")
+      ->required();
   return [o](CommandContext& ctx) { return RunUpgrade(ctx, *o); };
 }
 
 Runner SetupLogs(CLI::App& sub) {
   auto o = std::make_shared<LogsOptions>();
-  sub.add_option("name", o->name, "A run, or a ComputeInstance (its last run)")->required();
+  sub.add_option("name", o->name, "A run, a ComputeInstance or si/NAME (its last run)")
+      ->required();
   sub.add_flag("-f,--follow", o->follow, "Stream new lines until the run ends");
   return [o](CommandContext& ctx) { return RunLogsCommand(ctx, *o); };
 }
@@ -144,7 +155,9 @@ Runner SetupTokens(CLI::App& sub) {
 
 Runner SetupShare(CLI::App& sub) {
   auto o = std::make_shared<ShareOptions>();
-  sub.add_option("kind", o->kind, "computeprofile, environmenttemplate or computeinstance")
+  sub.add_option("kind", o->kind,
+                 "computeprofile, environmenttemplate, computeinstance, serviceprofile (sp) or "
+                 "serviceinstance (si)")
       ->required();
   sub.add_option("name", o->name, "Object name")->required();
   sub.add_flag("--all", o->all, "Share with every project");
@@ -166,7 +179,7 @@ const CommandSpec kCommands[] = {
     {"describe", "Show one object in detail", SetupDescribe},
     {"apply", "Create or update objects from YAML/JSON files", SetupApply},
     {"delete", "Delete objects by name or from files", SetupDelete},
-    {"deploy", "Deploy a compute instance (queues a run; --wait blocks until it ends)",
+    {"deploy", "Deploy a compute or (si/NAME) service instance (queues a run; --wait blocks)",
      SetupWaitingAction<kDeploy>},
     {"destroy", "Tear down what a deploy made (queues a run; --wait blocks until it ends)",
      SetupWaitingAction<kDestroy>},
@@ -176,7 +189,9 @@ const CommandSpec kCommands[] = {
     {"login", "Get an API token with your password and save it in the config file", SetupLogin},
     {"whoami", "Show who the token belongs to and their roles", SetupWhoAmI},
     {"tokens", "Create, list and revoke API tokens", SetupTokens},
-    {"share", "Share a profile, template or instance: --all, --none or --projects a,b",
+    {"share",
+     "Share a profile, template or instance (compute or service): --all, --none or "
+     "--projects a,b",
      SetupShare},
     {"kubeconfig", "Print a kubeconfig that lets stock kubectl use this server and token",
      SetupKubeconfig},

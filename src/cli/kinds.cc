@@ -18,15 +18,17 @@ struct KnownKind {
   int apply_rank;
 };
 
-constexpr int kOtherRank = 4;
+constexpr int kOtherRank = 5;
 
 constexpr KnownKind kKnown[] = {
     {"projects", "Project", false, {"proj"}, 0},
     {"environmenttemplates", "EnvironmentTemplate", true, {"templates", "template", "et"}, 1},
     {"computeprofiles", "ComputeProfile", true, {"profiles", "profile", "cp"}, 2},
     {"computeinstances", "ComputeInstance", true, {"instances", "instance", "ci"}, 3},
-    {"serviceprofiles", "ServiceProfile", true, {}, kOtherRank},
-    {"serviceinstances", "ServiceInstance", true, {}, kOtherRank},
+    // A service profile names a template and (auto-create compute) a compute profile; a
+    // service instance names a service profile and a compute instance.
+    {"serviceprofiles", "ServiceProfile", true, {"sp"}, 3},
+    {"serviceinstances", "ServiceInstance", true, {"si", "service", "services"}, 4},
     {"runs", "Run", true, {}, kOtherRank},
     {"users", "User", false, {"user"}, 1},
     {"rolebindings", "RoleBinding", true, {"rb"}, 1},

@@ -18,7 +18,9 @@ TEST(ResolveKind, AliasesResolveToPlurals) {
       {"ComputeProfile", "computeprofiles"}, {"ci", "computeinstances"},
       {"instance", "computeinstances"}, {"INSTANCES", "computeinstances"},
       {"computeinstance", "computeinstances"}, {"runs", "runs"},
-      {"serviceinstances", "serviceinstances"},
+      {"serviceinstances", "serviceinstances"}, {"si", "serviceinstances"},
+      {"service", "serviceinstances"}, {"ServiceInstance", "serviceinstances"},
+      {"sp", "serviceprofiles"}, {"serviceprofile", "serviceprofiles"},
   };
   for (const Case& c : cases) {
     auto k = ResolveKind(c.typed);
@@ -74,7 +76,10 @@ TEST(ApplyRank, ContainersFirst) {
   EXPECT_LT(ApplyRank("EnvironmentTemplate"), ApplyRank("ComputeProfile"));
   EXPECT_LT(ApplyRank("ComputeProfile"), ApplyRank("ComputeInstance"));
   EXPECT_LT(ApplyRank("ComputeInstance"), ApplyRank("ServiceInstance"));
-  EXPECT_EQ(ApplyRank("Widget"), ApplyRank("ServiceInstance"));
+  EXPECT_LT(ApplyRank("ComputeProfile"), ApplyRank("ServiceProfile"));
+  EXPECT_LT(ApplyRank("ServiceProfile"), ApplyRank("ServiceInstance"));
+  EXPECT_LT(ApplyRank("ServiceInstance"), ApplyRank("Widget"));
+  EXPECT_EQ(ApplyRank("Widget"), ApplyRank("Run"));
 }
 
 }  // namespace

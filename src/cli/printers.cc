@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/table.h"
+#include "client/absl_compat.h"
 #include "client/yaml_json.h"
 
 namespace gantry::cli {
@@ -22,13 +23,56 @@ std::string Age(const json::object& o, absl::Time now) {
   return FormatAge(FieldText(o, "metadata.creationTimestamp"), now);
 }
 
-std::string ProfileColumn(const json::object& o) {
-  std::string name = FieldText(o, "spec.profileRef.name");
-  std::string ns = FieldText(o, "spec.profileRef.namespace");
+// A reference (spec.profileRef, spec.computeRef…) as NAME, or PROJECT/NAME when it points
+// into another project.
+std::string RefText(const json::object& o, std::string_view ref) {
+  std::string name = FieldText(o, absl::StrCat(Sv(ref), ".name"));
+  std::string ns = FieldText(o, absl::StrCat(Sv(ref), ".namespace"));
   std::string own = FieldText(o, "metadata.namespace");
   if (name.empty()) return "<none>";
   if (!ns.empty() && ns != own) return absl::StrCat(ns, "/", name);
   return name;
+}
+
+std::string ProfileColumn(const json::object& o) { return RefText(o, "spec.profileRef"); }
+
+// "k=v,..." of a string map (outputs), "<none>" when empty.
+std::string MapText(const json::object& o, std::string_view path) {
+  const json::value* v = Lookup(o, path);
+  if (v == nullptr || !v->is_object() || v->get_object().empty()) return "<none>";
+  std::string out;
+  for (const auto& kv : v->get_object())
+    absl::StrAppend(&out, out.empty() ? "" : ",", std::string(kv.key()), "=", ScalarText(kv.value()));
+  return out;
+}
+
+// A label selector as kubectl prints one: "tier=gpu,zone in (a,b),!spot,gpu"; "<any>" when
+// it selects everything.
+std::string SelectorText(const json::object& o, std::string_view path) {
+  const json::value* sel = Lookup(o, path);
+  std::string out;
+  auto add = [&out](const std::string& part) { absl::StrAppend(&out, out.empty() ? "" : ",", part); };
+  if (sel != nullptr && sel->is_object()) {
+    if (const json::value* ml = sel->get_object().if_contains("matchLabels"); ml && ml->is_object())
+      for (const auto& kv : ml->get_object())
+        add(absl::StrCat(std::string(kv.key()), "=", ScalarText(kv.value())));
+    if (const json::value* me = sel->get_object().if_contains("matchExpressions");
+        me && me->is_array()) {
+      for (const json::value& e : me->get_array()) {
+        if (!e.is_object()) continue;
+        std::string key = FieldText(e.get_object(), "key");
+        std::string op = FieldText(e.get_object(), "operator");
+        std::string values;
+        if (const json::value* vs = e.get_object().if_contains("values"); vs && vs->is_array())
+          for (const json::value& x : vs->get_array())
+            absl::StrAppend(&values, values.empty() ? "" : ",", ScalarText(x));
+        if (op == "Exists") add(key);
+        else if (op == "DoesNotExist") add(absl::StrCat("!", key));
+        else add(absl::StrCat(key, op == "NotIn" ? " notin (" : " in (", values, ")"));
+      }
+    }
+  }
+  return out.empty() ? "<any>" : out;
 }
 
 std::string GpuColumn(const json::object& o) {
@@ -104,6 +148,47 @@ std::string RenderTable(const KindInfo& kind, const std::vector<json::object>& i
     cols.push_back({"REVISION", revision});
     cols.push_back({"SHARING", SharingSummary});
     cols.push_back({"AGE", age});
+  } else if (kind.plural == "serviceprofiles") {
+    cols.push_back({"DISPLAY NAME", display});
+    cols.push_back({"TYPE", [](const json::object& o) {
+                      return OrNone(FieldText(o, "spec.serviceType"));
+                    }});
+    cols.push_back({"TEMPLATE", [](const json::object& o) {
+                      return OrNone(FieldText(o, "spec.templateRef.name"));
+                    }});
+    cols.push_back({"REVISION", revision});
+    cols.push_back({"AGE", age});
+    if (options.wide) {
+      cols.push_back({"COMPUTE SELECTOR", [](const json::object& o) {
+                        return SelectorText(o, "spec.computeSelector");
+                      }});
+      cols.push_back({"AUTO-CREATE COMPUTE", [](const json::object& o) {
+                        return RefText(o, "spec.autoCreateCompute.profileRef");
+                      }});
+      cols.push_back({"SHARING", SharingSummary});
+    }
+  } else if (kind.plural == "serviceinstances") {
+    cols.push_back({"DISPLAY NAME", display});
+    cols.push_back({"PROFILE", ProfileColumn});
+    cols.push_back({"COMPUTE", [](const json::object& o) {
+                      return RefText(o, "spec.computeRef");
+                    }});
+    cols.push_back({"STATUS", [](const json::object& o) {
+                      return PhaseWords(FieldText(o, "status.phase"));
+                    }});
+    cols.push_back({"AGE", age});
+    if (options.wide) {
+      cols.push_back({"PROFILE REVISION", [](const json::object& o) {
+                        return OrNone(FieldText(o, "status.profileRevision"));
+                      }});
+      cols.push_back({"REASON", [](const json::object& o) {
+                        return OrNone(FieldText(o, "status.reason"));
+                      }});
+      cols.push_back({"OUTPUTS", [](const json::object& o) {
+                        return MapText(o, "status.outputs");
+                      }});
+      cols.push_back({"SHARING", SharingSummary});
+    }
   } else if (kind.plural == "environmenttemplates") {
     cols.push_back({"DISPLAY NAME", display});
     cols.push_back({"DRIVER", [](const json::object& o) {

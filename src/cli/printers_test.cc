@@ -66,6 +66,59 @@ TEST(RenderTable, ProfilesTemplatesProjectsAndOthers) {
             "NAME  AGE\nml    30s\n");
 }
 
+TEST(RenderTable, ServiceProfiles) {
+  auto sp = json::parse(
+      R"({"metadata":{"name":"jupyter","namespace":"ml","creationTimestamp":"2027-01-15T05:00:00Z"},)"
+      R"("spec":{"displayName":"Jupyter","serviceType":"notebook","templateRef":{"name":"nb"},)"
+      R"("computeSelector":{"matchLabels":{"tier":"gpu"},"matchExpressions":[)"
+      R"({"key":"zone","operator":"In","values":["a","b"]},{"key":"spot","operator":"DoesNotExist"},)"
+      R"({"key":"gpu","operator":"Exists"},{"key":"os","operator":"NotIn","values":["win"]}]},)"
+      R"("autoCreateCompute":{"profileRef":{"name":"small","namespace":"platform"}},)"
+      R"("sharing":{"mode":"All"}},"status":{"revision":2}})")
+                .as_object();
+  auto bare = json::parse(R"({"metadata":{"name":"ray"},"spec":{"serviceType":"ray",)"
+                          R"("templateRef":{"name":"ray"}},"status":{"revision":1}})")
+                  .as_object();
+  EXPECT_EQ(RenderTable(*ResolveKind("sp"), {sp, bare}, {false, false, kNow}),
+            "NAME     DISPLAY NAME  TYPE      TEMPLATE  REVISION  AGE\n"
+            "jupyter  Jupyter       notebook  nb        2         3h\n"
+            "ray      <none>        ray       ray       1         <unknown>\n");
+  std::string wide = RenderTable(*ResolveKind("sp"), {sp, bare}, {true, false, kNow});
+  EXPECT_EQ(wide.substr(0, wide.find('\n')),
+            "NAME     DISPLAY NAME  TYPE      TEMPLATE  REVISION  AGE        COMPUTE SELECTOR"
+            "                                 AUTO-CREATE COMPUTE  SHARING  CREATED AT");
+  EXPECT_NE(wide.find("tier=gpu,zone in (a,b),!spot,gpu,os notin (win)  platform/small"),
+            std::string::npos)
+      << wide;
+  EXPECT_NE(wide.find("<any>"), std::string::npos) << wide;
+}
+
+TEST(RenderTable, ServiceInstances) {
+  std::vector<json::object> items = {
+      json::parse(R"({"metadata":{"name":"nb","namespace":"ml","creationTimestamp":)"
+                  R"("2027-01-15T07:55:00Z"},"spec":{"displayName":"Notebook","profileRef":)"
+                  R"({"name":"jupyter"},"computeRef":{"name":"gpu-1","namespace":"platform"}},)"
+                  R"("status":{"phase":"Waiting","reason":"ComputeNotReady","profileRevision":2}})")
+          .as_object(),
+      json::parse(R"({"metadata":{"name":"mlflow","namespace":"ml","creationTimestamp":)"
+                  R"("2027-01-13T08:00:00Z"},"spec":{"profileRef":{"name":"mlops"},)"
+                  R"("computeRef":{"name":"gpu-2","namespace":"ml"}},"status":{"phase":"Success",)"
+                  R"("outputs":{"endpoint":"http://h:1","run":"7"}}})")
+          .as_object(),
+  };
+  EXPECT_EQ(RenderTable(*ResolveKind("si"), items, {false, false, kNow}),
+            "NAME    DISPLAY NAME  PROFILE  COMPUTE         STATUS   AGE\n"
+            "nb      Notebook      jupyter  platform/gpu-1  Waiting  5m\n"
+            "mlflow  <none>        mlops    gpu-2           Success  2d\n");
+  EXPECT_EQ(RenderTable(*ResolveKind("serviceinstances"), items, {true, false, kNow}),
+            "NAME    DISPLAY NAME  PROFILE  COMPUTE         STATUS   AGE  PROFILE REVISION  "
+            "REASON           OUTPUTS                    SHARING  CREATED AT\n"
+            "nb      Notebook      jupyter  platform/gpu-1  Waiting  5m   2                 "
+            "ComputeNotReady  <none>                     None     2027-01-15T07:55:00Z\n"
+            "mlflow  <none>        mlops    gpu-2           Success  2d   <none>            "
+            "<none>           endpoint=http://h:1,run=7  None     2027-01-13T08:00:00Z\n");
+}
+
 TEST(RenderNames, KindSlashName) {
   EXPECT_EQ(RenderNames(*ResolveKind("ci"), Instances()),
             "computeinstance/gpu-1\ncomputeinstance/cpu\n");

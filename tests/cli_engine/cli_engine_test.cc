@@ -139,6 +139,17 @@ class CliEngineTest : public GantrydTest {
     return true;
   }
 
+  // Polls until `file` (a background command's output) contains `text`; the deadline only
+  // bounds a failure.
+  bool WaitText(const std::string& file, const std::string& text) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!absl::StrContains(Slurp(Path(file)), text)) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  }
+
   // Writes the scripts and applies a project, templates, profiles and instances with the CLI.
   //   good  — prints three lines, writes outputs, exits 0 (apply and destroy)
   //   bad   — prints two lines and exits 3
@@ -337,6 +348,69 @@ TEST_F(CliEngineTest, RefusalsWhileInProgressAndFollowingALiveLog) {
   r = Gantry({"deploy", "ghost", "--wait"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(absl::StartsWith(r.err, "error: ")) << r.err;
+}
+
+// Service instances (si/NAME) through the CLI: a service deployed onto a compute instance that
+// is not deployed waits (ComputeNotReady) and goes on by itself once the compute is Success;
+// the compute cannot be destroyed or deleted under it without --cascade.
+TEST_F(CliEngineTest, ServiceInstanceWaitsForItsComputeAndCascade) {
+  ASSERT_NO_FATAL_FAILURE(ApplyFixtures());
+  WriteFile("services.yaml",
+            "apiVersion: paas.gantry.dev/v1\nkind: ServiceProfile\n"
+            "metadata: {name: nb-prof, namespace: cli-e2e}\n"
+            "spec: {serviceType: notebook, templateRef: {name: good-tmpl}}\n"
+            "---\napiVersion: paas.gantry.dev/v1\nkind: ServiceInstance\n"
+            "metadata: {name: nb, namespace: cli-e2e}\n"
+            "spec: {displayName: Notebook, profileRef: {name: nb-prof}, computeRef: {name: slow}}\n");
+  Result r = Gantry({"apply", "-f", Path("services.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "serviceprofile/nb-prof created\nserviceinstance/nb created\n");
+
+  // The compute instance is Not Deployed: the service's deploy waits for it.
+  pid_t waiter = Spawn({"deploy", "si/nb", "--wait"}, "svc-deploy");
+  background_.push_back(waiter);
+  ASSERT_TRUE(WaitText("svc-deploy.out", "Waiting\n")) << Slurp(Path("svc-deploy.err"));
+  r = Gantry({"get", "sp"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(absl::StartsWith(r.out, "NAME     DISPLAY NAME  TYPE      TEMPLATE   REVISION  AGE\n"
+                                      "nb-prof  <none>        notebook  good-tmpl  1 "))
+      << r.out;
+
+  // Deploy the compute instance; its run holds until released. The service then deploys by
+  // itself and the waiting CLI ends with Success.
+  r = Gantry({"deploy", "slow"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(WaitFile("started-slow-1")) << gantryd_->Log();
+  r = Gantry({"get", "si", "-o", "wide"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "nb    Notebook      nb-prof  slow     Waiting")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "ComputeNotReady")) << r.out;
+  WriteFile("release", "");
+  Result deployed = Collect(waiter, "svc-deploy");
+  background_.clear();
+  EXPECT_EQ(deployed.exit_code, 0) << deployed.err;
+  EXPECT_TRUE(absl::StartsWith(deployed.out, "serviceinstance/nb deploy queued (run ")) << deployed.out;
+  EXPECT_TRUE(absl::EndsWith(deployed.out, "Success\n")) << deployed.out;
+  r = Gantry({"logs", "si/nb"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "good: apply of nb starting")) << r.out;
+
+  // The compute instance cannot go from under its service, unless asked to cascade.
+  r = Gantry({"delete", "ci", "slow"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err, "1 service instance runs on it")) << r.err;
+  r = Gantry({"destroy", "slow"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err, "1 service instance runs on it")) << r.err;
+  r = Gantry({"destroy", "slow", "--cascade", "--wait"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(absl::EndsWith(r.out, "Not Deployed\n")) << r.out;
+  r = Gantry({"get", "si", "nb"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "Not Deployed")) << r.out;
+  r = Gantry({"delete", "ci", "slow", "--cascade"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "computeinstance/slow deleted\n");
 }
 
 }  // namespace

@@ -234,6 +234,54 @@ TEST_P(KubectlTest, GetPrintsTablesWithTheSeedsColumns) {
   EXPECT_THAT(r.output, HasSubstr("Error from server (NotFound): "));
 }
 
+TEST_P(KubectlTest, GetPrintsServiceProfileAndServiceInstanceTables) {
+  ASSERT_EQ(ApplyFixture().code, 0);
+  Result r = Kubectl({"apply", "-f", Write("services.yaml", R"(apiVersion: paas.gantry.dev/v1
+kind: ServiceProfile
+metadata: {name: jupyter, namespace: default}
+spec:
+  displayName: Jupyter
+  serviceType: notebook
+  templateRef: {name: train}
+  computeSelector:
+    matchExpressions: [{key: tier, operator: NotIn, values: [cpu]}]
+---
+apiVersion: paas.gantry.dev/v1
+kind: ServiceInstance
+metadata: {name: nb, namespace: default}
+spec:
+  displayName: Team notebook
+  profileRef: {name: jupyter}
+  computeRef: {name: prod}
+)")});
+  ASSERT_EQ(r.code, 0) << r.output;
+
+  r = Kubectl({"get", "sp"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto rows = Rows(r.output);
+  ASSERT_EQ(rows.size(), 2u) << r.output;
+  EXPECT_THAT(rows[0], ElementsAre("NAME", "DISPLAY NAME", "TYPE", "TEMPLATE", "REVISION", "AGE"));
+  EXPECT_THAT(std::vector<std::string>(rows[1].begin(), rows[1].begin() + 5),
+              ElementsAre("jupyter", "Jupyter", "notebook", "train", "1"));
+  r = Kubectl({"get", "serviceprofiles", "-o", "wide"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("COMPUTE SELECTOR"));
+  EXPECT_THAT(r.output, HasSubstr("tier notin (cpu)"));
+
+  r = Kubectl({"get", "si"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  rows = Rows(r.output);
+  ASSERT_EQ(rows.size(), 2u) << r.output;
+  EXPECT_THAT(rows[0], ElementsAre("NAME", "DISPLAY NAME", "PROFILE", "COMPUTE", "STATUS", "AGE"));
+  EXPECT_THAT(std::vector<std::string>(rows[1].begin(), rows[1].begin() + 5),
+              ElementsAre("nb", "Team notebook", "jupyter", "prod", "Not Deployed"));
+  r = Kubectl({"get", "serviceinstances", "-o", "wide"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(Rows(r.output)[0],
+              ElementsAre("NAME", "DISPLAY NAME", "PROFILE", "COMPUTE", "STATUS", "AGE",
+                          "REVISION", "REASON", "OUTPUTS", "SHARING"));
+}
+
 TEST_P(KubectlTest, ApplyCreatesThenIsUnchangedThenConfigures) {
   Result r = ApplyFixture();
   ASSERT_EQ(r.code, 0) << r.output;

@@ -14,60 +14,11 @@
 //
 //   node e2e/studio.e2e.mjs [--gantryd PATH] [--screens DIR | --no-screens]   (default DIR: docs/screens)
 // Skips (exit 77) when chromium or node_modules are missing, unless CI or GANTRY_CI is set.
-import { existsSync, mkdirSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
+import { addTemplateVariable, runE2e } from './harness.mjs';
 
-const webDir = join(dirname(fileURLToPath(import.meta.url)), '..');
-const repoRoot = join(webDir, '..');
-const inCi = !!(process.env.CI || process.env.GANTRY_CI);
-const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-function skip(why) {
-  if (inCi) { console.error(`FAIL: ${why} (CI must run the browser test)`); process.exit(1); }
-  console.log(`SKIP: ${why}`);
-  process.exit(77);
-}
-if (!existsSync(chromiumPath)) skip(`${chromiumPath} is not installed (apt-get install chromium)`);
-if (!existsSync(join(webDir, 'node_modules/playwright-core'))) skip('web/node_modules is missing (cd web && npm ci)');
-if (!existsSync(join(webDir, 'dist/index.html'))) {
-  console.error('FAIL: web/dist is not built: run `bash scripts/build-ui.sh` (npm ci && npm run build in web/)');
-  process.exit(1);
-}
-
-const { chromium } = await import('playwright-core');
-const { startGantryd } = await import('../scripts/gantryd.mjs');
-const args = process.argv.slice(2);
-const opt = (n) => { const i = args.indexOf(n); return i >= 0 ? args[i + 1] : undefined; };
-const screensDir = opt('--screens') ?? join(repoRoot, 'docs/screens');
-const takeScreens = !args.includes('--no-screens');
-if (takeScreens) mkdirSync(screensDir, { recursive: true });
-
-const server = await startGantryd({
-  binary: opt('--gantryd'), uiDir: join(webDir, 'dist'),
-  args: ['--gpus', 'demo-gpu:4', '--workers', '1'],
-});
-const base = server.url;
-let browser;
-let page;
-let failed = false;
-const step = (s) => console.log(`--- ${s}`);
-
-// The one place the test talks to the API directly (setup only): the bootstrap token once
-// gantryd has identity.
-async function api(method, path, body) {
-  const res = await fetch(base + path, {
-    method,
-    headers: { 'Content-Type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json', Authorization: `Bearer ${server.token}` },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : {};
-}
-const G = '/apis/paas.gantry.dev/v1';
-
-try {
+await runE2e({ name: 'the seed workflow in PaaS Studio', gantrydArgs: ['--gpus', 'demo-gpu:4', '--workers', '1'], failureShot: 'studio-e2e-failure.png' },
+  async ({ base, G, api, server, page, step, shot, expected }) => {
   const whoami = await fetch(`${base}/auth/whoami`);
   const auth = whoami.status !== 404;
   console.log(`gantryd at ${base}; identity API: ${auth ? 'yes (log in for real)' : 'not yet (open API)'}`);
@@ -98,29 +49,10 @@ try {
   for (let i = 0; i < 12; i++)
     await api('POST', `${G}/namespaces/ml-research/computeinstances`, { metadata: { name: `batch-${String(i).padStart(2, '0')}` }, spec: { displayName: `Batch job ${i}`, profileRef: { name: 'blocker' } } });
 
-  browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, locale: 'en-GB', timezoneId: 'UTC' });
-  page = await context.newPage();
-  page.setDefaultTimeout(20000);
-
-  // Console errors fail the test, except responses this flow provokes on purpose.
-  const consoleErrors = [];
-  const expected = [
+  expected.push(
     { url: '/auth/whoami', status: auth ? 401 : 404 },
     { url: '/computeprofiles/ws-standard', status: 409 }, // deleting a profile in use: refused
-  ];
-  page.on('console', (m) => {
-    if (m.type() !== 'error') return;
-    const where = m.location()?.url ?? '';
-    if (expected.some((e) => where.includes(e.url) && m.text().includes(`status of ${e.status}`))) return;
-    consoleErrors.push(`${m.text()} (${where})`);
-  });
-  page.on('pageerror', (e) => consoleErrors.push(`uncaught: ${e.message}`));
-  const shot = async (name) => {
-    if (!takeScreens) return;
-    await page.locator('#main-content').evaluate((e) => e.scrollTo(0, 0)).catch(() => {});
-    await page.screenshot({ path: join(screensDir, `${name}.png`) });
-  };
+  );
 
   // ---------------------------------------------------------------- log in as admin
   step('log in as admin');
@@ -169,17 +101,8 @@ try {
   await page.fill('#template-display-name', 'Workspace (exec script)');
   await page.fill('#template-description', 'Prepares a workspace directory for an instance.');
   await page.fill('#template-config', JSON.stringify({ command: ['sh', 'examples/scripts/workspace.sh'], env: { PROVISION_SECONDS: '4' }, timeoutSeconds: 120 }, null, 2));
-  await page.getByRole('button', { name: 'Add variable' }).click();
-  await page.getByLabel('variable 1 name').fill('image');
-  await page.getByLabel('variable 1 type').selectOption('enum');
-  await page.getByLabel('variable 1 default').fill('pytorch:24.05');
-  await page.getByLabel('variable 1 allowed values').fill('pytorch:24.05, jax:0.4, tensorflow:2.16');
-  await page.getByLabel('variable 1 description').fill('Container image');
-  await page.getByRole('button', { name: 'Add variable' }).click();
-  await page.getByLabel('variable 2 name').fill('nodes');
-  await page.getByLabel('variable 2 type').selectOption('number');
-  await page.getByLabel('variable 2 default').fill('1');
-  await page.getByLabel('variable 2 description').fill('Nodes to allocate');
+  await addTemplateVariable(page, 1, { name: 'image', type: 'enum', def: 'pytorch:24.05', allowed: 'pytorch:24.05, jax:0.4, tensorflow:2.16', description: 'Container image' });
+  await addTemplateVariable(page, 2, { name: 'nodes', type: 'number', def: '1', description: 'Nodes to allocate' });
   await page.fill('#template-outputs', 'workspace, endpoint');
   await shot('template-new');
   await page.getByRole('button', { name: 'Create' }).click();
@@ -430,19 +353,4 @@ try {
   // A deployed instance is torn down (a destroy run), then its record goes: the row disappears live.
   await page.getByRole('row', { name: /gpu-instance-prod/ }).waitFor({ state: 'detached', timeout: 30000 });
 
-  if (consoleErrors.length) throw new Error(`browser console errors:\n  ${consoleErrors.join('\n  ')}`);
-  console.log('PASS: the seed workflow in PaaS Studio');
-} catch (err) {
-  failed = true;
-  await page?.screenshot({ path: join(process.env.TMPDIR ?? '/tmp', 'studio-e2e-failure.png') }).catch(() => {});
-  console.error(`FAIL: ${err.stack ?? err}`);
-  console.error(`gantryd log (tail):\n${server.log().split('\n').slice(-30).join('\n')}`);
-} finally {
-  await browser?.close();
-  const code = await server.stop();
-  if (code !== 0) {
-    failed = true;
-    console.error(`FAIL: gantryd exited with ${code} on SIGTERM:\n${server.log().split('\n').slice(-60).join('\n')}`);
-  }
-}
-process.exit(failed ? 1 : 0);
+});

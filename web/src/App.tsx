@@ -16,6 +16,8 @@ import { InstancesPage } from './pages/Instances';
 import { InstanceWizard } from './pages/InstanceWizard';
 import { InstanceOverview } from './pages/InstanceOverview';
 import { ProfilesPage, ProfileEditor } from './pages/Profiles';
+import { ServiceProfilesPage, ServiceProfileEditor } from './pages/ServiceProfiles';
+import { SERVICE } from './components/instanceActions';
 import { TemplatesPage, TemplateEditor } from './pages/Templates';
 import { ProjectsPage, ProjectMembers } from './pages/Projects';
 import { AuditPage } from './pages/Audit';
@@ -88,7 +90,9 @@ function Shell({ children }: { children: ReactNode }) {
           <NavList>
             {item('/', 'Home', '/home')}
             {current && item(`/p/${p}/instances`, 'Compute Instances', `/p/${p}/instances`)}
+            {current && item(`/p/${p}/services`, 'Service Instances', `/p/${p}/services`)}
             {isAdmin && current && item(`/p/${p}/profiles`, 'Compute Profiles', `/p/${p}/profiles`)}
+            {isAdmin && current && item(`/p/${p}/serviceprofiles`, 'Service Profiles', `/p/${p}/serviceprofiles`)}
             {isAdmin && current && item(`/p/${p}/templates`, 'Environment Templates', `/p/${p}/templates`)}
             {canManageMembers && item('/projects', 'Projects & Members', '/projects')}
             {isAdmin && item('/audit', 'Audit Log', '/audit')}
@@ -133,6 +137,12 @@ export function App() {
         <Route path="/p/:project/instances" element={<InstancesPage />} />
         <Route path="/p/:project/instances/new" element={<InstanceWizard />} />
         <Route path="/p/:project/instances/:name" element={<InstanceOverview />} />
+        <Route path="/p/:project/services" element={<InstancesPage key="services" kind={SERVICE} />} />
+        <Route path="/p/:project/services/new" element={<InstanceWizard key="services" kind={SERVICE} />} />
+        <Route path="/p/:project/services/:name" element={<InstanceOverview key="services" kind={SERVICE} />} />
+        <Route path="/p/:project/serviceprofiles" element={<AdminOnly><ServiceProfilesPage /></AdminOnly>} />
+        <Route path="/p/:project/serviceprofiles/new" element={<AdminOnly><ServiceProfileEditor /></AdminOnly>} />
+        <Route path="/p/:project/serviceprofiles/:name" element={<AdminOnly><ServiceProfileEditor /></AdminOnly>} />
         <Route path="/p/:project/profiles" element={<AdminOnly><ProfilesPage /></AdminOnly>} />
         <Route path="/p/:project/profiles/new" element={<AdminOnly><ProfileEditor /></AdminOnly>} />
         <Route path="/p/:project/profiles/:name" element={<AdminOnly><ProfileEditor /></AdminOnly>} />

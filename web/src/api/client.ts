@@ -73,7 +73,11 @@ export const post = <T>(path: string, body: unknown = {}) => request<T>('POST', 
 export const put = <T>(path: string, body: unknown) => request<T>('PUT', path, body);
 export const patch = <T>(path: string, body: unknown) =>
   request<T>('PATCH', path, body, 'application/merge-patch+json');
-export const del = <T>(path: string) => request<T>('DELETE', path);
+export const del = <T>(path: string, body?: unknown) => request<T>('DELETE', path, body);
+
+// DELETE with this body destroys (and deletes) what depends on the object first: a compute
+// instance's service instances (instead of a 409 listing them).
+export const FOREGROUND_DELETE = { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Foreground' };
 
 export function query(params: Record<string, string | number | undefined>): string {
   const q = new URLSearchParams();

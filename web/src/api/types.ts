@@ -9,6 +9,9 @@ export type Project = Schemas['dev.gantry.paas.v1.Project'];
 export type EnvironmentTemplate = Schemas['dev.gantry.paas.v1.EnvironmentTemplate'];
 export type ComputeProfile = Schemas['dev.gantry.paas.v1.ComputeProfile'];
 export type ComputeInstance = Schemas['dev.gantry.paas.v1.ComputeInstance'];
+export type ServiceProfile = Schemas['dev.gantry.paas.v1.ServiceProfile'];
+export type ServiceInstance = Schemas['dev.gantry.paas.v1.ServiceInstance'];
+export type ComputeSelector = NonNullable<NonNullable<ServiceProfile['spec']>['computeSelector']>;
 export type Run = Schemas['dev.gantry.paas.v1.Run'];
 export type GpuNode = Schemas['dev.gantry.paas.v1.Node'];
 

@@ -1,5 +1,5 @@
 // Manage Sharing (None / All Projects / Selected Projects) and the typed-name Delete confirmation.
-import { useEffect, useState } from 'react';
+import { useEffect, useState, type ReactNode } from 'react';
 import { Button, Checkbox, Form, FormGroup, Modal, Radio, TextInput, Text, HelperText, HelperTextItem } from '@patternfly/react-core';
 import { collectionPath, get, patch } from '../api/client';
 import type { List, Project, Sharing, SharingMode } from '../api/types';
@@ -63,8 +63,11 @@ export function SharingModal({ kindLabel, path, project, name, sharing, onClose,
   );
 }
 
-export function DeleteModal({ kindLabel, name, extra, onClose, onConfirm }: {
+// `children`: more to say or ask before the name (e.g. the services a compute instance still
+// has); `blocked`: why Delete stays disabled even with the name typed.
+export function DeleteModal({ kindLabel, name, extra, onClose, onConfirm, children, blocked }: {
   kindLabel: string; name: string; extra?: string; onClose: () => void; onConfirm: () => Promise<void>;
+  children?: ReactNode; blocked?: boolean;
 }) {
   const [typed, setTyped] = useState('');
   const [error, setError] = useState<unknown>(null);
@@ -82,14 +85,15 @@ export function DeleteModal({ kindLabel, name, extra, onClose, onConfirm }: {
   return (
     <Modal variant="small" titleIconVariant="danger" title={`Delete ${kindLabel}?`} isOpen onClose={onClose}
       actions={[
-        <Button key="delete" variant="danger" onClick={go} isLoading={busy} isDisabled={typed !== name || busy}>Delete</Button>,
+        <Button key="delete" variant="danger" onClick={go} isLoading={busy} isDisabled={typed !== name || busy || blocked}>Delete</Button>,
         <Button key="cancel" variant="link" onClick={onClose}>Cancel</Button>,
       ]}>
       <Text style={{ marginBottom: 12 }}>
         This is a destructive action and <b>cannot be reversed</b>. {extra}
       </Text>
+      {children}
       <ErrorAlert error={error} />
-      <Form onSubmit={(e) => { e.preventDefault(); if (typed === name) void go(); }}>
+      <Form onSubmit={(e) => { e.preventDefault(); if (typed === name && !blocked) void go(); }}>
         <FormGroup label={<>Type <b>{name}</b> to confirm</>} fieldId="confirm-name">
           <TextInput id="confirm-name" value={typed} onChange={(_e, v) => setTyped(v)} autoFocus aria-label="Unique name to confirm" />
         </FormGroup>

@@ -1,46 +1,60 @@
-// Home: what is running, what needs attention, GPU capacity.
+// Home: what is running, what needs attention (compute and service instances), GPU capacity.
 import { useEffect, useState } from 'react';
 import { Link } from 'react-router-dom';
-import { Card, CardBody, CardTitle, Gallery, PageSection, Title, Text, DataList, DataListItem, DataListItemRow, DataListItemCells, DataListCell, Button, Flex } from '@patternfly/react-core';
+import { Card, CardBody, CardTitle, Gallery, PageSection, Title, Text, DataList, DataListItem, DataListItemRow, DataListItemCells, DataListCell, Button, Flex, Label } from '@patternfly/react-core';
 import { collectionPath, get, watch } from '../api/client';
-import type { ComputeInstance, GpuNode, List } from '../api/types';
+import type { ComputeInstance, GpuNode, List, ServiceInstance } from '../api/types';
 import { useAuth } from '../auth';
 import { lastProject } from '../project';
 import { Empty, ErrorAlert, Loading, PHASE_TEXT, StatusLabel } from '../components/common';
 
-function link(i: ComputeInstance) {
-  return `/p/${encodeURIComponent(i.metadata?.namespace ?? '')}/instances/${encodeURIComponent(i.metadata?.name ?? '')}`;
+type Instance = ComputeInstance | ServiceInstance;
+const isService = (i: Instance) => i.kind === 'ServiceInstance';
+
+function link(i: Instance) {
+  return `/p/${encodeURIComponent(i.metadata?.namespace ?? '')}/${isService(i) ? 'services' : 'instances'}/${encodeURIComponent(i.metadata?.name ?? '')}`;
+}
+
+// Every instance of `plural` across the projects the user may see; live (watch), so phases
+// move without reload. Watched objects carry their kind.
+function useLiveAll<T extends Instance>(plural: string, kind: T['kind'], setError: (e: unknown) => void): T[] | null {
+  const [items, setItems] = useState<T[] | null>(null);
+  useEffect(() => {
+    const ac = new AbortController();
+    const seen = new Map<string, T>();
+    const key = (i: T) => `${i.metadata?.namespace}/${i.metadata?.name}`;
+    let timer: number | undefined;
+    const flush = () => { timer = undefined; setItems([...seen.values()]); };
+    get<List<T>>(collectionPath(plural) + '?limit=500', ac.signal).then((l) => {
+      for (const i of l.items) seen.set(key(i), { ...i, kind });
+      flush();
+      return watch<T>(collectionPath(plural), {}, (e) => {
+        if (e.type === 'DELETED') seen.delete(key(e.object)); else seen.set(key(e.object), { ...e.object, kind });
+        if (timer === undefined) timer = window.setTimeout(flush, 100);
+      }, ac.signal, setError, l.metadata?.resourceVersion);
+    }).catch((e) => { if (!ac.signal.aborted) { setError(e); setItems([]); } });
+    return () => { ac.abort(); if (timer) window.clearTimeout(timer); };
+  }, [plural, kind, setError]);
+  return items;
 }
 
 export function HomePage() {
   const { isAdmin, user, open } = useAuth();
-  const [items, setItems] = useState<ComputeInstance[] | null>(null);
   const [nodes, setNodes] = useState<GpuNode[]>([]);
   const [error, setError] = useState<unknown>(null);
-
+  const computes = useLiveAll<ComputeInstance>('computeinstances', 'ComputeInstance', setError);
+  const services = useLiveAll<ServiceInstance>('serviceinstances', 'ServiceInstance', setError);
+  const items = computes;
+  const all: Instance[] = [...(computes ?? []), ...(services ?? [])];
   useEffect(() => {
-    const ac = new AbortController();
-    // Across every project the user may see; live (watch), so phases move without reload.
-    const seen = new Map<string, ComputeInstance>();
-    const key = (i: ComputeInstance) => `${i.metadata?.namespace}/${i.metadata?.name}`;
-    let timer: number | undefined;
-    const flush = () => { timer = undefined; setItems([...seen.values()]); };
-    get<List<ComputeInstance>>(collectionPath('computeinstances') + '?limit=500', ac.signal).then((l) => {
-      for (const i of l.items) seen.set(key(i), i);
-      flush();
-      return watch<ComputeInstance>(collectionPath('computeinstances'), {}, (e) => {
-        if (e.type === 'DELETED') seen.delete(key(e.object)); else seen.set(key(e.object), e.object);
-        if (timer === undefined) timer = window.setTimeout(flush, 100);
-      }, ac.signal, setError, l.metadata?.resourceVersion);
-    }).catch((e) => { if (!ac.signal.aborted) { setError(e); setItems([]); } });
     if (isAdmin) get<List<GpuNode>>(collectionPath('nodes')).then((l) => setNodes(l.items)).catch(() => setNodes([]));
-    return () => { ac.abort(); if (timer) window.clearTimeout(timer); };
   }, [isAdmin]);
 
   const byPhase = (p: string) => (items ?? []).filter((i) => (i.status?.phase ?? 'NotDeployed') === p);
-  const attention = (items ?? []).filter((i) => i.status?.phase === 'Failed' || i.status?.phase === 'Waiting' ||
+  const attention = all.filter((i) => i.status?.phase === 'Failed' || i.status?.phase === 'Waiting' ||
     ((i.status?.deployedGeneration ?? 0) > 0 && (i.status?.deployedGeneration ?? 0) < (i.metadata?.generation ?? 0)));
-  const running = byPhase('Success');
+  const running = all.filter((i) => i.status?.phase === 'Success');
+  const servicesUp = (services ?? []).filter((i) => i.status?.phase === 'Success').length;
   const project = lastProject();
 
   return (
@@ -49,7 +63,7 @@ export function HomePage() {
         <Flex justifyContent={{ default: 'justifyContentSpaceBetween' }} alignItems={{ default: 'alignItemsCenter' }}>
           <div>
             <Title headingLevel="h1">Welcome{user?.displayName && !open ? `, ${user.displayName}` : ''}</Title>
-            <Text className="gantry-muted">Compute instances across your projects, live.</Text>
+            <Text className="gantry-muted">Compute and service instances across your projects, live.</Text>
           </div>
           {project && <Link to={`/p/${encodeURIComponent(project)}/instances/new`}><Button>New Compute Instance</Button></Link>}
         </Flex>
@@ -65,6 +79,10 @@ export function HomePage() {
                   <CardBody><span style={{ fontSize: 32, fontWeight: 600 }} data-testid={`count-${p}`}>{byPhase(p).length}</span></CardBody>
                 </Card>
               ))}
+              <Card isCompact>
+                <CardTitle>Service Instances</CardTitle>
+                <CardBody><span style={{ fontSize: 32, fontWeight: 600 }} data-testid="count-services">{servicesUp}</span> <span className="gantry-muted">of {services?.length ?? 0} running</span></CardBody>
+              </Card>
               {nodes.map((n) => (
                 <Card key={n.metadata?.name} isCompact>
                   <CardTitle>GPUs on {n.metadata?.name}</CardTitle>
@@ -84,10 +102,10 @@ export function HomePage() {
                   {attention.length === 0 ? <Empty title="Nothing needs attention" /> : (
                     <DataList aria-label="Needs attention" isCompact>
                       {attention.map((i) => (
-                        <DataListItem key={`${i.metadata?.namespace}/${i.metadata?.name}`}>
+                        <DataListItem key={`${i.kind}/${i.metadata?.namespace}/${i.metadata?.name}`}>
                           <DataListItemRow>
                             <DataListItemCells dataListCells={[
-                              <DataListCell key="n"><Link to={link(i)}>{i.metadata?.name}</Link> <span className="gantry-muted">in {i.metadata?.namespace}</span></DataListCell>,
+                              <DataListCell key="n"><Link to={link(i)}>{i.metadata?.name}</Link> <span className="gantry-muted">in {i.metadata?.namespace}</span>{isService(i) && <> <Label isCompact color="cyan">service</Label></>}</DataListCell>,
                               <DataListCell key="s"><StatusLabel phase={i.status?.phase} action={i.status?.action} /></DataListCell>,
                               <DataListCell key="r" width={2}>{i.status?.phase === 'Failed' || i.status?.phase === 'Waiting'
                                 ? `${i.status?.reason ?? ''}${i.status?.message ? `: ${i.status.message}` : ''}`
@@ -106,10 +124,10 @@ export function HomePage() {
                   {running.length === 0 ? <Empty title="Nothing is running" /> : (
                     <DataList aria-label="Running" isCompact>
                       {running.map((i) => (
-                        <DataListItem key={`${i.metadata?.namespace}/${i.metadata?.name}`}>
+                        <DataListItem key={`${i.kind}/${i.metadata?.namespace}/${i.metadata?.name}`}>
                           <DataListItemRow>
                             <DataListItemCells dataListCells={[
-                              <DataListCell key="n"><Link to={link(i)}>{i.spec?.displayName || i.metadata?.name}</Link> <span className="gantry-muted">in {i.metadata?.namespace}</span></DataListCell>,
+                              <DataListCell key="n"><Link to={link(i)}>{i.spec?.displayName || i.metadata?.name}</Link> <span className="gantry-muted">in {i.metadata?.namespace}</span>{isService(i) && <> <Label isCompact color="cyan">service</Label></>}</DataListCell>,
                               <DataListCell key="o">{/^https?:\/\//.test(i.status?.outputs?.endpoint ?? '')
                                 ? <a href={i.status?.outputs?.endpoint} target="_blank" rel="noreferrer">{i.status?.outputs?.endpoint}</a>
                                 : <span className="gantry-muted">profile {i.spec?.profileRef?.name}</span>}</DataListCell>,

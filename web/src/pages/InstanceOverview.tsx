@@ -1,6 +1,8 @@
-// Overview of one compute instance: everything configured, live status (watch), outputs,
-// runs with live log following, unpublished changes, upgrade to the latest profile revision,
-// and Edit Configuration (?edit=1).
+// Overview of one compute or service instance: everything configured, live status (watch),
+// outputs, runs with live log following, unpublished changes, upgrade to the latest profile
+// revision, and Edit Configuration (?edit=1). A service shows its compute instance (and why it
+// waits for it); a compute instance lists the services running on it, and its Destroy and
+// Delete offer to cascade to them.
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router-dom';
 import {
@@ -11,18 +13,22 @@ import {
 import EllipsisVIcon from '@patternfly/react-icons/dist/esm/icons/ellipsis-v-icon';
 import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import { ApiError, collectionPath, del, followLog, get, objectPath, post, put, query, watch } from '../api/client';
-import type { ComputeInstance, ComputeProfile, EnvironmentTemplate, List, Run } from '../api/types';
+import type { ComputeInstance, ComputeProfile, EnvironmentTemplate, List, Run, ServiceInstance, ServiceProfile } from '../api/types';
 import { sharedFrom } from '../api/types';
-import { ErrorAlert, LabelList, Loading, RunPhaseLabel, StatusLabel, formatDate, sharingText } from '../components/common';
+import { ErrorAlert, LabelList, Loading, PHASE_TEXT, RunPhaseLabel, StatusLabel, formatDate, sharingText } from '../components/common';
 import { DeleteModal, SharingModal } from '../components/Modals';
 import { KeyValueEditor, fromPairs, toPairs, type Pair } from '../components/KeyValueEditor';
 import { VariablesForm, variableViews } from '../components/VariablesForm';
-import { instanceActions, type ActionState } from '../components/instanceActions';
+import { COMPUTE, instanceActions, type ActionState, type InstanceKind } from '../components/instanceActions';
+import { ComputeDeleteModal, ComputeDestroyModal, serviceName, servicesOn, useServicesOn } from '../components/ComputeServices';
+import { ComputeLink } from './Instances';
 import { useToasts } from '../components/toasts';
 import { useAuth } from '../auth';
 import { lastProject } from '../project';
 
-const PLURAL = 'computeinstances';
+type Instance = ComputeInstance | ServiceInstance;
+type Profile = ComputeProfile | ServiceProfile;
+const enc = encodeURIComponent;
 
 function ActionButton({ st, children, ...rest }: { st: ActionState; children: React.ReactNode } & React.ComponentProps<typeof Button>) {
   const b = <Button {...rest} isAriaDisabled={st.disabled}>{children}</Button>;
@@ -69,7 +75,9 @@ function RunLog({ project, run }: { project: string; run: Run }) {
   );
 }
 
-export function InstanceOverview() {
+export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
+  const PLURAL = kind.plural;
+  const isService = kind.kind === 'ServiceInstance';
   const { project = '', name = '' } = useParams();
   const [params, setParams] = useSearchParams();
   const navigate = useNavigate();
@@ -82,9 +90,10 @@ export function InstanceOverview() {
   const foreign = !role;
   const readOnlyReason = foreign ? `Shared with your project from ${project} (read-only)`
     : role === 'viewer' ? 'Viewers cannot change instances' : '';
-  const [inst, setInst] = useState<ComputeInstance | null>(null);
+  const [inst, setInst] = useState<Instance | null>(null);
   const [error, setError] = useState<unknown>(null);
-  const [profile, setProfile] = useState<ComputeProfile | null>(null);
+  const [profile, setProfile] = useState<Profile | null>(null);
+  const [cascading, setCascading] = useState<ServiceInstance[] | null>(null);
   const [runs, setRuns] = useState<Run[]>([]);
   const [selectedRun, setSelectedRun] = useState('');
   const [tab, setTab] = useState<string | number>('details');
@@ -98,29 +107,31 @@ export function InstanceOverview() {
     const ac = new AbortController();
     const path = objectPath(PLURAL, project, name);
     if (foreign) {
-      const poll = () => get<ComputeInstance>(path, ac.signal).then(setInst).catch((e) => { if (!ac.signal.aborted) setError(e); });
+      const poll = () => get<Instance>(path, ac.signal).then(setInst).catch((e) => { if (!ac.signal.aborted) setError(e); });
       void poll();
       const t = window.setInterval(() => void poll(), 3000);
       return () => { window.clearInterval(t); ac.abort(); };
     }
-    get<ComputeInstance>(path, ac.signal).then((i) => {
+    get<Instance>(path, ac.signal).then((i) => {
       setInst(i);
-      return watch<ComputeInstance>(collectionPath(PLURAL, project), { fieldSelector: `metadata.name=${name}` }, (e) => {
+      return watch<Instance>(collectionPath(PLURAL, project), { fieldSelector: `metadata.name=${name}` }, (e) => {
         if (e.type === 'DELETED') setGone(true); else setInst(e.object);
       }, ac.signal, undefined, i.metadata?.resourceVersion);
     }).catch((e) => { if (!ac.signal.aborted) setError(e); });
     return () => ac.abort();
-  }, [project, name, foreign]);
+  }, [project, name, foreign, PLURAL]);
 
-  // Runs of this instance, live.
+  // Runs of this instance, live (a compute and a service instance may share a name).
+  const ownRun = useCallback((r: Run) => (r.spec?.instanceRef?.kind ?? 'ComputeInstance') === kind.kind, [kind.kind]);
   useEffect(() => {
     if (foreign) return;
     const ac = new AbortController();
     const path = collectionPath('runs', project);
     const fs = `spec.instanceRef.name=${name}`;
     get<List<Run>>(path + query({ fieldSelector: fs }), ac.signal).then((l) => {
-      setRuns(l.items);
+      setRuns(l.items.filter(ownRun));
       return watch<Run>(path, { fieldSelector: fs }, (e) => {
+        if (!ownRun(e.object)) return;
         setRuns((cur) => {
           const rest = cur.filter((r) => r.metadata?.name !== e.object.metadata?.name);
           return e.type === 'DELETED' ? rest : [e.object, ...rest].sort((a, b) => (b.metadata?.creationTimestamp ?? '').localeCompare(a.metadata?.creationTimestamp ?? '') || (b.metadata?.name ?? '').localeCompare(a.metadata?.name ?? '', undefined, { numeric: true }));
@@ -128,15 +139,18 @@ export function InstanceOverview() {
       }, ac.signal, undefined, l.metadata?.resourceVersion);
     }).catch(() => { /* runs are optional on this page */ });
     return () => ac.abort();
-  }, [project, name, foreign]);
+  }, [project, name, foreign, ownRun]);
 
   const profileNs = inst?.spec?.profileRef?.namespace || project;
   const profileName = inst?.spec?.profileRef?.name ?? '';
   const profileRv = inst?.metadata?.resourceVersion;
   useEffect(() => {
     if (!profileName || foreign) return;
-    get<ComputeProfile>(objectPath('computeprofiles', profileNs, profileName)).then(setProfile).catch(() => setProfile(null));
-  }, [profileNs, profileName, profileRv, foreign]);
+    get<Profile>(objectPath(kind.profilePlural, profileNs, profileName)).then(setProfile).catch(() => setProfile(null));
+  }, [profileNs, profileName, profileRv, foreign, kind.profilePlural]);
+  // A compute instance: the services on it (live). A service: its compute instance.
+  const services = useServicesOn(project, isService || foreign ? '' : name, inst?.metadata?.resourceVersion);
+  const compute = useComputeOf(isService ? inst as ServiceInstance | null : null, project);
 
   useEffect(() => { if (!selectedRun && inst?.status?.lastRunRef?.name) setSelectedRun(inst.status.lastRunRef.name); }, [inst, selectedRun]);
   // A new run (deploy or destroy) becomes the one whose log is shown.
@@ -145,16 +159,20 @@ export function InstanceOverview() {
 
   const act = useCallback(async (action: 'deploy' | 'destroy' | 'cancel' | 'upgrade') => {
     try {
-      const out = await post<ComputeInstance>(`${objectPath(PLURAL, project, name)}/${action}`);
+      if (action === 'destroy' && !isService) {
+        const on = await servicesOn(project, name);
+        if (on.length) { setCascading(on); return; }
+      }
+      const out = await post<Instance>(`${objectPath(PLURAL, project, name)}/${action}`);
       if (out?.metadata) setInst(out);
       toasts.add('success', { deploy: 'Deploy queued', destroy: 'Destroy queued', cancel: 'Queued run canceled', upgrade: 'Upgraded to the latest profile revision' }[action]);
       if (action !== 'upgrade') setTab('runs');
     } catch (e) {
       toasts.fail(e);
     }
-  }, [project, name, toasts]);
+  }, [project, name, toasts, PLURAL, isService]);
 
-  if (error) return <PageSection><ErrorAlert error={error} /><Link to={`/p/${encodeURIComponent(project)}/instances`}>Back to Compute Instances</Link></PageSection>;
+  if (error) return <PageSection><ErrorAlert error={error} /><Link to={`/p/${enc(project)}/${kind.route}`}>Back to {kind.title}</Link></PageSection>;
   if (!inst) return <Loading />;
   const s = instanceActions(inst, readOnlyReason);
   const phase = inst.status?.phase ?? 'NotDeployed';
@@ -173,7 +191,7 @@ export function InstanceOverview() {
       {toasts.view}
       <PageSection variant="light">
         <Breadcrumb style={{ marginBottom: 8 }}>
-          <BreadcrumbItem><Link to={`/p/${encodeURIComponent(foreign ? lastProject() || project : project)}/instances`}>Compute Instances</Link></BreadcrumbItem>
+          <BreadcrumbItem><Link to={`/p/${enc(foreign ? lastProject() || project : project)}/${kind.route}`}>{kind.title}</Link></BreadcrumbItem>
           <BreadcrumbItem isActive>{name}</BreadcrumbItem>
         </Breadcrumb>
         <Flex justifyContent={{ default: 'justifyContentSpaceBetween' }} alignItems={{ default: 'alignItemsCenter' }}>
@@ -208,8 +226,13 @@ export function InstanceOverview() {
       <PageSection>
         {gone && <Alert variant="warning" isInline title="This instance was deleted." style={{ marginBottom: 12 }} />}
         {phase === 'InProgress' && <Alert variant="info" isInline title={`${inst.status?.action === 'destroy' ? 'Destroy' : 'Deploy'} in progress: the instance cannot be destroyed or deleted until it ends.`} style={{ marginBottom: 12 }} />}
-        {(phase === 'Waiting' || phase === 'Failed') && (inst.status?.reason || inst.status?.message) && (
-          <Alert variant={phase === 'Failed' ? 'danger' : 'warning'} isInline title={`${phase}: ${inst.status?.reason ?? ''}`} style={{ marginBottom: 12 }} data-testid="phase-reason">{inst.status?.message}</Alert>
+        {phase === 'Waiting' && inst.status?.reason === 'ComputeNotReady' ? (
+          <Alert variant="warning" isInline style={{ marginBottom: 12 }} data-testid="phase-reason" data-reason="ComputeNotReady"
+            title={<>Waiting for its compute instance ({'ComputeNotReady'}): {compute ? <>{compute.metadata?.name} is {PHASE_TEXT[compute.status?.phase ?? 'NotDeployed']}</> : 'not ready'}</>}>
+            {inst.status?.message || 'The deploy starts by itself once the compute instance is in Success.'}
+          </Alert>
+        ) : (phase === 'Waiting' || phase === 'Failed') && (inst.status?.reason || inst.status?.message) && (
+          <Alert variant={phase === 'Failed' ? 'danger' : 'warning'} isInline title={`${phase}: ${inst.status?.reason ?? ''}`} style={{ marginBottom: 12 }} data-testid="phase-reason" data-reason={inst.status?.reason}>{inst.status?.message}</Alert>
         )}
         {unpublished && (
           <Alert variant="warning" isInline title="Unpublished changes" data-testid="unpublished" style={{ marginBottom: 12 }}
@@ -224,7 +247,7 @@ export function InstanceOverview() {
           </Alert>
         )}
         {editing ? (
-          <EditConfiguration inst={inst} project={project} onDone={(saved, deploy) => {
+          <EditConfiguration inst={inst} project={project} kind={kind} onDone={(saved, deploy) => {
             setParams({});
             if (saved) { setInst(saved); toasts.add('success', 'Changes saved'); }
             if (deploy) void act('deploy');
@@ -236,7 +259,14 @@ export function InstanceOverview() {
                 <DescriptionListGroup><DescriptionListTerm>Unique Name</DescriptionListTerm><DescriptionListDescription>{name}</DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>Display Name</DescriptionListTerm><DescriptionListDescription>{inst.spec?.displayName || '—'}</DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>Description</DescriptionListTerm><DescriptionListDescription>{inst.spec?.description || '—'}</DescriptionListDescription></DescriptionListGroup>
-                <DescriptionListGroup><DescriptionListTerm>Compute Profile</DescriptionListTerm><DescriptionListDescription>
+                {isService && <>
+                  <DescriptionListGroup><DescriptionListTerm>Service Type</DescriptionListTerm><DescriptionListDescription><Label isCompact color="cyan">{(profile as ServiceProfile | null)?.spec?.serviceType ?? '—'}</Label></DescriptionListDescription></DescriptionListGroup>
+                  <DescriptionListGroup><DescriptionListTerm>Compute Instance</DescriptionListTerm><DescriptionListDescription data-testid="compute-instance">
+                    <ComputeLink s={inst as ServiceInstance} /> {compute && <StatusLabel phase={compute.status?.phase} action={compute.status?.action} />}
+                    {(inst as ServiceInstance).status?.computeCreated && <span className="gantry-muted"> (created for this service)</span>}
+                  </DescriptionListDescription></DescriptionListGroup>
+                </>}
+                <DescriptionListGroup><DescriptionListTerm>{kind.profileLabel}</DescriptionListTerm><DescriptionListDescription>
                   {profile?.spec?.displayName ? `${profile.spec.displayName} (${profileNs}/${profileName})` : `${profileNs}/${profileName}`} · revision {pinnedRev || '—'}{latestRev ? ` (latest ${latestRev})` : ''}
                 </DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>Publish Status</DescriptionListTerm><DescriptionListDescription><StatusLabel phase={phase} action={inst.status?.action} /> {inst.status?.reason ? <span className="gantry-muted">{inst.status.reason}</span> : null}</DescriptionListDescription></DescriptionListGroup>
@@ -256,6 +286,23 @@ export function InstanceOverview() {
                   <Tbody>
                     {outputs.map(([k, v]) => (
                       <Tr key={k}><Td>{k}</Td><Td>{/^https?:\/\//.test(v) ? <a href={v} target="_blank" rel="noreferrer">{v}</a> : <code>{v}</code>}</Td></Tr>
+                    ))}
+                  </Tbody>
+                </Table>
+              )}
+            </Tab>
+            <Tab eventKey="services" title={<TabTitleText>Services ({services?.length ?? 0})</TabTitleText>} isHidden={isService}>
+              {!services?.length ? <p style={{ marginTop: 16 }}>No service instances run on this compute instance.</p> : (
+                <Table aria-label="Services on this compute instance" variant="compact" data-testid="services">
+                  <Thead><Tr><Th>Service Instance</Th><Th>Display Name</Th><Th>Profile</Th><Th>Publish Status</Th></Tr></Thead>
+                  <Tbody>
+                    {services.map((sv) => (
+                      <Tr key={`${sv.metadata?.namespace}/${sv.metadata?.name}`}>
+                        <Td><Link to={`/p/${enc(sv.metadata?.namespace ?? project)}/services/${enc(sv.metadata?.name ?? '')}`}>{serviceName(sv, project)}</Link></Td>
+                        <Td>{sv.spec?.displayName}</Td>
+                        <Td>{sv.spec?.profileRef?.name}</Td>
+                        <Td><StatusLabel phase={sv.status?.phase} action={sv.status?.action} /></Td>
+                      </Tr>
                     ))}
                   </Tbody>
                 </Table>
@@ -285,28 +332,54 @@ export function InstanceOverview() {
         )}
       </PageSection>
       {sharing && (
-        <SharingModal kindLabel="compute instance" project={project} name={name} path={objectPath(PLURAL, project, name)}
+        <SharingModal kindLabel={kind.label} project={project} name={name} path={objectPath(PLURAL, project, name)}
           sharing={inst.spec?.sharing} onClose={() => setSharing(false)} onSaved={() => { setSharing(false); toasts.add('success', 'Sharing saved'); }} />
       )}
-      {deleting && (
-        <DeleteModal kindLabel="compute instance" name={name}
-          extra="Whatever it deployed is torn down first; then the instance is no longer available to end users."
+      {deleting && !isService && (
+        <ComputeDeleteModal project={project} name={name} onClose={() => setDeleting(false)} onDeleted={() => navigate(`/p/${enc(project)}/${kind.route}`)} />
+      )}
+      {deleting && isService && (
+        <DeleteModal kindLabel={kind.label} name={name}
+          extra="Whatever it deployed is torn down first; then the service is no longer available to end users."
           onClose={() => setDeleting(false)}
-          onConfirm={async () => { await del(objectPath(PLURAL, project, name)); navigate(`/p/${encodeURIComponent(project)}/instances`); }} />
+          onConfirm={async () => { await del(objectPath(PLURAL, project, name)); navigate(`/p/${enc(project)}/${kind.route}`); }} />
+      )}
+      {cascading && (
+        <ComputeDestroyModal project={project} name={name} services={cascading} onClose={() => setCascading(null)}
+          onDone={() => { setCascading(null); toasts.add('success', 'Destroy queued: its services are destroyed first'); setTab('runs'); }} />
       )}
     </>
   );
 }
 
-function EditConfiguration({ inst, project, onDone }: {
-  inst: ComputeInstance; project: string; onDone: (saved: ComputeInstance | null, deploy: boolean) => void;
+// The compute instance a service runs on, read again on each change of the service (the
+// server updates a waiting service's status when its compute instance moves). No watch: each
+// keeps one of the browser's six connections to gantryd open.
+function useComputeOf(svc: ServiceInstance | null, project: string): ComputeInstance | null {
+  const [compute, setCompute] = useState<ComputeInstance | null>(null);
+  const ref = svc?.spec?.computeRef;
+  const ns = ref?.namespace || svc?.metadata?.namespace || project;
+  const cname = ref?.name ?? '';
+  const rv = svc?.metadata?.resourceVersion;
+  useEffect(() => {
+    if (!cname) { setCompute(null); return; }
+    const ac = new AbortController();
+    get<ComputeInstance>(objectPath('computeinstances', ns, cname), ac.signal).then(setCompute)
+      .catch(() => { if (!ac.signal.aborted) setCompute(null); });
+    return () => ac.abort();
+  }, [ns, cname, rv]);
+  return compute;
+}
+
+function EditConfiguration({ inst, project, kind, onDone }: {
+  inst: Instance; project: string; kind: InstanceKind; onDone: (saved: Instance | null, deploy: boolean) => void;
 }) {
   const [displayName, setDisplayName] = useState(inst.spec?.displayName ?? '');
   const [description, setDescription] = useState(inst.spec?.description ?? '');
   const [values, setValues] = useState<Record<string, string>>(Object.fromEntries(Object.entries(inst.spec?.variables ?? {}).map(([k, v]) => [k, String(v)])));
   const [labels, setLabels] = useState<Pair[]>(toPairs(inst.metadata?.labels));
   const [annotations, setAnnotations] = useState<Pair[]>(toPairs(inst.metadata?.annotations));
-  const [profile, setProfile] = useState<ComputeProfile | null>(null);
+  const [profile, setProfile] = useState<Profile | null>(null);
   const [template, setTemplate] = useState<EnvironmentTemplate | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
@@ -315,23 +388,23 @@ function EditConfiguration({ inst, project, onDone }: {
   useEffect(() => {
     const pn = inst.spec?.profileRef?.name;
     if (!pn) return;
-    get<ComputeProfile>(objectPath('computeprofiles', ns, pn)).then((p) => {
+    get<Profile>(objectPath(kind.profilePlural, ns, pn)).then((p) => {
       setProfile(p);
       const t = p.spec?.templateRef;
       if (t?.name) return get<EnvironmentTemplate>(objectPath('environmenttemplates', t.namespace || p.metadata?.namespace || ns, t.name)).then(setTemplate);
     }).catch(() => { /* typed inputs fall back to text */ });
-  }, [inst.spec?.profileRef?.name, ns]);
+  }, [inst.spec?.profileRef?.name, ns, kind.profilePlural]);
   const save = async () => {
     setBusy(true);
     setError(null);
     try {
-      const body: ComputeInstance = {
+      const body: Instance = {
         ...inst,
         metadata: { ...inst.metadata, labels: fromPairs(labels), annotations: fromPairs(annotations) },
         spec: { ...inst.spec, profileRef: inst.spec?.profileRef ?? { name: "" }, displayName, description, variables: values },
       };
       delete (body as { status?: unknown }).status;
-      const saved = await put<ComputeInstance>(objectPath(PLURAL, project, inst.metadata?.name ?? ''), body);
+      const saved = await put<Instance>(objectPath(kind.plural, project, inst.metadata?.name ?? ''), body);
       onDone(saved, deployAfter);
     } catch (e) {
       setError(e);

@@ -1,5 +1,6 @@
-// Compute Instances: search, the seed's columns, coloured status, the actions menu, server-side
-// paging (limit/continue), and live status (watch) without reload.
+// Compute Instances and Service Instances: search, the seed's columns (services add their
+// service type and compute instance), coloured status, the actions menu, server-side paging
+// (limit/continue), and live status (watch) without reload.
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { Link, useNavigate } from 'react-router-dom';
 import {
@@ -8,18 +9,21 @@ import {
 } from '@patternfly/react-core';
 import { ActionsColumn, Table, Tbody, Td, Th, Thead, Tr, type IAction } from '@patternfly/react-table';
 import { collectionPath, del, get, objectPath, post, query, watch } from '../api/client';
-import type { ComputeInstance, List } from '../api/types';
+import type { ComputeInstance, List, ServiceInstance, ServiceProfile } from '../api/types';
 import { sharedFrom } from '../api/types';
 import { useCurrentProject } from '../project';
 import { Empty, ErrorAlert, Loading, StatusLabel, formatDate, sharingText } from '../components/common';
 import { DeleteModal, SharingModal } from '../components/Modals';
-import { instanceActions } from '../components/instanceActions';
+import { COMPUTE, instanceActions, type InstanceKind } from '../components/instanceActions';
+import { ComputeDeleteModal, ComputeDestroyModal, servicesOn } from '../components/ComputeServices';
 import { useToasts } from '../components/toasts';
 import { useAuth } from '../auth';
 
-const PLURAL = 'computeinstances';
+type Instance = ComputeInstance | ServiceInstance;
 
-export function InstancesPage() {
+export function InstancesPage({ kind = COMPUTE }: { kind?: InstanceKind }) {
+  const PLURAL = kind.plural;
+  const isService = kind.kind === 'ServiceInstance';
   const project = useCurrentProject();
   const navigate = useNavigate();
   const toasts = useToasts();
@@ -29,10 +33,19 @@ export function InstancesPage() {
   const [limit, setLimit] = useState(10);
   const [tokens, setTokens] = useState<string[]>(['']); // continue token of each page visited
   const [page, setPage] = useState(0);
-  const [list, setList] = useState<List<ComputeInstance> | null>(null);
+  const [list, setList] = useState<List<Instance> | null>(null);
   const [error, setError] = useState<unknown>(null);
-  const [sharing, setSharing] = useState<ComputeInstance | null>(null);
-  const [deleting, setDeleting] = useState<ComputeInstance | null>(null);
+  const [sharing, setSharing] = useState<Instance | null>(null);
+  const [deleting, setDeleting] = useState<Instance | null>(null);
+  const [cascading, setCascading] = useState<{ name: string; services: ServiceInstance[] } | null>(null);
+  // Service instances show their profile's service type.
+  const [serviceTypes, setServiceTypes] = useState<Record<string, string>>({});
+  useEffect(() => {
+    if (!isService || !project) return;
+    get<List<ServiceProfile>>(collectionPath('serviceprofiles', project) + '?limit=500')
+      .then((l) => setServiceTypes(Object.fromEntries(l.items.map((p) => [`${p.metadata?.namespace}/${p.metadata?.name}`, p.spec?.serviceType ?? '']))))
+      .catch(() => setServiceTypes({}));
+  }, [isService, project]);
   const [reloads, setReloads] = useState(0);
   const reload = useCallback(() => setReloads((n) => n + 1), []);
   const reloadTimer = useRef<number | undefined>(undefined);
@@ -57,12 +70,12 @@ export function InstancesPage() {
     if (!project) return;
     const ac = new AbortController();
     const path = collectionPath(PLURAL, project);
-    get<List<ComputeInstance>>(path + query({ limit, continue: tokens[page], search: applied }), ac.signal)
+    get<List<Instance>>(path + query({ limit, continue: tokens[page], search: applied }), ac.signal)
       .then((l) => {
         setList(l);
         setError(null);
         // Live: replace changed rows in place; a created or deleted instance re-reads the page.
-        void watch<ComputeInstance>(path, {}, (e) => {
+        void watch<Instance>(path, {}, (e) => {
           if (e.type === 'MODIFIED') {
             setList((cur) => cur && ({
               ...cur,
@@ -78,9 +91,14 @@ export function InstancesPage() {
     return () => ac.abort();
   }, [project, limit, tokens, page, applied, reloads, reload]);
 
-  const act = async (i: ComputeInstance, action: 'deploy' | 'destroy' | 'cancel') => {
+  const act = async (i: Instance, action: 'deploy' | 'destroy' | 'cancel') => {
     const name = i.metadata?.name ?? '';
     try {
+      if (action === 'destroy' && !isService) {
+        // Services run on it: ask whether to destroy them first.
+        const services = await servicesOn(project, name);
+        if (services.length) { setCascading({ name, services }); return; }
+      }
       await post(`${objectPath(PLURAL, project, name)}/${action}`);
       toasts.add('success', `${action === 'deploy' ? 'Deploy' : action === 'destroy' ? 'Destroy' : 'Cancel'} of ${name} accepted`);
     } catch (e) {
@@ -88,14 +106,14 @@ export function InstancesPage() {
     }
   };
 
-  const rowActions = (i: ComputeInstance): IAction[] => {
+  const rowActions = (i: Instance): IAction[] => {
     const s = instanceActions(i, viewer ? 'Viewers cannot change instances' : '');
     const name = i.metadata?.name ?? '';
     const item = (title: string, st: { disabled: boolean; reason?: string }, onClick: () => void, danger = false): IAction => ({
       title, onClick, isDisabled: st.disabled, description: st.disabled ? st.reason : undefined, isDanger: danger && !st.disabled,
     });
     const out = [
-      item('Edit Configuration', s.edit, () => navigate(`/p/${encodeURIComponent(project)}/instances/${encodeURIComponent(name)}?edit=1`)),
+      item('Edit Configuration', s.edit, () => navigate(`/p/${encodeURIComponent(project)}/${kind.route}/${encodeURIComponent(name)}?edit=1`)),
       item('Deploy', s.deploy, () => void act(i, 'deploy')),
       i.status?.phase === 'Waiting' ? item('Cancel Deploy', s.cancel, () => void act(i, 'cancel')) : item('Destroy', s.destroy, () => void act(i, 'destroy')),
       item('Manage Sharing', s.share, () => setSharing(i)),
@@ -111,20 +129,20 @@ export function InstancesPage() {
     <>
       {toasts.view}
       <PageSection variant="light">
-        <Title headingLevel="h1">Compute Instances</Title>
-        <Text className="gantry-muted">Instances in project <b>{project}</b>, and those shared into it. Status updates live.</Text>
+        <Title headingLevel="h1">{kind.title}</Title>
+        <Text className="gantry-muted">{isService ? 'Managed services (notebooks, MLOps, Ray, inference) running on compute instances' : 'Instances'} in project <b>{project}</b>, and those shared into it. Status updates live.</Text>
       </PageSection>
       <PageSection>
         <ErrorAlert error={error} />
         <Toolbar>
           <ToolbarContent>
             <ToolbarItem variant="search-filter" widths={{ default: '320px' }}>
-              <SearchInput placeholder="Search by name, display name or description" aria-label="Search compute instances"
+              <SearchInput placeholder="Search by name, display name or description" aria-label={`Search ${kind.label}s`}
                 value={search} onChange={(_e, v) => setSearch(v)} onClear={() => setSearch('')} />
             </ToolbarItem>
             {!viewer && (
               <ToolbarItem>
-                <Link to={`/p/${encodeURIComponent(project)}/instances/new`}><Button variant="primary">New Compute Instance</Button></Link>
+                <Link to={`/p/${encodeURIComponent(project)}/${kind.route}/new`}><Button variant="primary">New {isService ? 'Service' : 'Compute'} Instance</Button></Link>
               </ToolbarItem>
             )}
             <ToolbarItem variant="pagination" align={{ default: 'alignRight' }}>
@@ -143,12 +161,14 @@ export function InstancesPage() {
           </ToolbarContent>
         </Toolbar>
         {list === null ? <Loading /> : (
-          <Table aria-label="Compute instances" variant="compact">
+          <Table aria-label={kind.title} variant="compact">
             <Thead>
               <Tr>
                 <Th>Unique Name</Th>
                 <Th>Display Name</Th>
+                {isService && <Th>Service Type</Th>}
                 <Th>Profile</Th>
+                {isService && <Th>Compute Instance</Th>}
                 <Th>Creation Date</Th>
                 <Th>Publish Status</Th>
                 <Th>Sharing</Th>
@@ -163,12 +183,14 @@ export function InstancesPage() {
                 return (
                   <Tr key={`${ns}/${name}`} data-testid={`row-${name}`}>
                     <Td dataLabel="Unique Name">
-                      <Link to={`/p/${encodeURIComponent(ns)}/instances/${encodeURIComponent(name)}`}>{name}</Link>
+                      <Link to={`/p/${encodeURIComponent(ns)}/${kind.route}/${encodeURIComponent(name)}`}>{name}</Link>
                       {from && <> <Label isCompact color="purple">shared from {from}</Label></>}
                     </Td>
                     <Td dataLabel="Display Name">{i.spec?.displayName}</Td>
+                    {isService && <Td dataLabel="Service Type">{serviceTypes[`${i.spec?.profileRef?.namespace || ns}/${i.spec?.profileRef?.name}`] || '—'}</Td>}
                     <Td dataLabel="Profile">{i.spec?.profileRef?.namespace && i.spec.profileRef.namespace !== ns ? `${i.spec.profileRef.namespace}/` : ''}{i.spec?.profileRef?.name}
                       {i.status?.profileRevision ? <span className="gantry-muted"> (rev {i.status.profileRevision})</span> : null}</Td>
+                    {isService && <Td dataLabel="Compute Instance"><ComputeLink s={i as ServiceInstance} /></Td>}
                     <Td dataLabel="Creation Date">{formatDate(i.metadata?.creationTimestamp)}</Td>
                     <Td dataLabel="Publish Status"><StatusLabel phase={i.status?.phase} action={i.status?.action} /></Td>
                     <Td dataLabel="Sharing">{sharingText(i.spec?.sharing)}</Td>
@@ -180,19 +202,23 @@ export function InstancesPage() {
           </Table>
         )}
         {list !== null && items.length === 0 && !error && (
-          <Empty title={applied ? `No instances match "${applied}"` : 'No compute instances yet'}>
-            {applied ? 'Clear the search to see every instance.' : 'Create one with New Compute Instance.'}
+          <Empty title={applied ? `No instances match "${applied}"` : `No ${kind.label}s yet`}>
+            {applied ? 'Clear the search to see every instance.' : `Create one with New ${isService ? 'Service' : 'Compute'} Instance.`}
           </Empty>
         )}
       </PageSection>
       {sharing && (
-        <SharingModal kindLabel="compute instance" project={project} name={sharing.metadata?.name ?? ''}
+        <SharingModal kindLabel={kind.label} project={project} name={sharing.metadata?.name ?? ''}
           path={objectPath(PLURAL, project, sharing.metadata?.name ?? '')} sharing={sharing.spec?.sharing}
           onClose={() => setSharing(null)} onSaved={() => { toasts.add('success', `Sharing of ${sharing.metadata?.name} saved`); setSharing(null); reload(); }} />
       )}
-      {deleting && (
-        <DeleteModal kindLabel="compute instance" name={deleting.metadata?.name ?? ''}
-          extra="Whatever it deployed is torn down first; then the instance is no longer available to end users."
+      {deleting && !isService && (
+        <ComputeDeleteModal project={project} name={deleting.metadata?.name ?? ''} onClose={() => setDeleting(null)}
+          onDeleted={() => { toasts.add('success', `Delete of ${deleting.metadata?.name} accepted`); setDeleting(null); reload(); }} />
+      )}
+      {deleting && isService && (
+        <DeleteModal kindLabel={kind.label} name={deleting.metadata?.name ?? ''}
+          extra="Whatever it deployed is torn down first; then the service is no longer available to end users."
           onClose={() => setDeleting(null)}
           onConfirm={async () => {
             await del(objectPath(PLURAL, project, deleting.metadata?.name ?? ''));
@@ -201,6 +227,22 @@ export function InstancesPage() {
             reload();
           }} />
       )}
+      {cascading && (
+        <ComputeDestroyModal project={project} name={cascading.name} services={cascading.services} onClose={() => setCascading(null)}
+          onDone={() => { toasts.add('success', `Destroy of ${cascading.name} and its services accepted`); setCascading(null); }} />
+      )}
     </>
+  );
+}
+
+// A service's compute instance: a link to its overview (in the project that owns it).
+export function ComputeLink({ s }: { s: ServiceInstance }) {
+  const ref = s.spec?.computeRef;
+  if (!ref?.name) return <span className="gantry-muted">{s.status?.computeCreated ? 'being created' : '—'}</span>;
+  const ns = ref.namespace || s.metadata?.namespace || '';
+  return (
+    <Link to={`/p/${encodeURIComponent(ns)}/instances/${encodeURIComponent(ref.name)}`}>
+      {ns !== s.metadata?.namespace ? `${ns}/` : ''}{ref.name}
+    </Link>
   );
 }

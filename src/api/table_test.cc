@@ -1,0 +1,85 @@
+// The meta.k8s.io Table form (what `kubectl get` prints) of service profiles and service
+// instances: the same columns as `gantry get`, the wide-only ones with priority 1.
+#include "api/table.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+namespace gantry::api {
+namespace {
+
+namespace json = boost::json;
+
+// 2027-01-15T08:00:00Z
+const std::chrono::system_clock::time_point kNow =
+    std::chrono::system_clock::from_time_t(1'800'000'000);
+
+struct Shown {
+  std::vector<std::string> columns;  // "Name" or "Name*" for a wide-only (priority 1) column
+  std::vector<std::vector<std::string>> rows;
+};
+
+Shown Show(std::string_view kind, const std::string& body) {
+  const model::KindInfo* info = model::FindKindByName(kind);
+  EXPECT_NE(info, nullptr) << kind;
+  json::object t = ToTable(*info, json::parse(body).as_object(), IncludeObject::kNone, "v1", kNow);
+  EXPECT_EQ(t["kind"], "Table");
+  Shown s;
+  for (const auto& c : t["columnDefinitions"].as_array()) {
+    std::string n(c.at("name").as_string());
+    s.columns.push_back(c.at("priority").as_int64() == 1 ? n + "*" : n);
+  }
+  for (const auto& r : t["rows"].as_array()) {
+    std::vector<std::string> cells;
+    for (const auto& c : r.at("cells").as_array()) cells.emplace_back(c.as_string());
+    s.rows.push_back(std::move(cells));
+  }
+  return s;
+}
+
+TEST(ServerTable, ServiceProfiles) {
+  Shown s = Show("ServiceProfile", R"({"items":[
+    {"metadata":{"name":"jupyter","namespace":"ml","creationTimestamp":"2027-01-15T05:00:00Z"},
+     "spec":{"displayName":"Jupyter","serviceType":"notebook","templateRef":{"name":"nb",
+       "namespace":"platform"},"computeSelector":{"matchLabels":{"tier":"gpu"},
+       "matchExpressions":[{"key":"zone","operator":"In","values":["a","b"]},
+       {"key":"spot","operator":"DoesNotExist"}]},
+       "autoCreateCompute":{"profileRef":{"name":"small"}},"sharing":{"mode":"All"}},
+     "status":{"revision":2}},
+    {"metadata":{"name":"ray","namespace":"ml","creationTimestamp":"2027-01-15T07:59:00Z"},
+     "spec":{"serviceType":"ray","templateRef":{"name":"ray"}},"status":{"revision":1}}]})");
+  EXPECT_EQ(s.columns, (std::vector<std::string>{"Name", "Display Name", "Type", "Template",
+                                                 "Revision", "Age", "Compute Selector*",
+                                                 "Auto-create Compute*", "Sharing*",
+                                                 "Description*"}));
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_EQ(s.rows[0], (std::vector<std::string>{"jupyter", "Jupyter", "notebook", "platform/nb",
+                                                 "2", "3h", "tier=gpu,zone in (a,b),!spot",
+                                                 "small", "All", ""}));
+  EXPECT_EQ(s.rows[1], (std::vector<std::string>{"ray", "", "ray", "ray", "1", "60s", "<any>", "",
+                                                 "None", ""}));
+}
+
+TEST(ServerTable, ServiceInstances) {
+  Shown s = Show("ServiceInstance", R"({
+    "metadata":{"name":"nb","namespace":"ml","creationTimestamp":"2027-01-15T07:55:00Z"},
+    "spec":{"displayName":"Notebook","profileRef":{"name":"jupyter"},
+      "computeRef":{"name":"gpu-1","namespace":"platform"}},
+    "status":{"phase":"Waiting","reason":"ComputeNotReady","profileRevision":2,
+      "outputs":{"endpoint":"http://h:1","token":"t"}}})");
+  EXPECT_EQ(s.columns, (std::vector<std::string>{"Name", "Display Name", "Profile", "Compute",
+                                                 "Status", "Age", "Revision*", "Reason*",
+                                                 "Outputs*", "Sharing*"}));
+  ASSERT_EQ(s.rows.size(), 1u);
+  EXPECT_EQ(s.rows[0], (std::vector<std::string>{"nb", "Notebook", "jupyter", "platform/gpu-1",
+                                                 "Waiting", "5m", "2", "ComputeNotReady",
+                                                 "endpoint=http://h:1,token=t", "None"}));
+  Shown bare = Show("ServiceInstance", R"({"metadata":{"name":"x","namespace":"ml"},
+    "spec":{"profileRef":{"name":"p"}}})");
+  EXPECT_EQ(bare.rows[0][3], "");
+  EXPECT_EQ(bare.rows[0][4], "Not Deployed");
+}
+
+}  // namespace
+}  // namespace gantry::api
