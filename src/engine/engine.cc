@@ -406,6 +406,42 @@ void Engine::ReleaseCreatedCompute(const json::object& service) {
                  std::string(removed.status().message()));
 }
 
+void Engine::NoteComputeState(const json::object& compute) {
+  std::string ns = GetString(compute, "metadata.namespace");
+  std::string name = GetString(compute, "metadata.name");
+  auto services = ServicesOn(store_, ns, name);
+  if (!services.ok() || services->empty()) return;
+  std::string phase = GetString(compute, "status.phase", "NotDeployed");
+  bool ready = phase == "Success";
+  std::string reason = "Compute" + phase;
+  if (phase == "Success") reason = "ComputeSucceeded";
+  std::string why = GetString(compute, "status.reason");
+  std::string message = "compute instance " + name + " is " +
+                        std::string(model::PhaseWords(model::ParsePhase(phase))) +
+                        (why.empty() || ready ? "" : " (" + why + ")") +
+                        (ready ? "" : ": " + GetString(compute, "status.message"));
+  std::string now = Now();
+  for (const auto& listed : *services) {
+    std::string sns = GetString(listed, "metadata.namespace");
+    std::string sname = GetString(listed, "metadata.name");
+    for (int attempt = 0; attempt < kMaxRetries; ++attempt) {
+      auto service = store_.Get(kService, sns, sname);
+      if (!service.ok()) break;
+      std::string sphase = GetString(*service, "status.phase");
+      // Only deployed services run on it; a deploy in flight reports ComputeNotReady itself.
+      if (sphase != "Success" && sphase != "Failed") break;
+      json::object& st = model::EnsureObject(*service, "status");
+      json::object before = st;
+      SetCondition(st, "ComputeReady", ready, reason, message, now);
+      if (st == before) break;
+      std::vector<store::Write> w;
+      w.push_back({store::Write::Op::kUpdate, kService, *service, Rv(*service), 0});
+      auto stored = store_.Commit(std::move(w), store::Durability::kRelaxed);
+      if (stored.ok() || !IsConflict(stored.status())) break;
+    }
+  }
+}
+
 absl::StatusOr<json::object> Engine::Deploy(const std::string& kind, const std::string& ns,
                                             const std::string& name) {
   return Queue(kind, ns, name, "deploy", false, false);
@@ -618,6 +654,7 @@ bool Engine::Claim(const json::object& queued, const Admission& admission) {
   // Relaxed: a claim lost to a power failure leaves the run Queued, and it runs then.
   auto stored = store_.Commit(std::move(writes), store::Durability::kRelaxed);
   if (!stored.ok()) return false;  // another claimer (or a cancel) won
+  if (KindOf(queued) == kInstance && stored->size() > 1) NoteComputeState((*stored)[1]);
   {
     std::lock_guard<std::mutex> lock(mu_);
     claimed_.push_back((*stored)[0]);
@@ -842,6 +879,11 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
           is["outputs"] = outputs;
           is["deployedGeneration"] = GetInt(claimed, "spec.generation", 1);
           SetCondition(is, "Deployed", true, "RunSucceeded", "deployed by run " + run_name, now);
+          if (KindOf(claimed) == kService)
+            SetCondition(is, "ComputeReady", true, "ComputeSucceeded",
+                         "compute instance " + GetString(*instance, "spec.computeRef.name") +
+                             " is Success",
+                         now);
           is.erase("restartCount");
           // A long-running workload's pid and ports, for re-adoption after a restart.
           if ((driver == "local" || driver == "slurm") && rs.contains("driverState"))
@@ -888,6 +930,8 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
                    {{"action", action}, {"phase", ok ? "Succeeded" : canceled ? "Canceled" : "Failed"}});
       for (const auto& r : runs_to_remove) logs_.Remove(GetString(r, "metadata.uid"));
       if (remove && instance.ok() && KindOf(claimed) == kService) ReleaseCreatedCompute(*instance);
+      if (!remove && KindOf(claimed) == kInstance && stored->size() > 1)
+        NoteComputeState(stored->back());
       return;
     }
     if (!IsConflict(stored.status()) && !absl::IsNotFound(stored.status())) {
@@ -1352,6 +1396,7 @@ void Engine::OnWorkloadEvent(const drivers::WorkloadEvent& e) {
     std::vector<store::Write> w;
     w.push_back({store::Write::Op::kUpdate, kind, *instance, Rv(*instance), 0});
     auto stored = store_.Commit(std::move(w));
+    if (stored.ok() && kind == kInstance) NoteComputeState((*stored)[0]);
     if (stored.ok() || !IsConflict(stored.status())) return;
   }
 }

@@ -149,6 +149,9 @@ class Engine : public drivers::WorkloadObserver {
   // After a service is removed: the compute instance it auto-created goes too (destroyed
   // first when deployed), unless other services run on it by now.
   void ReleaseCreatedCompute(const boost::json::object& service);
+  // After compute instance `compute` changed: the deployed services on it get condition
+  // ComputeReady (True while it is Success, else False with its phase, reason and message).
+  void NoteComputeState(const boost::json::object& compute);
   void DispatchLoop();
   void WorkerLoop();
   void HeartbeatLoop();

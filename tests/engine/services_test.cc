@@ -6,6 +6,8 @@
 // project, and can auto-create its own compute instance.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "engine_fixture.h"
 
 namespace gantry::testing {
@@ -378,6 +380,44 @@ TEST_F(ServicesTest, AutoCreatedComputeDeploysWithTheServiceAndGoesWithIt) {
                                        {"spec", json::object{{"profileRef", json::object{{"name", "kubeflow"}}}}}});
   EXPECT_TRUE(clash.IsStatus(409, "AlreadyExists")) << clash.raw;
   EXPECT_EQ(api().Get(NsPath("default", "serviceinstances", "taken")).status, 404);
+}
+
+json::object Condition(const json::object& o, const std::string& type) {
+  json::value conds = At(o, "status.conditions");
+  if (conds.is_array())
+    for (const auto& c : conds.get_array())
+      if (c.is_object() && Str(c.get_object(), "type") == type) return c.get_object();
+  return {};
+}
+
+TEST_F(ServicesTest, DeployedServiceShowsWhetherItsComputeIsReady) {
+  DeployedPair("gpu", "nb");
+  json::object ok = WaitService(
+      "nb", [](const json::object& o) { return Str(Condition(o, "ComputeReady"), "status") == "True"; },
+      "ComputeReady True");
+  EXPECT_EQ(Str(Condition(ok, "ComputeReady"), "reason"), "ComputeSucceeded");
+
+  // The compute instance is redeployed and fails: the service, still deployed, says so.
+  Touch("fail-gpu");
+  ASSERT_EQ(Action("gpu", "deploy").status, 202);
+  WaitPhase("gpu", "Failed");
+  json::object broken = WaitService(
+      "nb", [](const json::object& o) { return Str(Condition(o, "ComputeReady"), "reason") == "ComputeFailed"; },
+      "ComputeReady False with ComputeFailed");
+  EXPECT_EQ(Str(broken, "status.phase"), "Success");
+  json::object cond = Condition(broken, "ComputeReady");
+  EXPECT_EQ(Str(cond, "status"), "False");
+  EXPECT_EQ(Str(cond, "message").rfind("compute instance gpu is Failed (DriverError): deploy run gpu-2 failed", 0),
+            0u)
+      << json::serialize(cond);
+
+  // Repaired: ready again.
+  std::filesystem::remove(Path("fail-gpu"));
+  ASSERT_EQ(Action("gpu", "deploy").status, 202);
+  WaitPhase("gpu", "Success");
+  WaitService(
+      "nb", [](const json::object& o) { return Str(Condition(o, "ComputeReady"), "status") == "True"; },
+      "ComputeReady True again");
 }
 
 TEST_F(ServicesTest, ServiceLifecycleRulesMatchCompute) {
