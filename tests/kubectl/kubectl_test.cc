@@ -280,6 +280,34 @@ spec:
   EXPECT_THAT(Rows(r.output)[0],
               ElementsAre("NAME", "DISPLAY NAME", "PROFILE", "COMPUTE", "STATUS", "AGE",
                           "REVISION", "REASON", "OUTPUTS", "SHARING"));
+
+  // Deployed onto its deployed compute instance: describe lists the service's runs; the
+  // compute instance is not deleted from under it, except with --cascade=foreground.
+  auto wait_phase = [&](const std::string& plural, const std::string& name,
+                        const std::string& want) {
+    std::string phase;
+    for (int i = 0; i < 1200 && phase != want; ++i) {
+      Resp g = api().Get(NsPath("default", plural, name));
+      phase = g.status == 200 ? std::string(g.obj().at("status").at("phase").as_string()) : "";
+      if (phase != want) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return phase;
+  };
+  ASSERT_EQ(api().Post(NsPath("default", "serviceinstances", "nb") + "/deploy", json::object{}).status, 202);
+  ASSERT_EQ(api().Post(NsPath("default", "computeinstances", "prod") + "/deploy", json::object{}).status, 202);
+  ASSERT_EQ(wait_phase("serviceinstances", "nb", "Success"), "Success");
+  r = Kubectl({"describe", "si", "nb"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("DeploySucceeded"));
+  r = Kubectl({"delete", "ci", "prod", "--wait=false"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("Error from server (Conflict): compute instance prod cannot be "
+                                  "deleted: 1 service instance runs on it (nb (Success))"));
+  r = Kubectl({"delete", "ci", "prod", "--cascade=foreground", "--timeout=120s"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("computeinstance.paas.gantry.dev \"prod\" deleted"));
+  EXPECT_EQ(api().Get(NsPath("default", "computeinstances", "prod")).status, 404);
+  EXPECT_EQ(api().Get(NsPath("default", "serviceinstances", "nb")).status, 404);
 }
 
 TEST_P(KubectlTest, ApplyCreatesThenIsUnchangedThenConfigures) {
