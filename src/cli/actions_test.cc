@@ -168,7 +168,7 @@ class ActionsTest : public ::testing::Test {
       sleeps.push_back(d);
       now += d;
     };
-    env.connect = [this](const std::string&, const std::string&) {
+    env.connect = [this](const Settings&) {
       struct Borrowed : client::HttpTransport {
         FakeApi* f;
         explicit Borrowed(FakeApi* f) : f(f) {}

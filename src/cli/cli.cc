@@ -207,8 +207,9 @@ CliEnvironment SystemEnvironment() {
   env.getenv = SystemGetEnv;
   env.read_file = ReadWholeFile;
   env.now = [] { return absl::Now(); };
-  env.connect = [](const std::string& server, const std::string& token) {
-    return std::unique_ptr<client::HttpTransport>(new client::HttpClient(server, token));
+  env.connect = [](const Settings& s) {
+    return std::unique_ptr<client::HttpTransport>(new client::HttpClient(
+        s.server, s.token, client::TlsOptions{s.ca_file, s.insecure_skip_tls_verify}));
   };
   return env;
 }
@@ -227,6 +228,13 @@ int RunCli(int argc, const char* const* argv, const CliEnvironment& env) {
       app.add_option("-n,--project", project, "Project (default from config, else default)");
   CLI::Option* config_opt = app.add_option(
       "--config", config, "Config file (default $GANTRY_CONFIG or ~/.config/gantry/config.yaml)");
+  std::string ca_file;
+  bool insecure = false;
+  CLI::Option* ca_opt = app.add_option(
+      "--ca-file", ca_file,
+      "PEM CA that signed an https:// server's certificate (gantryd's DATA_DIR/tls.crt)");
+  app.add_flag("--insecure-skip-tls-verify", insecure,
+               "Do not check an https:// server's certificate (unsafe)");
 
   std::vector<Runner> runners(std::size(kCommands));
   std::vector<CLI::App*> subs;
@@ -260,13 +268,15 @@ int RunCli(int argc, const char* const* argv, const CliEnvironment& env) {
   if (*token_opt) flags.token = token;
   if (*project_opt) flags.project = project;
   if (*config_opt) flags.config = config;
+  if (*ca_opt) flags.ca_file = ca_file;
+  flags.insecure_skip_tls_verify = insecure;
   absl::StatusOr<Settings> settings = ResolveSettings(flags, env.getenv, env.read_file);
   if (!settings.ok()) {
     *env.err << "error: " << settings.status().message() << "\n";
     return kExitUsage;
   }
 
-  std::unique_ptr<client::HttpTransport> api = env.connect(settings->server, settings->token);
+  std::unique_ptr<client::HttpTransport> api = env.connect(*settings);
   CommandContext ctx;
   ctx.settings = *settings;
   ctx.api = api.get();

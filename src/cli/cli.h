@@ -30,10 +30,8 @@ struct CliEnvironment {
   // Pauses (reconnect backoff); absl::SleepFor when unset. Tests pass one that advances their
   // fake `now`.
   std::function<void(absl::Duration)> sleep;
-  // Makes the transport for the resolved server URL and token.
-  std::function<std::unique_ptr<client::HttpTransport>(const std::string& server,
-                                                       const std::string& token)>
-      connect;
+  // Makes the transport for the resolved settings (server URL, token, TLS trust).
+  std::function<std::unique_ptr<client::HttpTransport>(const Settings& settings)> connect;
 };
 
 // std streams, the process environment, real files, the wall clock, HttpClient.

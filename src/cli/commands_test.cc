@@ -87,9 +87,10 @@ class CliTest : public ::testing::Test {
       return it->second;
     };
     env.now = [] { return absl::FromUnixSeconds(1'800'000'000); };
-    env.connect = [this](const std::string& server, const std::string& token) {
-      connected_server = server;
-      connected_token = token;
+    env.connect = [this](const Settings& s) {
+      connected_server = s.server;
+      connected_token = s.token;
+      connected_ca_file = s.ca_file;
       struct Borrowed : client::HttpTransport {
         FakeTransport* f;
         explicit Borrowed(FakeTransport* f) : f(f) {}
@@ -114,7 +115,7 @@ class CliTest : public ::testing::Test {
   std::istringstream in;
   std::map<std::string, std::string> vars;
   std::map<std::string, std::string> files;
-  std::string connected_server, connected_token;
+  std::string connected_server, connected_token, connected_ca_file;
 };
 
 TEST_F(CliTest, GetFollowsContinueAndPrintsATable) {
@@ -264,6 +265,15 @@ TEST_F(CliTest, SettingsPrecedence) {
   Run({"get", "runs", "--server", "http://flag:3", "--token", "t-flag"});
   EXPECT_EQ(connected_server, "http://flag:3");
   EXPECT_EQ(connected_token, "t-flag");
+  // The CA of an https:// server: config caFile < GANTRY_CA_FILE < --ca-file.
+  files["/home/u/.config/gantry/config.yaml"] += "caFile: /etc/cfg-ca.pem\n";
+  Run({"get", "runs"});
+  EXPECT_EQ(connected_ca_file, "/etc/cfg-ca.pem");
+  vars["GANTRY_CA_FILE"] = "/etc/env-ca.pem";
+  Run({"get", "runs"});
+  EXPECT_EQ(connected_ca_file, "/etc/env-ca.pem");
+  Run({"get", "runs", "--ca-file", "/etc/flag-ca.pem"});
+  EXPECT_EQ(connected_ca_file, "/etc/flag-ca.pem");
   EXPECT_EQ(Run({"--config", "/missing.yaml", "get", "runs"}), 2);
   EXPECT_TRUE(absl::StrContains(err.str(), "/missing.yaml")) << err.str();
 }

@@ -59,7 +59,12 @@ std::string ConfigYaml(const Settings& settings) {
   return absl::StrCat("server: ", boost::json::serialize(boost::json::value(settings.server)),
                       "\ntoken: ", boost::json::serialize(boost::json::value(settings.token)),
                       "\nproject: ", boost::json::serialize(boost::json::value(settings.project)),
-                      "\n");
+                      "\n",
+                      settings.ca_file.empty()
+                          ? ""
+                          : absl::StrCat("caFile: ",
+                                         boost::json::serialize(boost::json::value(settings.ca_file)),
+                                         "\n"));
 }
 
 absl::StatusOr<Settings> ResolveSettings(const GlobalFlags& flags, const EnvGetter& getenv,
@@ -94,7 +99,8 @@ absl::StatusOr<Settings> ResolveSettings(const GlobalFlags& flags, const EnvGett
         const boost::json::object& o = (*docs)[0];
         for (auto [key, field] : {std::pair<const char*, std::string*>{"server", &s.server},
                                   {"token", &s.token},
-                                  {"project", &s.project}}) {
+                                  {"project", &s.project},
+                                  {"caFile", &s.ca_file}}) {
           const boost::json::value* v = o.if_contains(key);
           if (v == nullptr || v->is_null()) continue;
           if (!v->is_string()) {
@@ -108,6 +114,9 @@ absl::StatusOr<Settings> ResolveSettings(const GlobalFlags& flags, const EnvGett
   }
   if (auto v = getenv("GANTRY_SERVER"); v && !v->empty()) s.server = *v;
   if (auto v = getenv("GANTRY_TOKEN"); v && !v->empty()) s.token = *v;
+  if (auto v = getenv("GANTRY_CA_FILE"); v && !v->empty()) s.ca_file = *v;
+  if (flags.ca_file) s.ca_file = *flags.ca_file;
+  s.insecure_skip_tls_verify = flags.insecure_skip_tls_verify;
   if (flags.server) s.server = *flags.server;
   if (flags.token) s.token = *flags.token;
   if (flags.project) {

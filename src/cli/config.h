@@ -2,7 +2,10 @@
 // environment (GANTRY_SERVER, GANTRY_TOKEN), the config file, built-in defaults
 // (http://127.0.0.1:8080, project "default").
 //
-// The config file is YAML with keys `server`, `token`, `project`; it is --config FILE, else
+// The config file is YAML with keys `server`, `token`, `project` and, for an https:// server
+// whose certificate the system does not trust, `caFile` (a PEM file: gantryd's self-signed
+// DATA_DIR/tls.crt, or the CA of its --tls-cert; env GANTRY_CA_FILE, flag --ca-file); it is
+// --config FILE, else
 // $GANTRY_CONFIG, else ~/.config/gantry/config.yaml (which may be absent).
 //
 // Thread-safety: free functions; the environment is read through the injected getter.
@@ -23,6 +26,8 @@ struct Settings {
   std::string server;
   std::string token;
   std::string project;
+  std::string ca_file;             // trusted CA for https:// servers ("" = the system's)
+  bool insecure_skip_tls_verify = false;  // --insecure-skip-tls-verify (never saved)
   bool project_explicit = false;  // -n/--project was given
   std::string config_path;  // the config file consulted ("" when none); `gantry login` writes it
 };
@@ -32,6 +37,8 @@ struct GlobalFlags {
   std::optional<std::string> token;
   std::optional<std::string> project;
   std::optional<std::string> config;
+  std::optional<std::string> ca_file;
+  bool insecure_skip_tls_verify = false;
 };
 
 using EnvGetter = std::function<std::optional<std::string>(const std::string& name)>;
@@ -47,7 +54,7 @@ absl::StatusOr<Settings> ResolveSettings(const GlobalFlags& flags, const EnvGett
 using FileWriter = std::function<absl::Status(const std::string& path, const std::string& text)>;
 absl::Status WriteWholeFile(const std::string& path, const std::string& text);
 
-// The config file's YAML for these settings (server, token, project).
+// The config file's YAML for these settings (server, token, project, caFile when set).
 std::string ConfigYaml(const Settings& settings);
 
 // std::getenv and std::ifstream, for main.

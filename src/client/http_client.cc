@@ -4,9 +4,12 @@
 #include <cstdint>
 #include <limits>
 
+#include <openssl/ssl.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/url/parse.hpp>
@@ -23,7 +26,9 @@ namespace {
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
+namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
+using TlsStream = ssl::stream<tcp::socket>;
 
 // Answers larger than this are refused rather than buffered (a full list page is far smaller).
 constexpr std::uint64_t kMaxBodyBytes = 256ull << 20;
@@ -38,7 +43,8 @@ std::string Describe(const beast::error_code& ec) {
 bool IsDeadConnection(const beast::error_code& ec) {
   return ec == http::error::end_of_stream || ec == net::error::eof ||
          ec == net::error::connection_reset || ec == net::error::broken_pipe ||
-         ec == net::error::connection_aborted || ec == http::error::partial_message;
+         ec == net::error::connection_aborted || ec == http::error::partial_message ||
+         ec == ssl::error::stream_truncated;
 }
 
 template <class Fields>
@@ -56,20 +62,31 @@ void CopyHeaders(const Fields& fields, HttpResponse& out) {
 
 struct HttpClient::Impl {
   net::io_context ioc;
-  tcp::socket socket{ioc};
+  std::unique_ptr<ssl::context> tls;   // https:// only
+  tcp::socket socket{ioc};             // http://
+  std::unique_ptr<TlsStream> tls_stream;  // https://: the kept-alive connection
   beast::flat_buffer buffer;
   bool connected = false;
 
+  // Calls f with the connection's stream: the TLS stream or the plain socket.
+  template <class F>
+  auto With(F&& f) {
+    return tls_stream ? f(*tls_stream) : f(socket);
+  }
+
   void Close() {
     beast::error_code ignored;
-    socket.shutdown(tcp::socket::shutdown_both, ignored);
-    socket.close(ignored);
+    // No TLS close_notify: it could block on a dead peer, and HTTP framing ends our requests.
+    tcp::socket& s = tls_stream ? tls_stream->next_layer() : socket;
+    s.shutdown(tcp::socket::shutdown_both, ignored);
+    s.close(ignored);
+    tls_stream.reset();
     buffer.consume(buffer.size());
     connected = false;
   }
 };
 
-HttpClient::HttpClient(std::string base_url, std::string token)
+HttpClient::HttpClient(std::string base_url, std::string token, TlsOptions tls)
     : base_url_(std::move(base_url)), token_(std::move(token)), impl_(std::make_unique<Impl>()) {
   while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
   auto parsed = boost::urls::parse_uri(base_url_);
@@ -79,21 +96,39 @@ HttpClient::HttpClient(std::string base_url, std::string token)
     return;
   }
   std::string scheme = absl::AsciiStrToLower(std::string(parsed->scheme()));
-  if (scheme == "https") {
+  if ((scheme != "http" && scheme != "https") || parsed->host().empty()) {
     init_status_ = absl::InvalidArgumentError(absl::StrCat(
-        "invalid server URL \"", base_url_, "\": https is not supported yet; use http://"));
-    return;
-  }
-  if (scheme != "http" || parsed->host().empty()) {
-    init_status_ = absl::InvalidArgumentError(
-        absl::StrCat("invalid server URL \"", base_url_, "\": want http://host:port"));
+        "invalid server URL \"", base_url_, "\": want http://host:port or https://host:port"));
     return;
   }
   host_ = std::string(parsed->host_address());  // without the [] around an IPv6 address
-  port_ = parsed->has_port() ? std::string(parsed->port()) : "80";
+  port_ = parsed->has_port() ? std::string(parsed->port()) : scheme == "https" ? "443" : "80";
   host_header_ = std::string(parsed->encoded_host_and_port());
   path_prefix_ = std::string(parsed->encoded_path());
   while (!path_prefix_.empty() && path_prefix_.back() == '/') path_prefix_.pop_back();
+  if (scheme == "https") {
+    auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+    ctx->set_options(ssl::context::no_sslv2 | ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                     ssl::context::no_tlsv1_1);
+    beast::error_code ec;
+    if (!tls.ca_file.empty()) ctx->load_verify_file(tls.ca_file, ec);
+    else ctx->set_default_verify_paths(ec);
+    if (ec) {
+      init_status_ = absl::InvalidArgumentError(
+          tls.ca_file.empty()
+              ? absl::StrCat("cannot load the system's trusted certificates: ", Describe(ec))
+              : absl::StrCat("cannot load CA certificates from ", tls.ca_file, ": ",
+                             Describe(ec)));
+      return;
+    }
+    if (tls.insecure_skip_verify) {
+      ctx->set_verify_mode(ssl::verify_none);
+    } else {
+      ctx->set_verify_mode(ssl::verify_peer);
+      ctx->set_verify_callback(ssl::host_name_verification(host_));
+    }
+    impl_->tls = std::move(ctx);
+  }
 }
 
 HttpClient::~HttpClient() {
@@ -113,6 +148,26 @@ absl::Status ConnectSocket(net::io_context& ioc, tcp::socket& socket, const std:
         absl::StrCat("cannot reach gantryd at ", base_url, ": ", Describe(ec)));
   }
   socket.set_option(tcp::no_delay(true), ec);
+  return absl::OkStatus();
+}
+
+// Connects `stream`'s socket and runs the TLS handshake (SNI for host names).
+absl::Status ConnectTls(net::io_context& ioc, TlsStream& stream, const std::string& host,
+                        const std::string& port, const std::string& base_url) {
+  RETURN_IF_ERROR(ConnectSocket(ioc, stream.next_layer(), host, port, base_url));
+  beast::error_code ec;
+  net::ip::make_address(host, ec);
+  if (ec) SSL_set_tlsext_host_name(stream.native_handle(), host.c_str());  // not an IP address
+  ec = {};
+  stream.handshake(ssl::stream_base::client, ec);
+  if (ec) {
+    std::string why = Describe(ec);
+    return absl::UnavailableError(absl::StrCat(
+        "TLS handshake with gantryd at ", base_url, " failed: ", why,
+        why.find("certificate") != std::string::npos
+            ? " (pass the server's CA with --ca-file, e.g. gantryd's DATA_DIR/tls.crt)"
+            : ""));
+  }
   return absl::OkStatus();
 }
 
@@ -150,15 +205,26 @@ absl::StatusOr<HttpResponse> HttpClient::SendWithHeaders(
   for (int attempt = 0;; ++attempt) {
     const bool reused = impl_->connected;
     if (!reused) {
-      RETURN_IF_ERROR(ConnectSocket(impl_->ioc, impl_->socket, host_, port_, base_url_));
+      if (impl_->tls) {
+        impl_->tls_stream = std::make_unique<TlsStream>(impl_->ioc, *impl_->tls);
+        absl::Status connected = ConnectTls(impl_->ioc, *impl_->tls_stream, host_, port_, base_url_);
+        if (!connected.ok()) {
+          impl_->Close();
+          return connected;
+        }
+      } else {
+        RETURN_IF_ERROR(ConnectSocket(impl_->ioc, impl_->socket, host_, port_, base_url_));
+      }
       impl_->connected = true;
       ++connections_opened_;
     }
     beast::error_code ec;
-    http::write(impl_->socket, req, ec);
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxBodyBytes);
-    if (!ec) http::read(impl_->socket, impl_->buffer, parser, ec);
+    impl_->With([&](auto& stream) {
+      http::write(stream, req, ec);
+      if (!ec) http::read(stream, impl_->buffer, parser, ec);
+    });
     if (ec) {
       impl_->Close();
       // A kept-alive connection the server dropped while idle: the request never reached it,
@@ -177,12 +243,14 @@ absl::StatusOr<HttpResponse> HttpClient::SendWithHeaders(
   }
 }
 
-absl::Status HttpClient::Stream(std::string_view target,
-                                const std::function<bool(std::string_view line)>& on_line) {
-  RETURN_IF_ERROR(init_status_);
-  tcp::socket socket(impl_->ioc);
-  RETURN_IF_ERROR(ConnectSocket(impl_->ioc, socket, host_, port_, base_url_));
-  ++connections_opened_;
+namespace {
+
+// GETs `req` over `socket` (plain or TLS; `raw` is its TCP socket, closed at the end) and
+// hands the body to `on_line` line by line as it arrives (HttpTransport::Stream).
+template <class Stream>
+absl::Status StreamOver(Stream& socket, tcp::socket& raw,
+                        const http::request<http::empty_body>& req, const std::string& base_url,
+                        const std::function<bool(std::string_view line)>& on_line) {
   struct Closer {
     tcp::socket& s;
     ~Closer() {
@@ -190,13 +258,8 @@ absl::Status HttpClient::Stream(std::string_view target,
       s.shutdown(tcp::socket::shutdown_both, ignored);
       s.close(ignored);
     }
-  } closer{socket};
+  } closer{raw};
 
-  http::request<http::empty_body> req{http::verb::get, absl::StrCat(path_prefix_, Sv(target)), 11};
-  req.set(http::field::host, host_header_);
-  req.set(http::field::user_agent, "gantry-cli");
-  req.set(http::field::accept, "application/json");
-  if (!token_.empty()) req.set(http::field::authorization, absl::StrCat("Bearer ", token_));
   beast::error_code ec;
   http::write(socket, req, ec);
 
@@ -206,7 +269,7 @@ absl::Status HttpClient::Stream(std::string_view target,
   if (!ec) http::read_header(socket, buffer, parser, ec);
   if (ec) {
     return absl::UnavailableError(
-        absl::StrCat("lost connection to gantryd at ", base_url_, ": ", Describe(ec)));
+        absl::StrCat("lost connection to gantryd at ", base_url, ": ", Describe(ec)));
   }
 
   const int status = static_cast<int>(parser.get().result_int());
@@ -236,7 +299,7 @@ absl::Status HttpClient::Stream(std::string_view target,
     }
     if (ec) {
       return absl::UnavailableError(
-          absl::StrCat("lost connection to gantryd at ", base_url_, ": ", Describe(ec)));
+          absl::StrCat("lost connection to gantryd at ", base_url, ": ", Describe(ec)));
     }
   }
   if (!ok) {
@@ -252,6 +315,29 @@ absl::Status HttpClient::Stream(std::string_view target,
     on_line(line);
   }
   return absl::OkStatus();
+}
+
+
+}  // namespace
+
+absl::Status HttpClient::Stream(std::string_view target,
+                                const std::function<bool(std::string_view line)>& on_line) {
+  RETURN_IF_ERROR(init_status_);
+  http::request<http::empty_body> req{http::verb::get, absl::StrCat(path_prefix_, Sv(target)), 11};
+  req.set(http::field::host, host_header_);
+  req.set(http::field::user_agent, "gantry-cli");
+  req.set(http::field::accept, "application/json");
+  if (!token_.empty()) req.set(http::field::authorization, absl::StrCat("Bearer ", token_));
+  if (impl_->tls) {
+    TlsStream stream(impl_->ioc, *impl_->tls);
+    RETURN_IF_ERROR(ConnectTls(impl_->ioc, stream, host_, port_, base_url_));
+    ++connections_opened_;
+    return StreamOver(stream, stream.next_layer(), req, base_url_, on_line);
+  }
+  tcp::socket socket(impl_->ioc);
+  RETURN_IF_ERROR(ConnectSocket(impl_->ioc, socket, host_, port_, base_url_));
+  ++connections_opened_;
+  return StreamOver(socket, socket, req, base_url_, on_line);
 }
 
 }  // namespace gantry::client

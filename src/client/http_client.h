@@ -54,8 +54,16 @@ class HttpTransport {
   virtual const std::string& base_url() const = 0;
 };
 
-// The real transport. Only plain http:// for now: TLS (https://) is not implemented yet and is
-// refused with INVALID_ARGUMENT; put gantryd behind a local TLS-terminating proxy meanwhile.
+// How an https:// server is trusted. The certificate must chain to `ca_file` (PEM; gantryd's
+// self-signed DATA_DIR/tls.crt, or the CA of --tls-cert) or, without one, to the system's
+// trust store, and name the URL's host (DNS or IP subjectAltName). `insecure_skip_verify`
+// turns both checks off (kubectl's --insecure-skip-tls-verify).
+struct TlsOptions {
+  std::string ca_file;
+  bool insecure_skip_verify = false;
+};
+
+// The real transport: http:// and https:// (TLS 1.2 or later, OpenSSL via Boost.Asio).
 //
 // Send keeps one connection alive across calls. When a reused connection turns out to be dead
 // (the server closed it while idle) before any byte of the answer arrived, it reconnects once
@@ -63,9 +71,10 @@ class HttpTransport {
 // connection and closes it at the end. Calls block without a deadline.
 class HttpClient : public HttpTransport {
  public:
-  // `base_url`: "http://host:port" with an optional path prefix; `token` is sent as
-  // "Authorization: Bearer <token>" when non-empty.
-  explicit HttpClient(std::string base_url, std::string token = "");
+  // `base_url`: "http://host:port" or "https://host:port" with an optional path prefix;
+  // `token` is sent as "Authorization: Bearer <token>" when non-empty. An unreadable
+  // `tls.ca_file` makes every call fail with INVALID_ARGUMENT naming it.
+  explicit HttpClient(std::string base_url, std::string token = "", TlsOptions tls = {});
   ~HttpClient() override;
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;

@@ -190,11 +190,16 @@ TEST(HttpClient, ConnectionRefusedNamesTheServer) {
             absl::StatusCode::kUnavailable);
 }
 
-TEST(HttpClient, HttpsAndBadUrlsAreRefused) {
-  HttpClient tls("https://example.com");
+TEST(HttpClient, BadUrlsAndUnreadableCaFilesAreRefused) {
+  HttpClient tls("https://example.com", "", TlsOptions{"/nonexistent/ca.pem"});
   auto r = tls.Send("GET", "/");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("https is not supported yet"), std::string::npos);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("cannot load CA certificates from /nonexistent/ca.pem"),
+            std::string::npos)
+      << r.status();
+  HttpClient ftp("ftp://example.com");
+  EXPECT_EQ(ftp.Send("GET", "/").status().code(), absl::StatusCode::kInvalidArgument);
   HttpClient bad("not a url");
   EXPECT_EQ(bad.Send("GET", "/").status().code(), absl::StatusCode::kInvalidArgument);
 }
