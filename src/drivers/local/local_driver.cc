@@ -19,6 +19,7 @@
 
 #include "drivers/common/proc_info.h"
 #include "drivers/common/process.h"
+#include "drivers/common/state_file.h"
 #include "drivers/local/readiness_probe.h"
 
 extern char** environ;
@@ -335,36 +336,6 @@ json::object StateJson(int pid, long long start_time, const std::map<std::string
                       {"restartCount", restart_count}};
 }
 
-void WriteStateFile(const std::string& state_dir, const json::object& state) {
-  if (state_dir.empty()) return;
-  std::string path = state_dir + "/" + kStateFile;
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << json::serialize(state);
-    if (!out) return;
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-}
-
-json::object ReadStateFile(const std::string& state_dir) {
-  if (state_dir.empty()) return {};
-  std::ifstream in(state_dir + "/" + kStateFile);
-  if (!in) return {};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  boost::system::error_code ec;
-  json::value v = json::parse(ss.str(), ec);
-  return !ec && v.is_object() ? v.get_object() : json::object{};
-}
-
-void RemoveStateFile(const std::string& state_dir) {
-  if (state_dir.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove(state_dir + "/" + kStateFile, ec);
-}
-
 // Reaps `pid` when it is our own zombie child that started at `start_time`: checking the
 // start time first keeps us from reaping an unrelated child that reused the pid.
 bool ReapIfOurZombie(int pid, long long start_time, int* wstatus) {
@@ -505,7 +476,7 @@ absl::Status LocalDriver::StopPrevious(const std::string& key, const std::string
     pid = w->pid;
     start = w->start_time;
   } else {
-    json::object state = ReadStateFile(state_dir);
+    json::object state = ReadStateFile(state_dir, kStateFile);
     pid = static_cast<int>(Int(state, "pid", 0));
     start = Int(state, "startTime", -1);
   }
@@ -520,7 +491,7 @@ absl::Status LocalDriver::StopPrevious(const std::string& key, const std::string
   }
   if (status.ok()) {
     ports_.Release(key);
-    RemoveStateFile(state_dir);
+    RemoveStateFile(state_dir, kStateFile);
   }
   return status;
 }
@@ -560,7 +531,7 @@ absl::StatusOr<json::object> LocalDriver::Apply(const DeployRequest& request, Ru
   const int pid = spawned->pid;
   json::object state = StateJson(pid, spawned->start_time, *ports, gpus, 0);
   context.SaveDriverState(state);
-  WriteStateFile(request.state_dir, state);
+  WriteStateFile(request.state_dir, kStateFile, state);
   context.Log("started pid " + std::to_string(pid) + "; output goes to " + launch->log_path);
 
   LogFollower follower(launch->log_path, spawned->log_offset);
@@ -570,7 +541,7 @@ absl::StatusOr<json::object> LocalDriver::Apply(const DeployRequest& request, Ru
     (void)StopGroup(pid, spawned->start_time, options_.stop_grace, options_.poll_interval,
                     [&context] { return context.Canceled(); });
     ports_.Release(key);
-    RemoveStateFile(request.state_dir);
+    RemoveStateFile(request.state_dir, kStateFile);
     return s;
   };
 
@@ -593,7 +564,7 @@ absl::StatusOr<json::object> LocalDriver::Apply(const DeployRequest& request, Ru
         int code = 0;
         std::string how = DescribeWait(wstatus, &code);
         ports_.Release(key);
-        RemoveStateFile(request.state_dir);
+        RemoveStateFile(request.state_dir, kStateFile);
         return absl::AbortedError("the workload " + how + " before it was ready" +
                                   TailText(launch->log_path, spawned->log_offset));
       }
@@ -665,7 +636,7 @@ absl::Status LocalDriver::Destroy(const DeployRequest& request, RunContext& cont
     std::lock_guard<std::mutex> lock(mu_);
     known = workloads_.count(key) > 0;
   }
-  if (!known && Int(ReadStateFile(request.state_dir), "pid", 0) <= 0)
+  if (!known && Int(ReadStateFile(request.state_dir, kStateFile), "pid", 0) <= 0)
     context.Log("no workload of this instance is running");
   return StopPrevious(key, request.state_dir, &context);
 }
@@ -734,7 +705,7 @@ bool LocalDriver::Adopt(const DeployRequest& request, const json::object& state)
   w->phase = Workload::Phase::kRunning;
   ports_.Release(w->key);
   ports_.Reserve(w->key, w->ports);
-  WriteStateFile(w->state_dir, w->State());
+  WriteStateFile(w->state_dir, kStateFile, w->State());
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = workloads_.find(w->key); it != workloads_.end()) it->second->removed = true;
   workloads_[w->key] = w;
@@ -804,7 +775,7 @@ void LocalDriver::HandleExit(Workload& w, int exit_code, const std::string& how,
                                      tail));
     }
   }
-  WriteStateFile(w.state_dir, w.State());
+  WriteStateFile(w.state_dir, kStateFile, w.State());
 }
 
 void LocalDriver::Restart(Workload& w, std::vector<WorkloadEvent>& events) {
@@ -820,7 +791,7 @@ void LocalDriver::Restart(Workload& w, std::vector<WorkloadEvent>& events) {
   w.start_time = spawned->start_time;
   w.is_child = true;
   w.log_offset = spawned->log_offset;
-  WriteStateFile(w.state_dir, w.State());
+  WriteStateFile(w.state_dir, kStateFile, w.State());
   if (w.config.readiness.kind == Readiness::Kind::kNone) {
     w.phase = Workload::Phase::kRunning;
     events.push_back(MakeEvent(w, WorkloadEvent::Kind::kRunning, "Running",

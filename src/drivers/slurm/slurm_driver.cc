@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "drivers/common/state_file.h"
 #include "drivers/slurm/slurm_config.h"
 #include "drivers/slurm/slurm_json.h"
 
@@ -53,37 +54,6 @@ std::string EnvName(std::string_view prefix, std::string_view key) {
 
 json::object StateJson(int64_t job_id, const std::string& slurm_conf, const std::string& run_uid) {
   return json::object{{"jobId", job_id}, {"slurmConf", slurm_conf}, {"runUid", run_uid}};
-}
-
-void WriteStateFile(const std::string& state_dir, const json::object& state) {
-  if (state_dir.empty()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(state_dir, ec);
-  std::string path = state_dir + "/" + kStateFile;
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << json::serialize(state);
-    if (!out) return;
-  }
-  std::filesystem::rename(tmp, path, ec);
-}
-
-json::object ReadStateFile(const std::string& state_dir) {
-  if (state_dir.empty()) return {};
-  std::ifstream in(state_dir + "/" + kStateFile);
-  if (!in) return {};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  boost::system::error_code ec;
-  json::value v = json::parse(ss.str(), ec);
-  return !ec && v.is_object() ? v.get_object() : json::object{};
-}
-
-void RemoveStateFile(const std::string& state_dir) {
-  if (state_dir.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove(state_dir + "/" + kStateFile, ec);
 }
 
 // Slurm's pending reason as a CamelCase instance reason: "Resources" stays, "ReqNodeNotAvail,
@@ -226,7 +196,7 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
   // What this instance ran before: the job an interrupted attempt of this very run submitted
   // is resumed; any other job of the instance is replaced.
   int64_t job_id = 0;
-  json::object previous = ReadStateFile(request.state_dir);
+  json::object previous = ReadStateFile(request.state_dir, kStateFile);
   if (int64_t prev = Int(previous, "jobId"); prev > 0) {
     const SlurmCli prev_cli = Cli(Str(previous, "slurmConf"));
     bool resumed = false;
@@ -245,7 +215,7 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
       context.Log("cancelling Slurm job " + std::to_string(prev) + " of the previous deploy");
       absl::Status s = CancelAndWait(prev_cli, prev, &context);
       if (!s.ok()) return s;
-      RemoveStateFile(request.state_dir);
+      RemoveStateFile(request.state_dir, kStateFile);
     }
   }
 
@@ -283,7 +253,7 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
     job_id = *submitted;
     json::object state = StateJson(job_id, config->slurm_conf, request.run_uid);
     context.SaveDriverState(state);
-    WriteStateFile(request.state_dir, state);
+    WriteStateFile(request.state_dir, kStateFile, state);
     context.Log("submitted Slurm job " + std::to_string(job_id) + " as " + job_name);
   }
 
@@ -301,7 +271,7 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
                                           "; cancelling the job failed too: " +
                                           std::string(s.message()));
     }
-    RemoveStateFile(request.state_dir);
+    RemoveStateFile(request.state_dir, kStateFile);
     return absl::Status(why.code(), std::string(why.message()) + "; the job was cancelled");
   };
   while (true) {
@@ -316,7 +286,7 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
     } else if (const SlurmJob* j = FindJob(*listing, job_id); !j) {
       // Just submitted, it must be listed; give a slow controller a few looks first.
       if (++missing >= 5) {
-        RemoveStateFile(request.state_dir);
+        RemoveStateFile(request.state_dir, kStateFile);
         return absl::AbortedError("Slurm no longer knows job " + id + " (it was removed)");
       }
     } else if (IsRunningState(j->state)) {
@@ -338,7 +308,7 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
       }
       return Outputs(*j);
     } else if (IsTerminalState(j->state)) {
-      RemoveStateFile(request.state_dir);
+      RemoveStateFile(request.state_dir, kStateFile);
       return absl::AbortedError(EndMessage(*j) + " before gantry saw it running");
     } else {
       std::string msg = PendingMessage(*j);
@@ -356,7 +326,7 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
 
 absl::Status SlurmDriver::Destroy(const DeployRequest& request, RunContext& context) {
   Untrack(InstanceKey(request));
-  json::object state = ReadStateFile(request.state_dir);
+  json::object state = ReadStateFile(request.state_dir, kStateFile);
   int64_t job_id = Int(state, "jobId");
   std::string slurm_conf = Str(state, "slurmConf");
   if (job_id <= 0) {
@@ -370,7 +340,7 @@ absl::Status SlurmDriver::Destroy(const DeployRequest& request, RunContext& cont
     return absl::OkStatus();
   }
   absl::Status s = CancelAndWait(Cli(slurm_conf), job_id, &context);
-  if (s.ok()) RemoveStateFile(request.state_dir);
+  if (s.ok()) RemoveStateFile(request.state_dir, kStateFile);
   return s;
 }
 
@@ -388,7 +358,8 @@ bool SlurmDriver::Adopt(const DeployRequest& request, const json::object& state)
   t->slurm_conf = Str(state, "slurmConf");
   t->job_id = job_id;
   t->run_uid = Str(state, "runUid");
-  if (ReadStateFile(t->state_dir).empty()) WriteStateFile(t->state_dir, state);
+  if (ReadStateFile(t->state_dir, kStateFile).empty())
+    WriteStateFile(t->state_dir, kStateFile, state);
   std::lock_guard<std::mutex> lock(mu_);
   jobs_[t->key] = t;
   wake_.notify_all();
