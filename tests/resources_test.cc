@@ -1048,5 +1048,46 @@ TEST_F(ResourcesTest, ObjectsSurviveARestart) {
   EXPECT_GT(Rv(next), Rv(inst));
 }
 
+// ?dryRun=All (and dryRun in a delete's DeleteOptions): the same checks and answer as the
+// real write, nothing stored, no new resourceVersion.
+TEST_F(ResourcesTest, DryRunChecksEverythingAndStoresNothing) {
+  api().CreateTemplate("default", "t");
+  api().CreateProfile("default", "p", "t");
+  std::string rv_before = std::to_string(Rv(api().Get(NsPath("default", "computeprofiles", "p")).obj()));
+  Resp created = api().Post(NsPath("default", "computeinstances") + "?dryRun=All",
+                            InstanceObject("dry", "p"));
+  EXPECT_EQ(created.status, 201) << created.raw;
+  EXPECT_EQ(created.obj().at("status").at("phase"), json::value("NotDeployed"));
+  EXPECT_EQ(api().Get(NsPath("default", "computeinstances", "dry")).status, 404);
+  Resp invalid = api().Post(NsPath("default", "computeinstances") + "?dryRun=All",
+                            InstanceObject("dry", "missing"));
+  EXPECT_TRUE(invalid.IsStatus(422, "Invalid")) << invalid.raw;
+
+  api().CreateInstance("default", "real", "p");
+  Resp real = api().Get(NsPath("default", "computeinstances", "real"));
+  Resp patched = api().Patch(NsPath("default", "computeinstances", "real") + "?dryRun=All",
+                             json::object{{"spec", json::object{{"description", "new"}}}});
+  EXPECT_EQ(patched.status, 200) << patched.raw;
+  EXPECT_EQ(patched.obj().at("spec").at("description"), json::value("new"));
+  Resp after = api().Get(NsPath("default", "computeinstances", "real"));
+  EXPECT_EQ(Rv(after.obj()), Rv(real.obj()));
+  EXPECT_FALSE(after.obj().at("spec").as_object().contains("description"));
+
+  Resp del = api().Call("DELETE", NsPath("default", "computeinstances", "real"),
+                        R"({"kind":"DeleteOptions","apiVersion":"v1","dryRun":["All"]})");
+  EXPECT_EQ(del.status, 200) << del.raw;
+  EXPECT_EQ(api().Get(NsPath("default", "computeinstances", "real")).status, 200);
+  Resp del_profile = api().Delete(NsPath("default", "computeprofiles", "p") + "?dryRun=All");
+  EXPECT_TRUE(del_profile.IsStatus(409, "InUse")) << del_profile.raw;  // the real checks run
+
+  Resp bogus = api().Post(NsPath("default", "computeinstances") + "?dryRun=Some",
+                          InstanceObject("dry", "p"));
+  EXPECT_EQ(bogus.status, 400) << bogus.raw;
+  Resp action = api().Post(NsPath("default", "computeinstances", "real") + "/deploy?dryRun=All",
+                           json::object{});
+  EXPECT_EQ(action.status, 400) << action.raw;
+  EXPECT_EQ(std::to_string(Rv(api().Get(NsPath("default", "computeprofiles", "p")).obj())), rv_before);
+}
+
 }  // namespace
 }  // namespace gantry::testing

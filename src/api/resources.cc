@@ -557,6 +557,7 @@ absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json
   RETURN_IF_ERROR(CheckReferences(t, nullptr, obj, &writes));
   RETURN_IF_ERROR(model::ForgetAbsentFields(obj));  // e.g. spec.password, now a credential
   writes[0].object = obj;
+  if (t.dry_run) return obj;  // as Kubernetes: no resourceVersion, nothing stored
   ASSIGN_OR_RETURN(auto stored, store_.Commit(std::move(writes)));
   return std::move(stored[0]);
 }
@@ -710,6 +711,7 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
     RETURN_IF_ERROR(CheckReferences(t, &current, next, &writes));
     RETURN_IF_ERROR(model::ForgetAbsentFields(next));  // e.g. spec.password, now a credential
     writes[0].object = std::move(next);
+    if (t.dry_run) return std::move(writes[0].object);  // resourceVersion stays the current one
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) return std::move((*stored)[0]);
     // A write between our read and commit: retry from the new state unless the client
@@ -910,6 +912,7 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
     return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");
   int64_t expected_rv = 0;
   std::string want_uid;
+  bool dry_run = t.dry_run;
   // propagationPolicy (DeleteOptions or query, as Kubernetes takes it): Foreground deletes a
   // compute instance's services first; Background and Orphan leave them, so a compute
   // instance with services is refused.
@@ -918,6 +921,13 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
     // DeleteOptions: preconditions and propagationPolicy matter here.
     ASSIGN_OR_RETURN(json::object opts, model::ParseObjectJson(body));
     if (std::string p = GetString(opts, "propagationPolicy"); !p.empty()) propagation = p;
+    // kubectl sends a delete's dry run in the DeleteOptions body, not the query.
+    if (const json::value* d = opts.if_contains("dryRun"); d && d->is_array())
+      for (const auto& v : d->get_array()) {
+        if (!v.is_string() || v.get_string() != "All")
+          return BadRequestError("dryRun must be [\"All\"]");
+        dry_run = true;
+      }
     want_uid = GetString(opts, "preconditions.uid");
     std::string rv = GetString(opts, "preconditions.resourceVersion");
     if (!rv.empty()) {
@@ -963,6 +973,11 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
       return ConflictError("Precondition failed: resourceVersion in precondition: " +
                            std::to_string(expected_rv) + ", resourceVersion in object meta: " +
                            GetString(current, "metadata.resourceVersion"));
+    if (dry_run) {
+      // The lifecycle rule only: what a teardown or cascade would do is not simulated.
+      RETURN_IF_ERROR(model::Decide(model::Action::kDelete, current).status());
+      return current;
+    }
     if (!delete_instance_)
       return ConflictError("instance " + t.name + " cannot be deleted: no deploy engine is "
                            "running",
@@ -1020,6 +1035,7 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
       ASSIGN_OR_RETURN(auto forget, credentials_->ForgetWrites(t.name));
       for (auto& w : forget) writes.push_back(std::move(w));
     }
+    if (dry_run) return current;
     ASSIGN_OR_RETURN(auto stored, store_.Commit(std::move(writes)));
     return std::move(stored[0]);
   } else if (kind == kProject) {
@@ -1041,6 +1057,7 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
                                             : std::stoll(GetString(current,
                                                                    "metadata.resourceVersion", "0")),
                                 0});
+  if (dry_run) return current;
   ASSIGN_OR_RETURN(auto stored, store_.Commit(std::move(writes)));
   return std::move(stored[0]);
 }

@@ -41,6 +41,9 @@ struct Target {
   // Who writes, in metadata.managedFields: the fieldManager query parameter, else the
   // program name of the User-Agent (set by the router; "unknown" when neither is sent).
   std::string field_manager = "unknown";
+  // ?dryRun=All: every check runs (validation, references, lifecycle 409s, conflicts, field
+  // managers) and the answer is the object as it would be, but nothing is committed.
+  bool dry_run = false;
 };
 
 // Decides whether the caller may see an object (lists and watches across projects).

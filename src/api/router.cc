@@ -89,12 +89,10 @@ Response WatchResponse(const Request& request, const Query& query, const model::
 
 // Query parameters of writes that Kubernetes clients send. fieldValidation: every value
 // is accepted and behaves as Strict (unknown fields are always refused). fieldManager names
-// the writer in metadata.managedFields. dryRun is refused before anything is written: no
-// verb here can run without committing yet.
+// the writer in metadata.managedFields. dryRun: only "All", as Kubernetes (Target::dry_run).
 absl::Status CheckWriteOptions(const Query& q) {
-  if (auto it = q.find("dryRun"); it != q.end() && !it->second.empty())
-    return BadRequestError("dryRun is not supported by this server; use kubectl's "
-                           "--dry-run=client instead");
+  if (auto it = q.find("dryRun"); it != q.end() && !it->second.empty() && it->second != "All")
+    return BadRequestError("dryRun must be All, not \"" + it->second.substr(0, 32) + "\"");
   if (auto it = q.find("fieldValidation"); it != q.end()) {
     const std::string& v = it->second;
     if (!v.empty() && v != "Strict" && v != "Warn" && v != "Ignore")
@@ -671,6 +669,10 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   if (IsMutation(m)) {
     if (absl::Status s = CheckWriteOptions(query); !s.ok()) return ErrorResponse(s);
     t.field_manager = FieldManagerOf(request, query);
+    t.dry_run = query.count("dryRun") > 0 && query.at("dryRun") == "All";
+    if (t.dry_run && !sub.empty())
+      return ErrorResponse(BadRequestError("dryRun is supported on create, update, patch and "
+                                           "delete, not on " + sub));
   }
 
   // Authorize before anything else is looked at.

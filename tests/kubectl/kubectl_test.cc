@@ -165,6 +165,12 @@ class KubectlTest : public GantrydTest, public ::testing::WithParamInterface<std
     return args;
   }
   Result Kubectl(std::vector<std::string> args) { return RunProcess(Argv(std::move(args))); }
+  // The output of a command expected to succeed.
+  std::string KubectlOut(std::vector<std::string> args) {
+    Result r = Kubectl(std::move(args));
+    EXPECT_EQ(r.code, 0) << r.output;
+    return r.output;
+  }
 
   std::string Write(const std::string& name, const std::string& text) {
     std::string path = dir_ + "/" + name;
@@ -367,11 +373,41 @@ TEST_P(KubectlTest, InvalidManifestShowsTheFieldCauses) {
                                   "* spec.variables.gpus: Not found: the profile has no variable "
                                   "\"gpus\" (it has \"nodes\")\n"));
 
+  // A server-side dry run checks like a real write and writes nothing.
   r = Kubectl({"apply", "--dry-run=server", "-f", Write("ok.yaml", Instance("x", "X", "dev"))});
-  EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("Error from server (BadRequest)"));
-  EXPECT_THAT(r.output, HasSubstr("dryRun is not supported"));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("computeinstance.paas.gantry.dev/x created (server dry run)"));
   EXPECT_EQ(Kubectl({"get", "ci", "x"}).code, 1);  // nothing was written
+  r = Kubectl({"apply", "--dry-run=server", "-f", dir_ + "/bad.yaml"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("spec.variables.nodes: Invalid value"));
+}
+
+TEST_P(KubectlTest, DiffShowsWhatApplyWouldChangeAndWritesNothing) {
+  ASSERT_EQ(ApplyFixture().code, 0);
+  std::string before = KubectlOut({"get", "ci", "prod", "-o", "jsonpath={.metadata.resourceVersion}"});
+  Result same = Kubectl({"diff", "-f", dir_ + "/ci.yaml"});
+  EXPECT_EQ(same.code, 0) << same.output;  // no differences
+  EXPECT_EQ(same.output, "");
+  Result changed = Kubectl({"diff", "-f", Write("prod2.yaml", Instance("prod", "Renamed", "prod"))});
+  EXPECT_EQ(changed.code, 1) << changed.output;  // differences found
+  EXPECT_THAT(changed.output, HasSubstr("-  displayName: GPU prod"));
+  EXPECT_THAT(changed.output, HasSubstr("+  displayName: Renamed"));
+  EXPECT_EQ(KubectlOut({"get", "ci", "prod", "-o", "jsonpath={.metadata.resourceVersion}"}), before);
+  // A server-side apply dry run reports the conflict a real one would meet, and with
+  // --force-conflicts succeeds; neither writes. A dry-run delete leaves the object.
+  Result ssa = Kubectl({"apply", "--server-side", "--dry-run=server", "-f", dir_ + "/prod2.yaml"});
+  EXPECT_EQ(ssa.code, 1) << ssa.output;
+  EXPECT_THAT(ssa.output, HasSubstr("Apply failed with 1 conflict"));
+  ssa = Kubectl({"apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f",
+                 dir_ + "/prod2.yaml"});
+  EXPECT_EQ(ssa.code, 0) << ssa.output;
+  EXPECT_THAT(ssa.output, HasSubstr("serverside-applied (server dry run)"));
+  Result del = Kubectl({"delete", "ci", "dev", "--dry-run=server"});
+  EXPECT_EQ(del.code, 0) << del.output;
+  EXPECT_THAT(del.output, HasSubstr("deleted (server dry run)"));
+  EXPECT_EQ(Kubectl({"get", "ci", "dev"}).code, 0);
+  EXPECT_EQ(KubectlOut({"get", "ci", "prod", "-o", "jsonpath={.spec.displayName}"}), "GPU prod");
 }
 
 TEST_P(KubectlTest, WatchPrintsChanges) {
