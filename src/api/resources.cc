@@ -241,22 +241,10 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
   if (kind == kProfile || kind == kServiceProfile) {
     std::string tns = GetString(spec, "templateRef.namespace", t.ns);
     std::string tname = GetString(spec, "templateRef.name");
-    auto tmpl = store_.Get(kTemplate, tns, tname);
-    if (!tmpl.ok()) {
-      if (!absl::IsNotFound(tmpl.status())) return tmpl.status();
-      return InvalidError(kind, name,
-                          {{"spec.templateRef.name",
-                            "environmenttemplate \"" + tname + "\" not found in project " + tns,
-                            "FieldValueNotFound"}});
-    }
-    if (tns != t.ns && !SharedWith(*tmpl, t.ns))
-      return InvalidError(kind, name,
-                          {{"spec.templateRef",
-                            "environmenttemplate \"" + tname + "\" of project " + tns +
-                                " is not shared with project " + t.ns,
-                            "FieldValueForbidden"}});
+    ASSIGN_OR_RETURN(json::object tmpl,
+                     ResolveRef(t, kind, name, "templateRef", kTemplate, tns, tname));
     std::vector<FieldCause> causes;
-    model::ValidateProfileAgainstTemplate(spec, ObjectAt(*tmpl, "spec"), &causes);
+    model::ValidateProfileAgainstTemplate(spec, ObjectAt(tmpl, "spec"), &causes);
     if (!causes.empty()) return InvalidError(kind, name, std::move(causes));
     if (kind == kServiceProfile) RETURN_IF_ERROR(CheckAutoCreateCompute(t, next));
   }
@@ -284,7 +272,6 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
   // An instance pins the revision of its profile (and of the profile's template) when it is
   // created or re-pointed; later edits of the profile never move it.
   const std::string profile_kind = ProfileOf(kind);
-  const std::string profile_words = Lower(profile_kind);
   std::string pns = GetString(spec, "profileRef.namespace", t.ns);
   std::string pname = GetString(spec, "profileRef.name");
   bool ref_changed = !current || GetString(*current, "spec.profileRef.name") != pname ||
@@ -299,23 +286,11 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
   json::object& status = model::EnsureObject(next, "status");
   json::object profile_spec, template_spec;
   if (ref_changed) {
-    auto profile = store_.Get(profile_kind, pns, pname);
-    if (!profile.ok()) {
-      if (!absl::IsNotFound(profile.status())) return profile.status();
-      return InvalidError(kind, name,
-                          {{"spec.profileRef.name",
-                            profile_words + " \"" + pname + "\" not found in project " + pns,
-                            "FieldValueNotFound"}});
-    }
-    if (pns != t.ns && !SharedWith(*profile, t.ns))
-      return InvalidError(kind, name,
-                          {{"spec.profileRef",
-                            profile_words + " \"" + pname + "\" of project " + pns +
-                                " is not shared with project " + t.ns,
-                            "FieldValueForbidden"}});
-    profile_spec = ObjectAt(*profile, "spec");
-    status["profileRevision"] = GetInt(*profile, "status.revision", 1);
-    status["templateRevision"] = GetInt(*profile, "status.templateRevision", 1);
+    ASSIGN_OR_RETURN(json::object profile,
+                     ResolveRef(t, kind, name, "profileRef", profile_kind, pns, pname));
+    profile_spec = ObjectAt(profile, "spec");
+    status["profileRevision"] = GetInt(profile, "status.revision", 1);
+    status["templateRevision"] = GetInt(profile, "status.templateRevision", 1);
   }
   int64_t prev = GetInt(status, "profileRevision", 1);
   int64_t trev = GetInt(status, "templateRevision", 1);
@@ -337,42 +312,55 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
   return absl::OkStatus();
 }
 
+absl::StatusOr<json::object> ResourceService::ResolveRef(const Target& t,
+                                                         const std::string& owner_kind,
+                                                         const std::string& owner_name,
+                                                         const std::string& ref,
+                                                         const std::string& ref_kind,
+                                                         const std::string& ref_ns,
+                                                         const std::string& ref_name) {
+  auto obj = store_.Get(ref_kind, ref_ns, ref_name);
+  if (!obj.ok()) {
+    if (!absl::IsNotFound(obj.status())) return obj.status();
+    return InvalidError(owner_kind, owner_name,
+                        {{"spec." + ref + ".name",
+                          Lower(ref_kind) + " \"" + ref_name + "\" not found in project " + ref_ns,
+                          "FieldValueNotFound"}});
+  }
+  if (ref_ns != t.ns && !SharedWith(*obj, t.ns))
+    return InvalidError(owner_kind, owner_name,
+                        {{"spec." + ref,
+                          Lower(ref_kind) + " \"" + ref_name + "\" of project " + ref_ns +
+                              " is not shared with project " + t.ns,
+                          "FieldValueForbidden"}});
+  return obj;
+}
+
 absl::Status ResourceService::CheckAutoCreateCompute(const Target& t, const json::object& next) {
   const json::object& spec = ObjectAt(next, "spec");
   if (!spec.contains("autoCreateCompute")) return absl::OkStatus();
   std::string name = GetString(next, "metadata.name");
   std::string cns = GetString(spec, "autoCreateCompute.profileRef.namespace", t.ns);
   std::string cname = GetString(spec, "autoCreateCompute.profileRef.name");
-  auto profile = store_.Get(kProfile, cns, cname);
-  if (!profile.ok()) {
-    if (!absl::IsNotFound(profile.status())) return profile.status();
-    return InvalidError(kServiceProfile, name,
-                        {{"spec.autoCreateCompute.profileRef.name",
-                          "computeprofile \"" + cname + "\" not found in project " + cns,
-                          "FieldValueNotFound"}});
-  }
-  if (cns != t.ns && !SharedWith(*profile, t.ns))
-    return InvalidError(kServiceProfile, name,
-                        {{"spec.autoCreateCompute.profileRef",
-                          "computeprofile \"" + cname + "\" of project " + cns +
-                              " is not shared with project " + t.ns,
-                          "FieldValueForbidden"}});
+  ASSIGN_OR_RETURN(json::object profile,
+                   ResolveRef(t, kServiceProfile, name, "autoCreateCompute.profileRef", kProfile,
+                              cns, cname));
   // The compute profile must be one the service can run on.
   model::LabelSelector selector = model::ComputeSelector(spec);
-  if (!selector.Matches(LabelsOf(*profile)))
+  if (!selector.Matches(LabelsOf(profile)))
     return InvalidError(kServiceProfile, name,
                         {{"spec.autoCreateCompute.profileRef",
                           "computeprofile \"" + cname + "\" does not match spec.computeSelector (" +
                               model::DescribeSelector(selector) + ")",
                           "FieldValueInvalid"}});
   // Its variables must be ones that compute profile accepts.
-  auto tmpl = store_.Get(kTemplate, GetString(*profile, "spec.templateRef.namespace", cns),
-                         GetString(*profile, "spec.templateRef.name"));
+  auto tmpl = store_.Get(kTemplate, GetString(profile, "spec.templateRef.namespace", cns),
+                         GetString(profile, "spec.templateRef.name"));
   if (!tmpl.ok()) return absl::OkStatus();  // the compute profile's own problem
   json::object vars = ObjectAt(spec, "autoCreateCompute.variables");
   model::NormalizeVariableValues(vars);
   std::vector<FieldCause> causes;
-  model::ResolveVariables(ObjectAt(*tmpl, "spec"), ObjectAt(*profile, "spec"), vars, &causes);
+  model::ResolveVariables(ObjectAt(*tmpl, "spec"), ObjectAt(profile, "spec"), vars, &causes);
   for (auto& c : causes)
     if (c.field.rfind("spec.variables", 0) == 0)
       c.field = "spec.autoCreateCompute.variables" + c.field.substr(sizeof "spec.variables" - 1);
@@ -413,25 +401,13 @@ absl::Status ResourceService::CheckComputeRef(const Target& t, const json::objec
                           "is first deployed",
                           "FieldValueForbidden"}});
   if (current) status.erase("computeCreated");
-  auto compute = store_.Get(kInstance, cns, cname);
-  if (!compute.ok()) {
-    if (!absl::IsNotFound(compute.status())) return compute.status();
-    return InvalidError(kService, name,
-                        {{"spec.computeRef.name",
-                          "computeinstance \"" + cname + "\" not found in project " + cns,
-                          "FieldValueNotFound"}});
-  }
-  if (cns != t.ns && !SharedWith(*compute, t.ns))
-    return InvalidError(kService, name,
-                        {{"spec.computeRef",
-                          "computeinstance \"" + cname + "\" of project " + cns +
-                              " is not shared with project " + t.ns,
-                          "FieldValueForbidden"}});
+  ASSIGN_OR_RETURN(json::object compute,
+                   ResolveRef(t, kService, name, "computeRef", kInstance, cns, cname));
   // The service runs only on compute whose profile its computeSelector selects.
   model::LabelSelector selector = model::ComputeSelector(profile_spec);
   if (!selector.Empty()) {
-    std::string cpns = GetString(*compute, "spec.profileRef.namespace", cns);
-    std::string cpname = GetString(*compute, "spec.profileRef.name");
+    std::string cpns = GetString(compute, "spec.profileRef.namespace", cns);
+    std::string cpname = GetString(compute, "spec.profileRef.name");
     auto cprofile = store_.Get(kProfile, cpns, cpname);
     std::map<std::string, std::string> labels;
     if (cprofile.ok()) labels = LabelsOf(*cprofile);

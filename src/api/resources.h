@@ -109,6 +109,14 @@ class ResourceService {
   // (profile/template revisions pinned) and appends revision writes.
   absl::Status CheckReferences(const Target& t, const boost::json::object* current,
                                boost::json::object& next, std::vector<store::Write>* writes);
+  // The object `spec.<ref>` of an object of `owner_kind` names: it must exist and live in
+  // t.ns or be shared with it (422 naming spec.<ref>.name or spec.<ref> otherwise).
+  absl::StatusOr<boost::json::object> ResolveRef(const Target& t, const std::string& owner_kind,
+                                                 const std::string& owner_name,
+                                                 const std::string& ref,
+                                                 const std::string& ref_kind,
+                                                 const std::string& ref_ns,
+                                                 const std::string& ref_name);
   // A service profile's autoCreateCompute: the compute profile exists, is shared with the
   // project, matches the computeSelector, and accepts the variables.
   absl::Status CheckAutoCreateCompute(const Target& t, const boost::json::object& next);
