@@ -46,12 +46,16 @@ std::string Host(std::string_view source) {
   return std::string(colon == std::string_view::npos ? source : source.substr(0, colon));
 }
 
-bool Expired(const json::object& spec, const char* field,
-             std::chrono::system_clock::time_point now) {
-  std::string at = GetString(spec, field);
+// `at` (RFC 3339, "" for never) has passed.
+bool ExpiredAt(const std::string& at, std::chrono::system_clock::time_point now) {
   if (at.empty()) return false;
   auto t = ParseTimestamp(at);
   return !t || *t <= now;
+}
+
+bool Expired(const json::object& spec, const char* field,
+             std::chrono::system_clock::time_point now) {
+  return ExpiredAt(GetString(spec, field), now);
 }
 
 const json::object& Spec(const json::object& obj) {
@@ -145,7 +149,7 @@ absl::StatusOr<Identity> Authenticator::FromToken(std::string_view token) {
       tokens_[hash] = *cached;
     }
   }
-  if (Expired(json::object{{"expiresAt", cached->expires_at}}, "expiresAt", clock_.Now()))
+  if (ExpiredAt(cached->expires_at, clock_.Now()))
     return UnauthorizedError("the bearer token expired at " + cached->expires_at);
   Identity id;
   ASSIGN_OR_RETURN(id.subject, SubjectFor(cached->user));
