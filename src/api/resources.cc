@@ -38,14 +38,6 @@ bool Sharable(const std::string& kind) {
          kind == kService;
 }
 
-std::map<std::string, std::string> LabelsOf(const json::object& obj) {
-  std::map<std::string, std::string> out;
-  if (const json::value* l = FindPath(obj, "metadata.labels"); l && l->is_object())
-    for (const auto& kv : l->get_object())
-      if (kv.value().is_string()) out[std::string(kv.key())] = std::string(kv.value().get_string());
-  return out;
-}
-
 bool IsInstance(const std::string& kind) { return kind == kInstance || kind == kService; }
 
 // The profile kind of an instance kind, and how messages name it.
@@ -61,11 +53,6 @@ std::string Lower(std::string s) {
 // "s1.OFFSET" into the objects shared into it.
 constexpr char kSharedContinue[] = "s1.";
 
-// A boolean field that is present and true (spec.disabled).
-bool IsSet(const json::object& obj, std::string_view path) {
-  const json::value* v = FindPath(obj, path);
-  return v && v->is_bool() && v->get_bool();
-}
 
 std::string Resource(const model::KindInfo& k) { return k.plural + "." + model::kGroup; }
 
@@ -347,7 +334,7 @@ absl::Status ResourceService::CheckAutoCreateCompute(const Target& t, const json
                               cns, cname));
   // The compute profile must be one the service can run on.
   model::LabelSelector selector = model::ComputeSelector(spec);
-  if (!selector.Matches(LabelsOf(profile)))
+  if (!selector.Matches(model::LabelsOf(profile)))
     return InvalidError(kServiceProfile, name,
                         {{"spec.autoCreateCompute.profileRef",
                           "computeprofile \"" + cname + "\" does not match spec.computeSelector (" +
@@ -410,7 +397,7 @@ absl::Status ResourceService::CheckComputeRef(const Target& t, const json::objec
     std::string cpname = GetString(compute, "spec.profileRef.name");
     auto cprofile = store_.Get(kProfile, cpns, cpname);
     std::map<std::string, std::string> labels;
-    if (cprofile.ok()) labels = LabelsOf(*cprofile);
+    if (cprofile.ok()) labels = model::LabelsOf(*cprofile);
     if (!selector.Matches(labels))
       return InvalidError(kService, name,
                           {{"spec.computeRef",
@@ -995,7 +982,8 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
                                "; delete them first",
                            "InUse");
   } else if (kind == kUser) {
-    if (GetString(current, "spec.orgRole") == "org-admin" && !IsSet(current, "spec.disabled")) {
+    if (GetString(current, "spec.orgRole") == "org-admin" &&
+        !model::GetBool(current, "spec.disabled")) {
       ASSIGN_OR_RETURN(int64_t admins, EnabledOrgAdmins());
       if (admins <= 1)
         return ConflictError("user " + t.name + " is the last enabled org-admin; make another "
@@ -1199,7 +1187,7 @@ absl::StatusOr<int64_t> ResourceService::EnabledOrgAdmins() {
   ASSIGN_OR_RETURN(auto page, store_.List(o));
   int64_t admins = 0;
   for (const auto& u : page.items)
-    if (!IsSet(u, "spec.disabled")) ++admins;
+    if (!model::GetBool(u, "spec.disabled")) ++admins;
   return admins;
 }
 
@@ -1220,8 +1208,8 @@ absl::Status ResourceService::CheckUserWrite(const Target& t, const json::object
   }
   std::string old_role = current ? GetString(*current, "spec.orgRole") : "";
   std::string new_role = GetString(spec, "orgRole");
-  bool old_disabled = current && IsSet(*current, "spec.disabled");
-  bool new_disabled = IsSet(next, "spec.disabled");
+  bool old_disabled = current && model::GetBool(*current, "spec.disabled");
+  bool new_disabled = model::GetBool(next, "spec.disabled");
   if ((old_role != new_role || old_disabled != new_disabled) && !t.caller_is_org_admin)
     return ForbiddenError("users.paas.gantry.dev is forbidden: only an org-admin may change "
                           "spec.orgRole or spec.disabled");

@@ -20,13 +20,7 @@ bool WatchFilter::Matches(const store::Event& e) const {
   if (e.kind != kind) return false;
   if (ns && e.ns != *ns) return false;
   if (visible && !visible(e.object)) return false;
-  if (!labels.Empty()) {
-    std::map<std::string, std::string> l;
-    if (const json::value* v = model::FindPath(e.object, "metadata.labels"); v && v->is_object())
-      for (const auto& kv : v->get_object())
-        if (kv.value().is_string()) l[std::string(kv.key())] = std::string(kv.value().get_string());
-    if (!labels.Matches(l)) return false;
-  }
+  if (!labels.Empty() && !labels.Matches(model::LabelsOf(e.object))) return false;
   for (const auto& f : fields) {
     std::string have = model::GetString(e.object, f.field);
     if ((have == f.value) != f.equals) return false;

@@ -45,16 +45,10 @@ const json::object& At(const json::object& o, std::string_view path) {
 
 bool IsConflict(const absl::Status& s) { return ReasonOf(s) == "Conflict"; }
 
-// A boolean field that is present and true.
-bool Flag(const json::object& obj, std::string_view path) {
-  const json::value* v = model::FindPath(obj, path);
-  return v && v->is_bool() && v->get_bool();
-}
-
-// The GPU indices a compute instance holds on this host (status.gpus).
-std::vector<std::string> ComputeGpus(const json::object& compute) {
+// The GPU indices in status.gpus of a run or an instance (held on this host).
+std::vector<std::string> StatusGpus(const json::object& obj) {
   std::vector<std::string> out;
-  if (const json::value* g = model::FindPath(compute, "status.gpus"); g && g->is_array())
+  if (const json::value* g = model::FindPath(obj, "status.gpus"); g && g->is_array())
     for (const auto& e : g->get_array())
       if (e.is_string()) out.emplace_back(e.get_string());
   return out;
@@ -269,7 +263,7 @@ absl::StatusOr<json::object> Engine::Queue(const std::string& kind, const std::s
       if (!blocking.empty()) RETURN_IF_ERROR(CascadeToServices(blocking, delete_instance));
     }
     if (kind == kService && action == "deploy" &&
-        Flag(instance, "status.computeCreated")) {
+        model::GetBool(instance, "status.computeCreated")) {
       // The service's own compute instance (auto-create compute) deploys with it; the
       // service waits for it (ComputeNotReady) like any other.
       std::string cns = GetString(instance, "spec.computeRef.namespace", ns);
@@ -388,7 +382,7 @@ absl::StatusOr<std::vector<json::object>> Engine::RunsOf(const std::string& kind
 }
 
 void Engine::ReleaseCreatedCompute(const json::object& service) {
-  if (!Flag(service, "status.computeCreated")) return;
+  if (!model::GetBool(service, "status.computeCreated")) return;
   std::string ns = GetString(service, "metadata.namespace");
   std::string cns = GetString(service, "spec.computeRef.namespace", ns);
   std::string cname = GetString(service, "spec.computeRef.name");
@@ -784,14 +778,12 @@ void Engine::Execute(json::object run) {
     // A service has no resources of its own: it uses its compute instance's, and on this
     // host (local driver) sees the compute instance's GPUs.
     if (req.resources.empty()) req.resources = At(*compute, "status.resources");
-    req.gpu_indices = ComputeGpus(*compute);
+    req.gpu_indices = StatusGpus(*compute);
   }
   req.config = At(tmpl->spec, driver_name);
   req.previous_outputs = At(*instance, "status.outputs");
   req.state_dir = options_.state_dir + "/" + GetString(meta, "uid");
-  if (const json::value* g = model::FindPath(run, "status.gpus"); g && g->is_array())
-    for (const auto& e : g->get_array())
-      if (e.is_string()) req.gpu_indices.emplace_back(e.get_string());
+  for (auto& g : StatusGpus(run)) req.gpu_indices.push_back(std::move(g));
   if (const json::value* g = model::FindPath(run, "status.gpuUuids"); g && g->is_array())
     for (const auto& e : g->get_array())
       if (e.is_string()) req.gpu_uuids.emplace_back(e.get_string());
@@ -852,9 +844,7 @@ void Engine::Finish(const json::object& claimed, const absl::Status& result,
     std::vector<store::Write> writes;
     writes.push_back({store::Write::Op::kUpdate, kRun, *run, Rv(*run), 0});
     auto instance = store_.Get(KindOf(claimed), ns, GetString(claimed, "spec.instanceRef.name"));
-    bool remove = ok && action == "destroy" && model::FindPath(claimed, "spec.deleteInstance") &&
-                  model::FindPath(claimed, "spec.deleteInstance")->is_bool() &&
-                  model::FindPath(claimed, "spec.deleteInstance")->get_bool();
+    bool remove = ok && action == "destroy" && model::GetBool(claimed, "spec.deleteInstance");
     std::vector<json::object> runs_to_remove;
     std::string owner;
     bool release_gpus = false;
@@ -1090,13 +1080,13 @@ Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* 
     auto services = ServicesOn(store_, ns, name);
     if (services.ok()) {
       std::vector<json::object> blocking =
-          Flag(run, "spec.deleteInstance") ? *services : ActiveServices(*services);
+          model::GetBool(run, "spec.deleteInstance") ? *services : ActiveServices(*services);
       if (!blocking.empty()) {
         a.decision = Admission::Decision::kWait;
         a.reason = "ServicesRunning";
         a.message = "waiting for " + std::to_string(blocking.size()) + " service instance" +
                     (blocking.size() == 1 ? "" : "s") + " to be " +
-                    (Flag(run, "spec.deleteInstance") ? "deleted" : "destroyed") + " first: " +
+                    (model::GetBool(run, "spec.deleteInstance") ? "deleted" : "destroyed") + " first: " +
                     DescribeServices(blocking, ns);
         return a;
       }
@@ -1333,11 +1323,11 @@ void Engine::AdoptWorkloads(const std::string& kind) {
     req.config = At(tmpl->spec, driver_name);
     req.resources = At(prof->spec, "resources");
     req.state_dir = options_.state_dir + "/" + GetString(meta, "uid");
-    req.gpu_indices = ComputeGpus(inst);
+    req.gpu_indices = StatusGpus(inst);
     if (kind == kService) {
       auto compute = store_.Get(kInstance, GetString(inst, "spec.computeRef.namespace", ns),
                                 GetString(inst, "spec.computeRef.name"));
-      if (compute.ok()) req.gpu_indices = ComputeGpus(*compute);
+      if (compute.ok()) req.gpu_indices = StatusGpus(*compute);
     }
     if (driver->Adopt(req, state)) {
       spdlog::info("adopted the workload of instance {}/{}", ns, name);

@@ -117,6 +117,19 @@ std::string GetString(const json::object& obj, std::string_view dotted,
   return std::string(fallback);
 }
 
+bool GetBool(const json::object& obj, std::string_view dotted) {
+  const json::value* v = FindPath(obj, dotted);
+  return v && v->is_bool() && v->get_bool();
+}
+
+std::map<std::string, std::string> LabelsOf(const json::object& obj) {
+  std::map<std::string, std::string> out;
+  if (const json::value* l = FindPath(obj, "metadata.labels"); l && l->is_object())
+    for (const auto& kv : l->get_object())
+      if (kv.value().is_string()) out[std::string(kv.key())] = std::string(kv.value().get_string());
+  return out;
+}
+
 int64_t GetInt(const json::object& obj, std::string_view dotted, int64_t fallback) {
   const json::value* v = FindPath(obj, dotted);
   if (!v) return fallback;

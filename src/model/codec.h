@@ -4,6 +4,7 @@
 // Thread-safety: free functions, no state.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -43,6 +44,10 @@ std::string GetString(const boost::json::object& obj, std::string_view dotted,
                       std::string_view fallback = "");
 // The integer at `dotted`, or `fallback`.
 int64_t GetInt(const boost::json::object& obj, std::string_view dotted, int64_t fallback = 0);
+// True when the value at `dotted` is present and the boolean true.
+bool GetBool(const boost::json::object& obj, std::string_view dotted);
+// metadata.labels as a map (non-string values skipped), for label selectors.
+std::map<std::string, std::string> LabelsOf(const boost::json::object& obj);
 // The object at `dotted`, creating empty objects along the way (replacing non-objects).
 boost::json::object& EnsureObject(boost::json::object& obj, std::string_view dotted);
 
