@@ -10,7 +10,9 @@
 #include "auth/credentials.h"
 #include "common/clock.h"
 #include "common/errors.h"
+#include "common/utf8.h"
 #include "model/codec.h"
+#include "model/sealed_fields.h"
 #include "model/schema.h"
 #include "model/validation.h"
 
@@ -38,9 +40,9 @@ Response Text(int status, std::string body) {
 void Redact(json::object& body) {
   if (json::value* items = body.if_contains("items"); items && items->is_array()) {
     for (auto& item : items->get_array())
-      if (item.is_object()) model::RedactSealedValues(item.get_object());
+      if (item.is_object()) model::RedactSealed(item.get_object());
   } else {
-    model::RedactSealedValues(body);
+    model::RedactSealed(body);
   }
 }
 
@@ -104,6 +106,7 @@ absl::Status CheckWriteOptions(const Query& q) {
     for (char c : it->second)
       if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
         return BadRequestError("fieldManager must not contain control characters");
+    if (!IsValidUtf8(it->second)) return BadRequestError("fieldManager must be valid UTF-8");
   }
   return absl::OkStatus();
 }
@@ -117,6 +120,9 @@ std::string FieldManagerOf(const Request& request, const Query& q) {
   for (char c : ua)
     if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) out += c;
   if (out.size() > 128) out.resize(128);
+  // A client's User-Agent is not worth a refusal: bytes that are not UTF-8 (or a sequence
+  // cut at 128 bytes) become U+FFFD.
+  out = ScrubUtf8(out);
   return out.empty() ? "unknown" : out;
 }
 
