@@ -198,8 +198,8 @@ std::string HostName(std::string_view host) {
   if (!host.empty() && host.front() == '[') {
     size_t close = host.find(']');
     host = host.substr(1, close == std::string_view::npos ? std::string_view::npos : close - 1);
-  } else if (size_t colon = host.find(':');
-             colon != std::string_view::npos && host.find(':', colon + 1) == std::string_view::npos) {
+  } else if (size_t colon = host.find(':'); colon != std::string_view::npos &&
+                                             host.find(':', colon + 1) == std::string_view::npos) {
     host = host.substr(0, colon);  // one colon: a port; more: a bare IPv6 address
   }
   return absl::AsciiStrToLower(std::string(host));

@@ -20,8 +20,8 @@ StreamGuard::~StreamGuard() {
 void StreamGuard::Guard(std::weak_ptr<LineStream> stream, Credentials credentials, Check check,
                         End end) {
   std::lock_guard<std::mutex> lock(mu_);
-  entries_.push_back(Entry{std::move(stream), std::move(credentials), std::move(check),
-                           std::move(end)});
+  entries_.push_back(
+      Entry{std::move(stream), std::move(credentials), std::move(check), std::move(end)});
 }
 
 size_t StreamGuard::GuardedCount() {

@@ -115,8 +115,8 @@ class Authenticator {
   // web session of the user except the caller's own (API tokens stay valid). Changing one's
   // own password needs the current one: 422 when spec.currentPassword is missing, 403 when it
   // is wrong (counted like a failed login from `source`: 429 after too many), 422 for a new
-  // password that is too short or too long (spec.password). An org-admin setting another user's password needs
-  // none, and ends all of that user's sessions.
+  // password that is too short or too long (spec.password). An org-admin setting another
+  // user's password needs none, and ends all of that user's sessions.
   absl::StatusOr<std::vector<store::Write>> PasswordChangeWrites(const PasswordChange& change);
   // Writes removing everything that gives `user` access (password, tokens, sessions, and the
   // role bindings naming the user in every project), for the commit that deletes the User.

@@ -321,14 +321,16 @@ TEST_F(AuthTest, InstancesPerUserQuotaCountsWhatEachUserCreated) {
 TEST_F(AuthTest, WrongPasswordsLockOutOnlyTheAddressThatGuessed) {
   const int port = gantryd_->port();
   int last = 0;
-  for (int i = 0; i < 6; ++i) last = LoginFrom(port, "127.0.0.2", "admin", "wrong-" + std::to_string(i));
+  for (int i = 0; i < 6; ++i)
+    last = LoginFrom(port, "127.0.0.2", "admin", "wrong-" + std::to_string(i));
   EXPECT_EQ(last, 429);
   // The guesser is locked out, even with the right password...
   EXPECT_EQ(LoginFrom(port, "127.0.0.2", "admin", kAdminPassword), 429);
   // ...but admin, from an address that has not failed, is not.
   EXPECT_EQ(LoginFrom(port, "127.0.0.3", "admin", kAdminPassword), 200);
   // One address guessing many users' passwords is stopped too (20 per address).
-  for (int i = 0; i < 20; ++i) last = LoginFrom(port, "127.0.0.4", "user-" + std::to_string(i), "x-wrong-1");
+  for (int i = 0; i < 20; ++i)
+    last = LoginFrom(port, "127.0.0.4", "user-" + std::to_string(i), "x-wrong-1");
   EXPECT_EQ(last, 401);
   EXPECT_EQ(LoginFrom(port, "127.0.0.4", "someone-else", "x-wrong-1"), 429);
   EXPECT_EQ(LoginFrom(port, "127.0.0.3", "admin", kAdminPassword), 200);
@@ -339,7 +341,8 @@ TEST_F(AuthTest, DeletingAUserDeletesTheirRoleBindingsSoANewNamesakeInheritsNoth
   CreateUser("gina", "gina-password-1");
   api().MustCreate(NsPath("ml", "rolebindings"),
                    json::object{{"metadata", json::object{{"name", "gina-admin"}}},
-                                {"spec", json::object{{"user", "gina"}, {"role", "project-admin"}}}});
+                                {"spec", json::object{{"user", "gina"},
+                                                      {"role", "project-admin"}}}});
   ASSERT_EQ(api().Delete(ClusterPath("users", "gina")).status, 200);
   EXPECT_TRUE(api().Get(NsPath("ml", "rolebindings", "gina-admin")).IsStatus(404, "NotFound"));
   // A new user of the same name starts with no role.
@@ -355,10 +358,13 @@ TEST_F(AuthTest, ChangingOnesOwnPasswordNeedsTheCurrentOneAndEndsTheOtherSession
   Api hana(gantryd_->base_url(), token);
   client::HttpResponse other = Login("hana", "hana-password-1");  // e.g. another browser
   ASSERT_EQ(other.status, 200) << other.body;
-  std::string other_cookie = other.headers["set-cookie"].substr(0, other.headers["set-cookie"].find(';'));
+  auto cookie_of = [](client::HttpResponse& r) {
+    return r.headers["set-cookie"].substr(0, r.headers["set-cookie"].find(';'));
+  };
+  std::string other_cookie = cookie_of(other);
   client::HttpResponse mine = Login("hana", "hana-password-1");
   ASSERT_EQ(mine.status, 200) << mine.body;
-  std::string my_cookie = mine.headers["set-cookie"].substr(0, mine.headers["set-cookie"].find(';'));
+  std::string my_cookie = cookie_of(mine);
   std::string my_csrf(json::parse(mine.body).at("csrfToken").as_string());
   auto change = [&](json::object spec) {
     client::HttpClient c(gantryd_->base_url());
@@ -370,12 +376,12 @@ TEST_F(AuthTest, ChangingOnesOwnPasswordNeedsTheCurrentOneAndEndsTheOtherSession
     return r.ok() ? *r : client::HttpResponse{};
   };
   // Without the current password, or with a wrong one: refused, and nothing changes.
-  auto missing = hana.Call("PATCH", ClusterPath("users", "hana"),
-                           json::serialize(json::object{{"spec", json::object{{"password", "hana-password-2"}}}}),
-                           "application/merge-patch+json");
+  auto missing = hana.Patch(ClusterPath("users", "hana"),
+                            json::object{{"spec", json::object{{"password", "hana-password-2"}}}});
   EXPECT_TRUE(missing.IsStatus(422, "Invalid")) << missing.raw;
   EXPECT_EQ(missing.cause_fields(), (std::vector<std::string>{"spec.currentPassword"}));
-  auto wrong = change(json::object{{"password", "hana-password-2"}, {"currentPassword", "nope-nope-1"}});
+  auto wrong =
+      change(json::object{{"password", "hana-password-2"}, {"currentPassword", "nope-nope-1"}});
   EXPECT_EQ(wrong.status, 403) << wrong.body;
   EXPECT_THAT(wrong.body, HasSubstr("spec.currentPassword is not the current password"));
   auto alone = change(json::object{{"currentPassword", "hana-password-1"}});
@@ -383,7 +389,8 @@ TEST_F(AuthTest, ChangingOnesOwnPasswordNeedsTheCurrentOneAndEndsTheOtherSession
   EXPECT_EQ(Login("hana", "hana-password-2").status, 401);
   EXPECT_EQ(WithCookie("GET", "/auth/whoami", other_cookie, "").status, 200);
 
-  auto ok = change(json::object{{"password", "hana-password-2"}, {"currentPassword", "hana-password-1"}});
+  auto ok = change(
+      json::object{{"password", "hana-password-2"}, {"currentPassword", "hana-password-1"}});
   ASSERT_EQ(ok.status, 200) << ok.body;
   EXPECT_THAT(ok.body, Not(HasSubstr("hana-password")));
   // The other session ended; the caller's session and API token go on.

@@ -69,9 +69,9 @@ class StreamAccessTest : public EngineTest {
   // A watch of the default project's role bindings (alice's own is its first event).
   std::unique_ptr<WatchCollector> Watch(const std::string& credentials,
                                         const std::string& base_url = "") {
-    auto w = std::make_unique<WatchCollector>(
-        base_url.empty() ? gantryd_->base_url() : base_url,
-        NsPath("default", "rolebindings") + "?watch=true", nullptr, nullptr, credentials);
+    auto w = std::make_unique<WatchCollector>(base_url.empty() ? gantryd_->base_url() : base_url,
+                                              NsPath("default", "rolebindings") + "?watch=true",
+                                              nullptr, nullptr, credentials);
     EXPECT_TRUE(Live(*w)) << ::testing::PrintToString(w->Summary());
     return w;
   }
@@ -83,9 +83,9 @@ class StreamAccessTest : public EngineTest {
       api().CreateInstance("default", "web", "std");
       run_ = DeployBlocked("web");
     }
-    auto f = std::make_unique<WatchCollector>(
-        gantryd_->base_url(), NsPath("default", "runs", run_) + "/log?follow=true", nullptr,
-        nullptr, credentials);
+    auto f = std::make_unique<WatchCollector>(gantryd_->base_url(),
+                                              NsPath("default", "runs", run_) + "/log?follow=true",
+                                              nullptr, nullptr, credentials);
     EXPECT_TRUE(Live(*f)) << f->result();
     return f;
   }
@@ -98,9 +98,9 @@ class StreamAccessTest : public EngineTest {
   // A web session of alice: {cookie header line, csrf token}.
   std::pair<std::string, std::string> AliceSession() {
     client::HttpClient c(gantryd_->base_url());
-    auto r = c.Send("POST", "/auth/login",
-                    json::serialize(json::object{{"username", "alice"},
-                                                 {"password", kAlicePassword}}));
+    auto r =
+        c.Send("POST", "/auth/login",
+               json::serialize(json::object{{"username", "alice"}, {"password", kAlicePassword}}));
     EXPECT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().ToString());
     if (!r.ok()) return {};
     std::string set_cookie = r->headers["set-cookie"];
@@ -116,8 +116,10 @@ TEST_F(StreamAccessTest, DisablingTheUserEndsHerWatchAndLogButNotOthers) {
   auto watch = Watch(Bearer(token_));
   auto log = FollowLog(Bearer(token_));
   auto admins = Watch("");  // the bootstrap org-admin's
-  ASSERT_EQ(api().Patch(ClusterPath("users", "alice"),
-                        json::object{{"spec", json::object{{"disabled", true}}}}).status,
+  ASSERT_EQ(api()
+                .Patch(ClusterPath("users", "alice"),
+                       json::object{{"spec", json::object{{"disabled", true}}}})
+                .status,
             200);
   json::object status = FinalError(*watch);
   EXPECT_EQ(status["code"], 401) << json::serialize(status);
@@ -157,9 +159,10 @@ TEST_F(StreamAccessTest, LoggingOutEndsTheSessionsWatchAndLog) {
   EXPECT_THAT(std::string(status["message"].as_string()), HasSubstr("session ended"));
   EXPECT_TRUE(log->WaitDone()) << "the followed log did not end";
   // The token's watch still streams.
-  ASSERT_EQ(api().Patch(NsPath("default", "rolebindings", "alice-member"),
-                        json::object{{"metadata", json::object{{"labels", json::object{
-                                                                    {"seen", "yes"}}}}}})
+  ASSERT_EQ(api()
+                .Patch(NsPath("default", "rolebindings", "alice-member"),
+                       json::object{
+                           {"metadata", json::object{{"labels", json::object{{"seen", "yes"}}}}}})
                 .status,
             200);
   EXPECT_TRUE(by_token->WaitFor([](const std::vector<json::object>& events) {
@@ -171,9 +174,9 @@ TEST_F(StreamAccessTest, RemovingTheRoleBindingEndsWatchesAndLogWith403) {
   auto watch = Watch(Bearer(token_));
   auto log = FollowLog(Bearer(token_));
   // A watch across projects is open to everyone, but showed alice the default project.
-  auto across = std::make_unique<WatchCollector>(
-      gantryd_->base_url(), ClusterPath("computeinstances") + "?watch=true", nullptr, nullptr,
-      Bearer(token_));
+  auto across = std::make_unique<WatchCollector>(gantryd_->base_url(),
+                                                 ClusterPath("computeinstances") + "?watch=true",
+                                                 nullptr, nullptr, Bearer(token_));
   ASSERT_TRUE(Live(*across));  // the instance "web" of FollowLog
   ASSERT_EQ(api().Delete(NsPath("default", "rolebindings", "alice-member")).status, 200);
   json::object status = FinalError(*watch);
