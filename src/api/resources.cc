@@ -1324,15 +1324,30 @@ absl::Status ResourceService::CheckUserWrite(const Target& t, const json::object
                                              std::vector<store::Write>* writes) {
   std::string name = GetString(next, "metadata.name");
   json::object& spec = model::EnsureObject(next, "spec");
-  // The password goes to the credential store, hashed; it never stays in the User.
+  // The password goes to the credential store, hashed; it never stays in the User, and
+  // neither does the current password that a change of one's own password needs.
+  std::string current_password = GetString(spec, "currentPassword");
+  bool has_current = spec.erase("currentPassword") > 0;
   if (const json::value* pw = spec.if_contains("password")) {
     std::string password = pw->is_string() ? std::string(pw->get_string()) : "";
     spec.erase("password");
     if (!credentials_) return BadRequestError("this server does not keep passwords");
-    auto write = credentials_->PasswordWrite(name, password);
-    if (!write.ok())
-      return InvalidError(kUser, name, {{"spec.password", std::string(write.status().message())}});
-    writes->push_back(*std::move(write));
+    if (current) {
+      ASSIGN_OR_RETURN(auto change, credentials_->PasswordChangeWrites(
+                                        {name, password, current_password, t.caller,
+                                         t.caller_session, t.caller_source}));
+      for (auto& w : change) writes->push_back(std::move(w));
+    } else {
+      auto write = credentials_->PasswordWrite(name, password);
+      if (!write.ok())
+        return InvalidError(kUser, name,
+                            {{"spec.password", std::string(write.status().message())}});
+      writes->push_back(*std::move(write));
+    }
+  } else if (has_current) {
+    return InvalidError(kUser, name, {{"spec.currentPassword",
+                                       "Forbidden: only with spec.password, to change it",
+                                       "FieldValueForbidden"}});
   }
   std::string old_role = current ? GetString(*current, "spec.orgRole") : "";
   std::string new_role = GetString(spec, "orgRole");

@@ -39,6 +39,10 @@ struct Target {
   // by instancesPerUser, and checked for the fields only an org-admin may change.
   std::string caller;
   bool caller_is_org_admin = false;
+  // The caller's web session (its Session record, "" for a token) and address: a change of
+  // one's own password keeps this session and is rate-limited per address.
+  std::string caller_session;
+  std::string caller_source;
   // Who writes, in metadata.managedFields: the fieldManager query parameter, else the
   // program name of the User-Agent (set by the router; "unknown" when neither is sent).
   std::string field_manager = "unknown";

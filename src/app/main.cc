@@ -126,7 +126,9 @@ int main(int argc, char** argv) {
   int drain_seconds = 10;
   std::string gpus_flag;
   std::string port_range = "20000-29999";
-  std::string advertise_host = "127.0.0.1";
+  // Not the 127.0.0.1 the UI is served on by default: a session cookie set there must not
+  // reach workloads (Router::SetWorkloadHost).
+  std::string advertise_host = "localhost";
   std::string store_url;
   std::string host_id;
   int lease_seconds = 30;
@@ -169,7 +171,8 @@ int main(int argc, char** argv) {
   app.add_option("--port-range", port_range, "Ports for local instances, MIN-MAX")
       ->capture_default_str();
   app.add_option("--advertise-host", advertise_host,
-                 "Host name or address in the endpoints of local instances")
+                 "Host name or address in the endpoints of local instances; the web UI must "
+                 "be reached by another name (logins by this one are refused)")
       ->capture_default_str();
   std::string tls_listen, tls_cert, tls_key;
   app.add_option("--tls-listen", tls_listen,
@@ -400,6 +403,7 @@ int main(int argc, char** argv) {
   });
   gantry::api::StaticFiles ui(ui_dir);
   router.SetStaticFiles(&ui);
+  router.SetWorkloadHost(advertise_host);
   if (!ui.available()) spdlog::info("web UI not built (no index.html in {}): / explains", ui_dir);
   gantry::api::Server server(router, server_options);
   auto port = server.Listen();
