@@ -44,6 +44,24 @@ std::vector<gid_t> GroupsOf(const passwd& pw) {
   return groups;
 }
 
+// The first directory on the way to `dir` (its ancestors and itself) that `user` may not
+// pass through (search permission), or "" when it can reach `dir`.
+std::string FirstUnreachable(const std::filesystem::path& dir, const WorkloadUser& user) {
+  std::filesystem::path at;
+  for (const auto& part : dir) {
+    at /= part;
+    struct stat st {};
+    if (::stat(at.c_str(), &st) != 0) return at.string();
+    bool in_group = false;
+    for (gid_t g : user.groups) in_group = in_group || g == st.st_gid;
+    mode_t need = st.st_uid == user.uid ? S_IXUSR
+                  : in_group || st.st_gid == user.gid ? S_IXGRP
+                                                      : S_IXOTH;
+    if (!(st.st_mode & need)) return at.string();
+  }
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<WorkloadUser> LookUpWorkloadUser(const std::string& name) {
@@ -165,6 +183,13 @@ absl::Status PrepareWorkloadRoot(const Sandbox& sandbox) {
                                          Errno(errno));
   if (::chmod(root.c_str(), 0711) != 0)
     return absl::FailedPreconditionError("cannot set the mode of " + root + ": " + Errno(errno));
+  if (!sandbox.user) return absl::OkStatus();
+  std::string blocked =
+      FirstUnreachable(std::filesystem::absolute(root).lexically_normal(), *sandbox.user);
+  if (!blocked.empty())
+    return absl::FailedPreconditionError(
+        "the workload user " + sandbox.user->name + " cannot reach " + root + ": " + blocked +
+        " is closed to it (choose a --workload-dir it can reach, e.g. under /var/lib)");
   return absl::OkStatus();
 }
 

@@ -87,8 +87,9 @@ absl::StatusOr<Sandbox> SandboxForGantryd(const std::string& user,
                                           const std::string& data_dir);
 
 // Prepares the root of the workload directories at start-up: created, owned by gantryd,
-// mode 0711 (the user can reach its own directory but not list the others'). OK when the
-// sandbox has no workload root.
+// mode 0711 (the user can reach its own directory but not list the others').
+// FAILED_PRECONDITION when it cannot be made, or when a directory on the way to it is closed
+// to the workload user ("... /root is closed to it"). OK when the sandbox has no root.
 absl::Status PrepareWorkloadRoot(const Sandbox& sandbox);
 
 }  // namespace gantry::drivers
