@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build-ui.sh   # web/dist: the UI gantryd serves from /
+bash scripts/open-path-for-workloads.sh .   # as root, workloads run as gantry-workload
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_TESTS=OFF >/dev/null
 ninja -C build-release gantryd gantry
 LISTEN="${GANTRY_LISTEN:-127.0.0.1:8080}"
