@@ -773,8 +773,11 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
       }
       model::RedactLastApplied(next, /*is_instance=*/true, SensitiveNames(old_vars));
     } else if (HasSealedDefaults(t.kind->kind)) {
-      model::RedactLastApplied(next, /*is_instance=*/false,
-                               model::SensitiveDeclared(ObjectAt(current, "spec")));
+      // The same for sealed defaults, so that re-applying a template or profile is no change.
+      std::set<std::string> sealed = model::SealedDefaultNames(ObjectAt(current, "spec"));
+      std::vector<FieldCause> ignored;  // the full check runs in CheckReferences
+      model::SealDefaults(secrets_, t.kind->kind, t.ns, t.name, sealed, &current, next, &ignored);
+      model::RedactLastApplied(next, /*is_instance=*/false, sealed);
     }
     if (t.kind->kind == kService && !FindPath(next, "spec.computeRef") &&
         FindPath(current, "spec.computeRef")) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <sstream>
 
 #include <boost/json.hpp>
@@ -223,6 +224,12 @@ absl::Status AddDocument(json::value doc, int index, const std::string& where,
     return "null";
   };
   if (doc.is_null()) return absl::OkStatus();  // empty document
+  // yaml-cpp's decoding can turn valid input into bytes that are not UTF-8 (found by
+  // fuzz_yaml_json); nothing that is not UTF-8 leaves this reader.
+  if (std::optional<std::string> bad = FindInvalidUtf8(doc))
+    return absl::InvalidArgumentError("document " + std::to_string(index) + where +
+                                      ": the text at " + (bad->empty() ? "the top" : *bad) +
+                                      " does not decode to valid UTF-8");
   if (doc.is_array()) {
     int i = 0;
     for (json::value& item : doc.get_array()) {
@@ -557,6 +564,13 @@ absl::StatusOr<std::vector<json::object>> YamlToJsonObjects(std::string_view tex
   // YAML streams are Unicode (YAML 1.2, 5.2); yaml-cpp would pass invalid bytes through into
   // strings that no JSON reader accepts afterwards.
   if (!IsValidUtf8(text)) return absl::InvalidArgumentError("the text is not valid UTF-8");
+  // YAML 1.2 (5.1) allows no C0 control characters but tab, line feed and carriage return.
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+      return absl::InvalidArgumentError("byte " + std::to_string(i) +
+                                        " is a control character, which YAML does not allow");
+  }
   std::vector<json::object> out;
   std::string_view trimmed = StdSv(absl::StripLeadingAsciiWhitespace(Sv(text)));
   if (LooksLikeJson(trimmed)) {

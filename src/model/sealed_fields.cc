@@ -132,6 +132,16 @@ std::set<std::string> SensitiveDeclared(const json::object& spec) {
   return out;
 }
 
+std::set<std::string> SealedDefaultNames(const json::object& spec) {
+  std::set<std::string> out;
+  const json::value* vars = spec.if_contains("variables");
+  if (!vars || !vars->is_array()) return out;
+  for (const auto& e : vars->get_array())
+    if (e.is_object() && SecretBox::IsSealed(GetString(e.get_object(), "default")))
+      out.insert(GetString(e.get_object(), "name"));
+  return out;
+}
+
 absl::StatusOr<json::object> UnsealDefaults(const SecretBox& secrets, std::string_view kind,
                                             std::string_view ns, std::string_view name,
                                             const json::object& spec) {
@@ -189,6 +199,9 @@ void SealDefaults(const SecretBox& secrets, std::string_view kind, std::string_v
     if (given == kRedacted) {
       causes->push_back({path, std::string("Required value: give the value itself, not ") +
                                    kRedacted, "FieldValueRequired"});
+    } else if (SecretBox::IsSealed(given) && !SecretBox::IsLegacy(given) &&
+               secrets.Unseal(given, context).ok()) {
+      // Sealed for this very field (by an earlier step of this write): it stays.
     } else if (SecretBox::IsSealed(given)) {
       causes->push_back({path, "Invalid value: a sealed value is only valid where it was sealed; "
                                "give the value itself"});

@@ -57,6 +57,9 @@ void RedactLastApplied(boost::json::object& obj, bool is_instance,
 // The names of the sensitive variables a template (or profile rules) declares.
 std::set<std::string> SensitiveDeclared(const boost::json::object& spec);
 
+// The names of the variables whose defaults are sealed in `spec`.
+std::set<std::string> SealedDefaultNames(const boost::json::object& spec);
+
 // A copy of a template's or profile's spec with its sealed defaults unsealed, for
 // ResolveVariables. FAILED_PRECONDITION when one cannot be unsealed (another key).
 absl::StatusOr<boost::json::object> UnsealDefaults(const SecretBox& secrets,

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <thread>
 
@@ -332,6 +333,59 @@ TEST_P(KubectlTest, ApplyCreatesThenIsUnchangedThenConfigures) {
   EXPECT_THAT(r.output, HasSubstr("computeinstance.paas.gantry.dev/prod configured"));
   r = Kubectl({"get", "ci", "prod", "-o", "jsonpath={.spec.displayName}"});
   EXPECT_EQ(r.output, "GPU production");
+}
+
+// Issue 15, item 2: client-side apply keeps the whole manifest in the
+// last-applied-configuration annotation, which every viewer reads. Sensitive values (of an
+// instance, and a template's sensitive default) are kept there as <sensitive>.
+TEST_P(KubectlTest, ClientSideApplyKeepsNoSecretInLastApplied) {
+  const std::string manifest = R"(apiVersion: paas.gantry.dev/v1
+kind: EnvironmentTemplate
+metadata: {name: secret-tpl, namespace: default}
+spec:
+  driver: exec
+  exec: {command: ["true"]}
+  variables:
+  - {name: token, sensitive: true}
+  - {name: api_key, sensitive: true, default: "dflt-KubectlSecret-77"}
+---
+apiVersion: paas.gantry.dev/v1
+kind: ComputeProfile
+metadata: {name: secret-prof, namespace: default}
+spec:
+  templateRef: {name: secret-tpl}
+---
+apiVersion: paas.gantry.dev/v1
+kind: ComputeInstance
+metadata: {name: secret-ci, namespace: default}
+spec:
+  profileRef: {name: secret-prof}
+  variables: {token: "tok-KubectlSecret-42"}
+)";
+  std::string file = Write("secret.yaml", manifest);
+  Result r = Kubectl({"apply", "-f", file});
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const char* what : {"ci/secret-ci", "environmenttemplate/secret-tpl"}) {
+    r = Kubectl({"get", what, "-o", "json"});
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_THAT(r.output, Not(HasSubstr("KubectlSecret"))) << what;
+    EXPECT_THAT(r.output, HasSubstr("last-applied-configuration")) << what;
+    EXPECT_THAT(r.output, HasSubstr("<sensitive>")) << what;
+  }
+  // Applying the same file again works and changes no revision.
+  r = Kubectl({"apply", "-f", file});
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = Kubectl({"get", "environmenttemplate", "secret-tpl", "-o",
+               "jsonpath={.status.revision} {.metadata.generation}"});
+  EXPECT_EQ(r.output, "1 1");
+  r = Kubectl({"get", "ci", "secret-ci", "-o", "json"});
+  EXPECT_THAT(r.output, Not(HasSubstr("KubectlSecret")));
+  for (const auto& e : fs::directory_iterator(gantryd_->data_dir())) {
+    if (e.path().filename().string().rfind("gantry.db", 0) != 0) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_THAT(bytes, Not(HasSubstr("KubectlSecret"))) << e.path();
+  }
 }
 
 TEST_P(KubectlTest, LabelAnnotateDelete) {
@@ -676,8 +730,12 @@ TEST_P(KubectlTest, ApplyExamplesTwiceCreatesThenLeavesThemUnchanged) {
 }
 
 TEST_P(KubectlTest, DeletingAnInstanceInProgressIsAConflict) {
-  // A deploy that lasts until the gate file is removed.
-  std::string gate = dir_ + "/gate";
+  // A deploy that lasts until the gate file is removed. Outside the data directory, which
+  // is closed to the workload user when gantryd runs as root.
+  std::string gate = (fs::temp_directory_path() /
+                      ("gantry-kubectl-gate-" + std::to_string(::getpid()) + "-" +
+                       fs::path(dir_).parent_path().filename().string()))
+                         .string();
   std::ofstream(gate) << "";
   std::string platform = kPlatform;
   platform.replace(platform.find(R"(["true"])"), 8,

@@ -65,10 +65,6 @@ namespace {
     ::setsid();
   } else {
     ::setpgid(0, 0);
-    if (spec.die_with_parent) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-    }
   }
   ::dup2(spec.stdin_fd >= 0 ? spec.stdin_fd : null_fd, 0);
   ::dup2(spec.stdout_fd >= 0 ? spec.stdout_fd : null_fd, 1);
@@ -90,6 +86,12 @@ namespace {
       errno = EPERM;
       fail(SpawnStage::kCredentials);
     }
+  }
+  // After the user switch: changing credentials clears the parent-death signal (prctl(2)),
+  // and an exec script must die with the gantryd that runs it (failover re-runs it).
+  if (!spec.new_session && spec.die_with_parent) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
   }
   if (!spec.working_dir.empty() && ::chdir(spec.working_dir.c_str()) != 0)
     fail(SpawnStage::kWorkingDir);
