@@ -36,10 +36,10 @@ struct Server::Impl {
   Impl(Router& r, ServerOptions o, Metrics& m);
 
   awaitable<void> Accept(tcp::acceptor& from, bool tls);
-  // Waits before the next accept after `ec`; `delay` is the episode's back-off so far (zero
-  // on the first failure of an episode, which alone is logged at warning level).
-  awaitable<void> AcceptBackoff(const boost::system::error_code& ec,
-                                std::chrono::milliseconds& delay, int& failures);
+  // How long to wait before the next accept after the failure `why`; `delay` is the
+  // episode's back-off so far (zero on its first failure, which alone is logged as a warning).
+  static std::chrono::milliseconds AcceptBackoff(const std::string& why,
+                                                 std::chrono::milliseconds delay, int failures);
   // Takes a slot for a new connection, or refuses it (503 and close) when at the cap.
   bool TakeSlot(tcp::socket& socket, bool tls);
   void ReleaseSlot();
@@ -197,11 +197,14 @@ void Server::Impl::PollDrain() {
 awaitable<void> Server::Impl::Accept(tcp::acceptor& from, bool tls) {
   std::chrono::milliseconds delay{0};
   int failures = 0;
+  net::steady_timer backoff(ioc);
   while (!shutting_down) {
     auto [ec, socket] = co_await from.async_accept(kTuple);
     if (ec) {
       if (shutting_down || ec == net::error::operation_aborted) co_return;
-      co_await AcceptBackoff(ec, delay, failures);
+      delay = AcceptBackoff(ec.message(), delay, failures++);
+      backoff.expires_after(delay);
+      co_await backoff.async_wait(kTuple);
       continue;
     }
     if (failures > 0) {
@@ -218,23 +221,21 @@ awaitable<void> Server::Impl::Accept(tcp::acceptor& from, bool tls) {
   }
 }
 
-awaitable<void> Server::Impl::AcceptBackoff(const boost::system::error_code& ec,
-                                            std::chrono::milliseconds& delay, int& failures) {
+std::chrono::milliseconds Server::Impl::AcceptBackoff(const std::string& why,
+                                                      std::chrono::milliseconds delay,
+                                                      int failures) {
   // Out of file descriptors, accept() fails at once and would fail again at once: retrying
   // without a pause spins a core and floods the log. Pending connections wait in the
   // listen backlog meanwhile.
-  if (failures++ == 0)
+  if (failures == 0)
     spdlog::warn("accept failed: {}; backing off ({} ms doubling to {} ms) until it succeeds "
                  "(raise the open-file limit or lower --max-connections)",
-                 ec.message(), kAcceptBackoffFirst.count(),
+                 why, kAcceptBackoffFirst.count(),
                  std::chrono::milliseconds(kAcceptBackoffMax).count());
   else
-    spdlog::debug("accept failed again: {}", ec.message());
-  delay = delay.count() == 0 ? kAcceptBackoffFirst
-                             : std::min<std::chrono::milliseconds>(delay * 2, kAcceptBackoffMax);
-  net::steady_timer timer(co_await net::this_coro::executor);
-  timer.expires_after(delay);
-  co_await timer.async_wait(kTuple);
+    spdlog::debug("accept failed again: {}", why);
+  return delay.count() == 0 ? kAcceptBackoffFirst
+                            : std::min<std::chrono::milliseconds>(delay * 2, kAcceptBackoffMax);
 }
 
 bool Server::Impl::TakeSlot(tcp::socket& socket, bool tls) {

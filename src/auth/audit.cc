@@ -165,9 +165,8 @@ void AuditLog::WriteSummary(const std::string& address, int64_t dropped) {
   s.resource = "auditevents";
   s.result = "Dropped";
   s.code = 429;
-  s.message = std::to_string(dropped) + " audit record" + (dropped == 1 ? " was" : "s were") +
-              " of unauthenticated requests from " + address +
-              " dropped: over the limit of " +
+  s.message = std::to_string(dropped) + " audit record" + (dropped == 1 ? "" : "s") +
+              " of unauthenticated requests from " + address + " dropped: over the limit of " +
               std::to_string(static_cast<int64_t>(options_.unauthenticated_per_second)) +
               " a second (bursts of " +
               std::to_string(static_cast<int64_t>(options_.unauthenticated_burst)) + ")";
