@@ -19,7 +19,7 @@ fi
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build-fuzz"
 JOBS="${FUZZ_JOBS:-2}"
-TARGETS=(label_selector object_json squeue_json json_patch)
+TARGETS=(label_selector object_json squeue_json json_patch yaml_json)
 
 cmake -S "$ROOT/fuzz" -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER="${CXX_FUZZ:-clang++}" >/dev/null
 ninja -C "$BUILD" -j "$JOBS"

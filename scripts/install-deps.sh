@@ -25,3 +25,13 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# The unprivileged account a root gantryd runs workloads, exec scripts and Slurm jobs as
+# (gantryd --workload-user, default gantry-workload; without it gantryd falls back to nobody).
+if ! getent passwd gantry-workload >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "creating system user gantry-workload"
+  $SUDO useradd --system --user-group --home-dir /var/lib/gantry-workload --create-home \
+    --shell /usr/sbin/nologin --comment "Gantry workloads" gantry-workload
+fi

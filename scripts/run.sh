@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build-ui.sh   # web/dist: the UI gantryd serves from /
+bash scripts/open-path-for-workloads.sh .   # as root, workloads run as gantry-workload
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_TESTS=OFF >/dev/null
 ninja -C build-release gantryd gantry
 LISTEN="${GANTRY_LISTEN:-127.0.0.1:8080}"
@@ -23,14 +24,21 @@ fi
 first_start=0
 [ -f .gantry/gantry.db ] || first_start=1
 # The first user, admin (org-admin): its password is kept in .gantry/admin-password (0600)
-# unless GANTRY_ADMIN_PASSWORD is given. gantryd uses it only when it creates the user.
+# unless GANTRY_ADMIN_PASSWORD is given. gantryd uses it only when it creates the user, so it
+# gets the password on the first start only: later starts leave it out of gantryd's
+# environment altogether (gantryd also forgets it once read).
 PASSWORD_FILE=.gantry/admin-password
-if [ -z "${GANTRY_ADMIN_PASSWORD:-}" ]; then
-  if [ "$first_start" = 1 ] && [ ! -f "$PASSWORD_FILE" ]; then
-    mkdir -p .gantry
-    (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' > "$PASSWORD_FILE")
+if [ "$first_start" = 1 ]; then
+  if [ -z "${GANTRY_ADMIN_PASSWORD:-}" ]; then
+    if [ ! -f "$PASSWORD_FILE" ]; then
+      mkdir -p .gantry
+      (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' > "$PASSWORD_FILE")
+    fi
+    GANTRY_ADMIN_PASSWORD="$(cat "$PASSWORD_FILE")"
   fi
-  [ -f "$PASSWORD_FILE" ] && export GANTRY_ADMIN_PASSWORD="$(cat "$PASSWORD_FILE")"
+  export GANTRY_ADMIN_PASSWORD
+else
+  export -n GANTRY_ADMIN_PASSWORD 2>/dev/null || true
 fi
 
 ./build-release/src/app/gantryd "${args[@]}" "$@" &

@@ -244,8 +244,11 @@ json::object Api::CreateInstance(const std::string& ns, const std::string& name,
 
 WatchCollector::WatchCollector(std::string base_url, std::string target,
                                std::function<bool(const json::object&)> stop_when,
-                               std::function<void()> unblock)
-    : unblock_(std::move(unblock)) {
+                               std::function<void()> unblock, std::string credentials)
+    : unblock_(std::move(unblock)),
+      credentials_(credentials.empty()
+                       ? "Authorization: Bearer " + std::string(kBootstrapToken) + "\r\n"
+                       : std::move(credentials)) {
   thread_ = std::thread([this, base_url = std::move(base_url), target = std::move(target),
                          stop_when = std::move(stop_when)] { Run(base_url, target, stop_when); });
 }
@@ -289,9 +292,8 @@ void WatchCollector::Run(const std::string& base_url, const std::string& target,
     fd_ = fd;
   }
   std::string request = "GET " + target +
-                        " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n"
-                        "Authorization: Bearer " + std::string(kBootstrapToken) +
-                        "\r\nConnection: close\r\n\r\n";
+                        " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n" +
+                        credentials_ + "Connection: close\r\n\r\n";
   if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(request.size())) {
     finish(absl::UnavailableError("cannot send the request"));

@@ -116,11 +116,13 @@ boost::json::object InstanceObject(const std::string& name, const std::string& p
 //
 // The destructor shuts the socket down and joins; `unblock` is kept for callers that want
 // more (it is called when the stream is still open at destruction, before the shutdown).
+// `credentials`: the header lines that authenticate the request, each ending in "\r\n"
+// ("Cookie: gantry_session=…\r\n"); "" sends the harness's bootstrap token.
 class WatchCollector {
  public:
   WatchCollector(std::string base_url, std::string target,
                  std::function<bool(const boost::json::object& event)> stop_when,
-                 std::function<void()> unblock = nullptr);
+                 std::function<void()> unblock = nullptr, std::string credentials = "");
   ~WatchCollector();
   WatchCollector(const WatchCollector&) = delete;
   WatchCollector& operator=(const WatchCollector&) = delete;
@@ -149,6 +151,7 @@ class WatchCollector {
   int http_status_ = 0;                      // guarded by mu_
   int fd_ = -1;                              // guarded by mu_
   std::function<void()> unblock_;
+  const std::string credentials_;  // header lines, constant after construction
   std::thread thread_;
 };
 

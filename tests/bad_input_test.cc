@@ -441,6 +441,42 @@ TEST_F(BadInputTest, KeepAliveServesManyRequestsOnOneConnection) {
 // ---------------------------------------------------------------------------------------------
 // Discovery and OpenAPI
 
+// Issue 15, item 5: a member must not be able to store bytes that make an object unreadable
+// (and so undeletable, its GPUs unreleasable). Every string that reaches storage is UTF-8.
+TEST_F(BadInputTest, InvalidUtf8NeverReachesStorage) {
+  // ?fieldManager=%FF (the field manager's name is stored in managedFields).
+  Resp fm = api().Call("PATCH", Instance() + "?fieldManager=%FF",
+                       R"({"metadata":{"labels":{"a":"b"}}})", "application/merge-patch+json");
+  EXPECT_TRUE(fm.IsStatus(400, "BadRequest")) << fm.raw;
+  EXPECT_EQ(fm.message(), "fieldManager must be valid UTF-8");
+  // A YAML apply body with invalid UTF-8 in a label value.
+  Resp yaml = api().Call("PATCH", Instance() + "?fieldManager=me",
+                         "metadata:\n  labels:\n    a: \"\xff\xfe\"\n",
+                         "application/apply-patch+yaml");
+  EXPECT_TRUE(yaml.IsStatus(400, "BadRequest")) << yaml.raw;
+  EXPECT_THAT(yaml.message(), ::testing::HasSubstr("not valid UTF-8"));
+  ExpectUnchanged();
+  // A User-Agent with bytes >= 0x80 names the field manager: they become U+FFFD.
+  std::string body = R"({"metadata":{"labels":{"ua":"x"}}})";
+  std::string raw = RawExchange(
+      gantryd_->port(),
+      "PATCH " + Instance() + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+          std::string(kBootstrapToken) +
+          "\r\nUser-Agent: cli\xff\xc3/1.0\r\nContent-Type: application/merge-patch+json\r\n"
+          "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+          body);
+  Resp ua = ParseRaw(raw);
+  ASSERT_EQ(ua.status, 200) << raw;
+  Resp got = api().Get(Instance());
+  ASSERT_EQ(got.status, 200) << got.raw;
+  bool found = false;
+  for (const auto& m : got.obj().at("metadata").at("managedFields").as_array())
+    if (m.at("manager").as_string() == "cli\xEF\xBF\xBD\xEF\xBF\xBD") found = true;
+  EXPECT_TRUE(found) << got.raw;
+  EXPECT_EQ(api().Get(Instances()).names(), std::vector<std::string>{"i"});
+  EXPECT_EQ(api().Delete(Instance()).status, 200);
+}
+
 TEST_F(BadInputTest, OpenApiNamesEveryKind) {
   Resp index = api().Get("/openapi/v3");
   ASSERT_EQ(index.status, 200) << index.raw;

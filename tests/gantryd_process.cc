@@ -78,6 +78,8 @@ GantrydProcess::~GantrydProcess() {
   Kill9();
   std::error_code ec;
   std::filesystem::remove_all(data_dir_, ec);
+  // As root, gantryd keeps workloads' files beside the data directory (--workload-dir).
+  std::filesystem::remove_all(data_dir_ + ".workloads", ec);
 }
 
 std::string GantrydProcess::base_url() const {

@@ -23,6 +23,7 @@ struct Request {
   std::string accept;
   std::string authorization;
   std::string cookie;       // the Cookie header (web sessions)
+  std::string host;         // the Host header: which name the client reached us by
   std::string csrf;         // the X-Gantry-CSRF header
   std::string user_agent;   // names the field manager of writes without ?fieldManager=
   std::string body;

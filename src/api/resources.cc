@@ -2,6 +2,8 @@
 
 #include <sodium.h>
 
+#include <set>
+
 #include "common/errors.h"
 #include "common/ids.h"
 #include "common/status_macros.h"
@@ -10,6 +12,7 @@
 #include "model/json_patch.h"
 #include "model/label_selector.h"
 #include "model/lifecycle.h"
+#include "model/sealed_fields.h"
 #include "model/validation.h"
 
 namespace gantry::api {
@@ -81,6 +84,24 @@ absl::StatusOr<int64_t> ParseNonNegative(const Query& q, const std::string& key)
   return std::stoll(s);
 }
 
+// The variables of an instance whose values are sealed (or about to be: all sensitive).
+std::set<std::string> SensitiveNames(const json::object& variables) {
+  std::set<std::string> out;
+  for (const auto& kv : variables)
+    if (kv.value().is_string() && SecretBox::IsSealed(kv.value().get_string()))
+      out.insert(std::string(kv.key()));
+  return out;
+}
+
+// Drivers whose templates name commands that gantryd runs on its own host: writing such a
+// template is running code on the control plane, an org-admin right.
+bool RunsOnHost(const std::string& driver) { return driver == "local" || driver == "exec"; }
+
+// Kinds whose variables may declare sensitive defaults (sealed in spec.variables[i].default).
+bool HasSealedDefaults(const std::string& kind) {
+  return kind == kTemplate || kind == kProfile || kind == kServiceProfile;
+}
+
 std::string QueryValue(const Query& q, const std::string& key) {
   auto it = q.find(key);
   return it == q.end() ? "" : it->second;
@@ -92,23 +113,24 @@ ResourceService::ResourceService(store::Store& store, WatchHub& hub, const Clock
                                  const SecretBox& secrets)
     : store_(store), hub_(hub), clock_(clock), secrets_(secrets) {}
 
-absl::Status ResourceService::CheckAndSealVariables(const std::string& kind,
-                                                    const std::string& name,
+absl::Status ResourceService::CheckAndSealVariables(const json::object& next,
                                                     const json::object& template_spec,
                                                     const json::object& profile_spec,
                                                     const json::object* current,
                                                     json::object& variables) {
+  const std::string kind = GetString(next, "kind");
+  const std::string name = GetString(next, "metadata.name");
+  static const json::object kNone;
+  const json::object& stored_vars = current ? ObjectAt(*current, "spec.variables") : kNone;
   std::vector<FieldCause> causes;
   json::object plain = variables;
   for (auto& kv : plain) {
     if (!kv.value().is_string()) continue;
     std::string v(kv.value().get_string());
     std::string path = "spec.variables." + std::string(kv.key());
+    std::string stored = GetString(stored_vars, std::string(kv.key()));
     if (v == kRedacted) {
       // The client sent back what the API showed: keep the stored secret.
-      std::string stored = current ? GetString(ObjectAt(*current, "spec.variables"),
-                                               std::string(kv.key()))
-                                   : "";
       if (!SecretBox::IsSealed(stored)) {
         causes.push_back({path, "Required value: give the value itself, not " +
                                     std::string(kRedacted), "FieldValueRequired"});
@@ -117,14 +139,21 @@ absl::Status ResourceService::CheckAndSealVariables(const std::string& kind,
       variables[kv.key()] = stored;
       v = stored;
     }
-    if (SecretBox::IsSealed(v)) {
-      auto unsealed = secrets_.Unseal(v);
-      if (!unsealed.ok()) {
-        causes.push_back({path, "Invalid value: a sealed value must come from this server"});
-        continue;
-      }
-      kv.value() = *unsealed;
+    if (!SecretBox::IsSealed(v)) continue;
+    // Ciphertext is only ever kept where it was sealed: a patch that copies or moves it into
+    // another variable is refused before anything is decrypted.
+    if (v != stored) {
+      causes.push_back({path, "Invalid value: a sealed value is only valid in the variable it "
+                              "was sealed for; give the value itself"});
+      continue;
     }
+    auto unsealed = secrets_.Unseal(v, model::VariableContext(next, kv.key()));
+    if (!unsealed.ok()) {
+      causes.push_back({path, "Invalid value: the stored secret cannot be decrypted (" +
+                                  std::string(unsealed.status().message()) + ")"});
+      continue;
+    }
+    kv.value() = *unsealed;
   }
   if (!causes.empty()) return InvalidError(kind, name, std::move(causes));
   auto resolved = model::ResolveVariables(template_spec, profile_spec, plain, &causes);
@@ -132,8 +161,11 @@ absl::Status ResourceService::CheckAndSealVariables(const std::string& kind,
   for (auto& kv : variables) {
     auto it = resolved.find(std::string(kv.key()));
     if (it == resolved.end() || !it->second.sensitive) continue;
-    if (kv.value().is_string() && SecretBox::IsSealed(kv.value().get_string())) continue;
-    kv.value() = secrets_.Seal(it->second.value);
+    if (kv.value().is_string() && SecretBox::IsSealed(kv.value().get_string()) &&
+        !SecretBox::IsLegacy(kv.value().get_string()))
+      continue;
+    // New plaintext, or a v1 value from before contexts: sealed for this variable.
+    kv.value() = secrets_.Seal(it->second.value, model::VariableContext(next, kv.key()));
   }
   return absl::OkStatus();
 }
@@ -189,6 +221,10 @@ absl::Status ResourceService::ValidateIncoming(const Target& t, json::object& ob
   if (kind.namespaced && !obj_ns.empty() && obj_ns != t.ns)
     return BadRequestError("the namespace of the provided object (" + obj_ns +
                            ") does not match the project sent on the request (" + t.ns + ")");
+  // Ciphertext outside the fields sealed values live in is refused first, so that no other
+  // check quotes it back.
+  model::FindMisplacedSealed(obj, IsInstance(kind.kind), &causes);
+  if (!causes.empty()) return InvalidError(kind.kind, GetString(meta, "name"), std::move(causes));
   model::ValidateMetadata(meta, &causes);
   if (const json::value* spec = obj.if_contains("spec"); spec && spec->is_object())
     model::ValidateSpec(kind, spec->get_object(), &causes);
@@ -210,9 +246,10 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
                                               std::vector<store::Write>* writes) {
   const std::string& kind = t.kind->kind;
   if (kind == kUser) return CheckUserWrite(t, current, next, writes);
-  const json::object& spec = ObjectAt(next, "spec");
+  // A copy: the checks below write into `next` (sealed defaults, status), which may move its
+  // members; `spec` is read again after they did.
+  json::object spec = ObjectAt(next, "spec");
   std::string name = GetString(next, "metadata.name");
-  bool spec_changed = !current || ObjectAt(*current, "spec") != spec;
 
   if (kind == kRoleBinding) {
     std::string user = GetString(spec, "user");
@@ -230,13 +267,28 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
     std::string tname = GetString(spec, "templateRef.name");
     ASSIGN_OR_RETURN(json::object tmpl,
                      ResolveRef(t, kind, name, "templateRef", kTemplate, tns, tname));
+    ASSIGN_OR_RETURN(json::object plain_template,
+                     model::UnsealDefaults(secrets_, kTemplate, tns, tname, ObjectAt(tmpl, "spec")));
+    std::set<std::string> sensitive = model::SensitiveDeclared(plain_template);
+    sensitive.merge(model::SensitiveDeclared(spec));
+    RETURN_IF_ERROR(SealDefaults(t, sensitive, current, next));
+    ASSIGN_OR_RETURN(json::object plain_profile,
+                     model::UnsealDefaults(secrets_, kind, t.ns, name, spec));
     std::vector<FieldCause> causes;
-    model::ValidateProfileAgainstTemplate(spec, ObjectAt(tmpl, "spec"), &causes);
+    model::ValidateProfileAgainstTemplate(plain_profile, plain_template, &causes);
     if (!causes.empty()) return InvalidError(kind, name, std::move(causes));
     if (kind == kServiceProfile) RETURN_IF_ERROR(CheckAutoCreateCompute(t, next));
   }
+  if (kind == kTemplate) {
+    RETURN_IF_ERROR(CheckHostDriverWrite(t, current, next));
+    RETURN_IF_ERROR(SealDefaults(t, model::SensitiveDeclared(spec), current, next));
+  }
 
   if (kind == kProfile || kind == kTemplate || kind == kServiceProfile) {
+    spec = ObjectAt(next, "spec");  // with its defaults sealed
+    bool spec_changed = !current || ObjectAt(*current, "spec") != spec;
+    std::string tns = GetString(spec, "templateRef.namespace", t.ns);
+    std::string tname = GetString(spec, "templateRef.name");
     int64_t revision = current ? GetInt(*current, "status.revision", 1) : 0;
     if (spec_changed) {
       ++revision;
@@ -246,8 +298,7 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
     }
     model::EnsureObject(next, "status")["revision"] = revision;
     if (kind != kTemplate) {
-      std::string tns = GetString(spec, "templateRef.namespace", t.ns);
-      auto tmpl = store_.Get(kTemplate, tns, GetString(spec, "templateRef.name"));
+      auto tmpl = store_.Get(kTemplate, tns, tname);
       if (tmpl.ok() && spec_changed)
         next["status"].as_object()["templateRevision"] = GetInt(*tmpl, "status.revision", 1);
     }
@@ -293,9 +344,41 @@ absl::Status ResourceService::CheckReferences(const Target& t, const json::objec
   template_spec = trevision->spec;
   json::object& next_spec = model::EnsureObject(next, "spec");
   json::object variables = ObjectAt(next_spec, "variables");
-  RETURN_IF_ERROR(CheckAndSealVariables(kind, name, template_spec, profile_spec, current, variables));
+  ASSIGN_OR_RETURN(profile_spec, model::UnsealDefaults(secrets_, profile_kind, pns, pname,
+                                                       profile_spec));
+  ASSIGN_OR_RETURN(template_spec,
+                   model::UnsealDefaults(secrets_, kTemplate, tns,
+                                         GetString(profile_spec, "templateRef.name"),
+                                         template_spec));
+  RETURN_IF_ERROR(CheckAndSealVariables(next, template_spec, profile_spec, current, variables));
+  model::RedactLastApplied(next, /*is_instance=*/true, SensitiveNames(variables));
   if (!variables.empty()) next_spec["variables"] = std::move(variables);
   if (kind == kService) return CheckComputeRef(t, current, profile_spec, next, writes);
+  return absl::OkStatus();
+}
+
+absl::Status ResourceService::CheckHostDriverWrite(const Target& t, const json::object* current,
+                                                   const json::object& next) {
+  if (t.caller_is_org_admin) return absl::OkStatus();
+  std::string driver = GetString(next, "spec.driver");
+  std::string was = current ? GetString(*current, "spec.driver") : "";
+  if (!RunsOnHost(driver) && !RunsOnHost(was)) return absl::OkStatus();
+  std::string verb = current ? "update" : "create";
+  return ForbiddenError(
+      "environmenttemplates.paas.gantry.dev \"" + GetString(next, "metadata.name") +
+      "\" is forbidden: User \"" + t.caller + "\" cannot " + verb + " a template with driver \"" +
+      (RunsOnHost(driver) ? driver : was) +
+      "\": its commands run on the control-plane host as gantryd's workload user, so templates "
+      "of the local and exec drivers need the org-admin role");
+}
+
+absl::Status ResourceService::SealDefaults(const Target& t, const std::set<std::string>& sensitive,
+                                           const json::object* current, json::object& next) {
+  std::string name = GetString(next, "metadata.name");
+  std::vector<FieldCause> causes;
+  model::SealDefaults(secrets_, t.kind->kind, t.ns, name, sensitive, current, next, &causes);
+  if (!causes.empty()) return InvalidError(t.kind->kind, name, std::move(causes));
+  model::RedactLastApplied(next, /*is_instance=*/false, sensitive);
   return absl::OkStatus();
 }
 
@@ -341,13 +424,27 @@ absl::Status ResourceService::CheckAutoCreateCompute(const Target& t, const json
                               model::DescribeSelector(selector) + ")",
                           "FieldValueInvalid"}});
   // Its variables must be ones that compute profile accepts.
-  auto tmpl = store_.Get(kTemplate, GetString(profile, "spec.templateRef.namespace", cns),
-                         GetString(profile, "spec.templateRef.name"));
+  std::string tns = GetString(profile, "spec.templateRef.namespace", cns);
+  std::string tname = GetString(profile, "spec.templateRef.name");
+  auto tmpl = store_.Get(kTemplate, tns, tname);
   if (!tmpl.ok()) return absl::OkStatus();  // the compute profile's own problem
   json::object vars = ObjectAt(spec, "autoCreateCompute.variables");
   model::NormalizeVariableValues(vars);
+  ASSIGN_OR_RETURN(json::object plain_template,
+                   model::UnsealDefaults(secrets_, kTemplate, tns, tname, ObjectAt(*tmpl, "spec")));
+  ASSIGN_OR_RETURN(json::object plain_profile,
+                   model::UnsealDefaults(secrets_, kProfile, cns, cname, ObjectAt(profile, "spec")));
   std::vector<FieldCause> causes;
-  model::ResolveVariables(ObjectAt(*tmpl, "spec"), ObjectAt(profile, "spec"), vars, &causes);
+  auto resolved = model::ResolveVariables(plain_template, plain_profile, vars, &causes);
+  // A service profile is read by every project it is shared with: no secrets in it.
+  for (const auto& kv : vars)
+    if (auto it = resolved.find(std::string(kv.key())); it != resolved.end() && it->second.sensitive)
+      causes.push_back({"spec.variables." + std::string(kv.key()),
+                        "Forbidden: variable \"" + std::string(kv.key()) +
+                            "\" is sensitive and a service profile is readable by every project "
+                            "it is shared with; give it a default in compute profile " + cname +
+                            " (sealed there) instead",
+                        "FieldValueForbidden"});
   for (auto& c : causes)
     if (c.field.rfind("spec.variables", 0) == 0)
       c.field = "spec.autoCreateCompute.variables" + c.field.substr(sizeof "spec.variables" - 1);
@@ -447,6 +544,8 @@ absl::Status ResourceService::CreateComputeFor(const Target& t, const json::obje
   Target ct = t;
   ct.kind = model::FindKindByName(kInstance);
   ct.name = cname;
+  // The compute instance counts against instancesPerUser like one created directly.
+  RETURN_IF_ERROR(CheckInstanceQuota(ct, writes));
   absl::Status checked = CheckReferences(ct, nullptr, compute, writes);
   if (!checked.ok()) {
     // Say that it is about the compute instance the profile would create.
@@ -495,34 +594,50 @@ absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json
   } else if (t.kind->kind == kInstance) {
     status["phase"] = "NotDeployed";
     status["conditions"] = json::array();
-    if (!t.caller.empty()) {
-      status["createdBy"] = t.caller;
-      ASSIGN_OR_RETURN(json::object project, store_.Get(kProject, "", t.ns));
-      if (const json::value* q = FindPath(project, "spec.quota.instancesPerUser");
-          q && q->is_int64()) {
-        ASSIGN_OR_RETURN(int64_t owned,
-                         store_.Count(kInstance, t.ns, {{"status.createdBy", true, t.caller}}));
-        if (owned >= q->get_int64())
-          return ForbiddenError("exceeded quota: project " + t.ns + " allows " +
-                                std::to_string(q->get_int64()) +
-                                " compute instances per user and " + t.caller + " already has " +
-                                std::to_string(owned) + "; delete one first");
-      }
-    }
+    if (!t.caller.empty()) status["createdBy"] = t.caller;
   } else if (t.kind->kind == kProject) {
     status["phase"] = "Active";
   }
   obj["status"] = std::move(status);
   RETURN_IF_ERROR(RecordManagers(t, nullptr, incoming, obj, apply));
 
-  std::vector<store::Write> writes;
-  writes.push_back(store::Write{store::Write::Op::kCreate, t.kind->kind, {}, 0, 0});
-  RETURN_IF_ERROR(CheckReferences(t, nullptr, obj, &writes));
-  RETURN_IF_ERROR(model::ForgetAbsentFields(obj));  // e.g. spec.password, now a credential
-  writes[0].object = obj;
-  if (t.dry_run) return obj;  // as Kubernetes: no resourceVersion, nothing stored
-  ASSIGN_OR_RETURN(auto stored, store_.Commit(std::move(writes)));
-  return std::move(stored[0]);
+  for (int attempt = 0;; ++attempt) {
+    std::vector<store::Write> writes;
+    writes.push_back(store::Write{store::Write::Op::kCreate, t.kind->kind, {}, 0, 0});
+    json::object next = obj;
+    if (t.kind->kind == kInstance) RETURN_IF_ERROR(CheckInstanceQuota(t, &writes));
+    RETURN_IF_ERROR(CheckReferences(t, nullptr, next, &writes));
+    RETURN_IF_ERROR(model::ForgetAbsentFields(next));  // e.g. spec.password, now a credential
+    if (t.dry_run) return next;  // as Kubernetes: no resourceVersion, nothing stored
+    writes[0].object = std::move(next);
+    auto stored = store_.Commit(std::move(writes));
+    if (stored.ok()) return std::move((*stored)[0]);
+    // Another create in a project with a per-user quota won the race for the project's
+    // resourceVersion (CheckInstanceQuota): count again.
+    if (ReasonOf(stored.status()) == "Conflict" && attempt < kMaxRetries) continue;
+    return stored.status();
+  }
+}
+
+absl::Status ResourceService::CheckInstanceQuota(const Target& t,
+                                                 std::vector<store::Write>* writes) {
+  if (t.caller.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(json::object project, store_.Get(kProject, "", t.ns));
+  const json::value* q = FindPath(project, "spec.quota.instancesPerUser");
+  if (!q || !q->is_int64()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(int64_t owned,
+                   store_.Count(kInstance, t.ns, {{"status.createdBy", true, t.caller}}));
+  if (owned >= q->get_int64())
+    return ForbiddenError("exceeded quota: project " + t.ns + " allows " +
+                          std::to_string(q->get_int64()) + " compute instances per user and " +
+                          t.caller + " already has " + std::to_string(owned) +
+                          "; delete one first");
+  // The count holds only while nobody else creates one: the same commit rewrites the project
+  // at the resourceVersion read here, so of two racing creates one gets a conflict and
+  // counts again (the project's content does not change).
+  int64_t rv = std::stoll(GetString(project, "metadata.resourceVersion", "0"));
+  writes->push_back(store::Write{store::Write::Op::kUpdate, kProject, std::move(project), rv, 0});
+  return absl::OkStatus();
 }
 
 absl::StatusOr<json::object> ResourceService::Get(const Target& t) {
@@ -649,12 +764,17 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
             continue;
           if (kv.value().get_string() == kRedacted) {
             kv.value() = old->value();
-          } else if (auto plain = secrets_.Unseal(old->value().get_string());
+          } else if (auto plain = secrets_.Unseal(old->value().get_string(),
+                                                  model::VariableContext(current, kv.key()));
                      plain.ok() && *plain == kv.value().get_string()) {
             kv.value() = old->value();
           }
         }
       }
+      model::RedactLastApplied(next, /*is_instance=*/true, SensitiveNames(old_vars));
+    } else if (HasSealedDefaults(t.kind->kind)) {
+      model::RedactLastApplied(next, /*is_instance=*/false,
+                               model::SensitiveDeclared(ObjectAt(current, "spec")));
     }
     if (t.kind->kind == kService && !FindPath(next, "spec.computeRef") &&
         FindPath(current, "spec.computeRef")) {
@@ -1163,7 +1283,15 @@ absl::StatusOr<json::object> ResourceService::Upgrade(const Target& t) {
     json::object next = current;
     json::object& spec = model::EnsureObject(next, "spec");
     json::object variables = ObjectAt(spec, "variables");
-    RETURN_IF_ERROR(CheckAndSealVariables(kind, t.name, trev.spec, profile_spec, &current, variables));
+    ASSIGN_OR_RETURN(json::object plain_profile,
+                     model::UnsealDefaults(secrets_, ProfileOf(kind), pns, pname, profile_spec));
+    ASSIGN_OR_RETURN(json::object plain_template,
+                     model::UnsealDefaults(secrets_, kTemplate, tns,
+                                           GetString(profile_spec, "templateRef.name"),
+                                           trev.spec));
+    RETURN_IF_ERROR(
+        CheckAndSealVariables(next, plain_template, plain_profile, &current, variables));
+    if (!variables.empty()) spec["variables"] = std::move(variables);
     json::object& status = model::EnsureObject(next, "status");
     status["profileRevision"] = latest;
     status["templateRevision"] = latest_t;
@@ -1196,15 +1324,30 @@ absl::Status ResourceService::CheckUserWrite(const Target& t, const json::object
                                              std::vector<store::Write>* writes) {
   std::string name = GetString(next, "metadata.name");
   json::object& spec = model::EnsureObject(next, "spec");
-  // The password goes to the credential store, hashed; it never stays in the User.
+  // The password goes to the credential store, hashed; it never stays in the User, and
+  // neither does the current password that a change of one's own password needs.
+  std::string current_password = GetString(spec, "currentPassword");
+  bool has_current = spec.erase("currentPassword") > 0;
   if (const json::value* pw = spec.if_contains("password")) {
     std::string password = pw->is_string() ? std::string(pw->get_string()) : "";
     spec.erase("password");
     if (!credentials_) return BadRequestError("this server does not keep passwords");
-    auto write = credentials_->PasswordWrite(name, password);
-    if (!write.ok())
-      return InvalidError(kUser, name, {{"spec.password", std::string(write.status().message())}});
-    writes->push_back(*std::move(write));
+    if (current) {
+      ASSIGN_OR_RETURN(auto change, credentials_->PasswordChangeWrites(
+                                        {name, password, current_password, t.caller,
+                                         t.caller_session, t.caller_source}));
+      for (auto& w : change) writes->push_back(std::move(w));
+    } else {
+      auto write = credentials_->PasswordWrite(name, password);
+      if (!write.ok())
+        return InvalidError(kUser, name,
+                            {{"spec.password", std::string(write.status().message())}});
+      writes->push_back(*std::move(write));
+    }
+  } else if (has_current) {
+    return InvalidError(kUser, name, {{"spec.currentPassword",
+                                       "Forbidden: only with spec.password, to change it",
+                                       "FieldValueForbidden"}});
   }
   std::string old_role = current ? GetString(*current, "spec.orgRole") : "";
   std::string new_role = GetString(spec, "orgRole");

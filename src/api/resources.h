@@ -11,6 +11,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 
 #include <boost/json.hpp>
@@ -38,6 +39,10 @@ struct Target {
   // by instancesPerUser, and checked for the fields only an org-admin may change.
   std::string caller;
   bool caller_is_org_admin = false;
+  // The caller's web session (its Session record, "" for a token) and address: a change of
+  // one's own password keeps this session and is rate-limited per address.
+  std::string caller_session;
+  std::string caller_source;
   // Who writes, in metadata.managedFields: the fieldManager query parameter, else the
   // program name of the User-Agent (set by the router; "unknown" when neither is sent).
   std::string field_manager = "unknown";
@@ -117,6 +122,18 @@ class ResourceService {
                                                  const std::string& ref_kind,
                                                  const std::string& ref_ns,
                                                  const std::string& ref_name);
+  // 403 unless an org-admin writes a template whose driver runs on the host (local, exec),
+  // or changes one that did.
+  absl::Status CheckHostDriverWrite(const Target& t, const boost::json::object* current,
+                                    const boost::json::object& next);
+  // Project.spec.quota.instancesPerUser for a compute instance t.caller creates: 403 when
+  // they have as many already; else appends a write that guards the count (a rewrite of the
+  // project at the resourceVersion counted at, so a racing create conflicts and retries).
+  absl::Status CheckInstanceQuota(const Target& t, std::vector<store::Write>* writes);
+  // Seals the sensitive defaults of a template or profile `next` (model::SealDefaults) and
+  // redacts them in its last-applied-configuration; 422 for defaults that cannot be kept.
+  absl::Status SealDefaults(const Target& t, const std::set<std::string>& sensitive,
+                            const boost::json::object* current, boost::json::object& next);
   // A service profile's autoCreateCompute: the compute profile exists, is shared with the
   // project, matches the computeSelector, and accepts the variables.
   absl::Status CheckAutoCreateCompute(const Target& t, const boost::json::object& next);
@@ -146,9 +163,10 @@ class ResourceService {
                               const ApplyInfo* apply);
   absl::StatusOr<store::ListOptions> ListOptionsFor(const Target& t, const Query& q);
   std::string Now() const;
-  // Checks an instance's variables against the given revisions, unsealing stored secrets and
-  // sealing the values of sensitive variables in `variables` (in place).
-  absl::Status CheckAndSealVariables(const std::string& kind, const std::string& name,
+  // Checks the variables of instance `next` against the given revisions (their sensitive
+  // defaults already unsealed), unsealing the stored secrets kept where they were sealed and
+  // sealing the values of sensitive variables in `variables` (in place) for `next`.
+  absl::Status CheckAndSealVariables(const boost::json::object& next,
                                      const boost::json::object& template_spec,
                                      const boost::json::object& profile_spec,
                                      const boost::json::object* current,

@@ -10,7 +10,10 @@
 #include "auth/credentials.h"
 #include "common/clock.h"
 #include "common/errors.h"
+#include "common/status_macros.h"
+#include "common/utf8.h"
 #include "model/codec.h"
+#include "model/sealed_fields.h"
 #include "model/schema.h"
 #include "model/validation.h"
 
@@ -38,9 +41,9 @@ Response Text(int status, std::string body) {
 void Redact(json::object& body) {
   if (json::value* items = body.if_contains("items"); items && items->is_array()) {
     for (auto& item : items->get_array())
-      if (item.is_object()) model::RedactSealedValues(item.get_object());
+      if (item.is_object()) model::RedactSealed(item.get_object());
   } else {
-    model::RedactSealedValues(body);
+    model::RedactSealed(body);
   }
 }
 
@@ -87,6 +90,18 @@ Response WatchResponse(const Request& request, const Query& query, const model::
   return r;
 }
 
+// How often open streams check again that their caller still has access (stream_guard.h).
+constexpr std::chrono::milliseconds kStreamRecheckPeriod{1000};
+
+// The last event of a watch that lost its access: {"type":"ERROR","object":<Status>}, as
+// Kubernetes ends a watch it cannot continue.
+std::string ErrorEventLine(const absl::Status& why) {
+  boost::system::error_code ec;
+  json::value status = json::parse(ErrorResponse(why).body, ec);
+  return json::serialize(
+      json::object{{"type", "ERROR"}, {"object", ec ? json::value(json::object{}) : status}});
+}
+
 // Query parameters of writes that Kubernetes clients send. fieldValidation: every value
 // is accepted and behaves as Strict (unknown fields are always refused). fieldManager names
 // the writer in metadata.managedFields. dryRun: only "All", as Kubernetes (Target::dry_run).
@@ -104,6 +119,7 @@ absl::Status CheckWriteOptions(const Query& q) {
     for (char c : it->second)
       if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
         return BadRequestError("fieldManager must not contain control characters");
+    if (!IsValidUtf8(it->second)) return BadRequestError("fieldManager must be valid UTF-8");
   }
   return absl::OkStatus();
 }
@@ -117,6 +133,9 @@ std::string FieldManagerOf(const Request& request, const Query& q) {
   for (char c : ua)
     if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) out += c;
   if (out.size() > 128) out.resize(128);
+  // A client's User-Agent is not worth a refusal: bytes that are not UTF-8 (or a sequence
+  // cut at 128 bytes) become U+FFFD.
+  out = ScrubUtf8(out);
   return out.empty() ? "unknown" : out;
 }
 
@@ -206,6 +225,19 @@ bool CsrfMatches(const Request& request, const auth::Identity& identity) {
   return auth::HashesEqual(auth::HashSecret(request.csrf), auth::HashSecret(identity.csrf));
 }
 
+// The host of a Host header or host name, lower case, without the port or IPv6 brackets:
+// "LocalHost:8080" -> "localhost", "[::1]:8080" -> "::1".
+std::string HostName(std::string_view host) {
+  if (!host.empty() && host.front() == '[') {
+    size_t close = host.find(']');
+    host = host.substr(1, close == std::string_view::npos ? std::string_view::npos : close - 1);
+  } else if (size_t colon = host.find(':'); colon != std::string_view::npos &&
+                                             host.find(':', colon + 1) == std::string_view::npos) {
+    host = host.substr(0, colon);  // one colon: a port; more: a bare IPv6 address
+  }
+  return absl::AsciiStrToLower(std::string(host));
+}
+
 json::object WhoAmI(const auth::Identity& id, const json::object* user) {
   json::object projects;
   for (const auto& [p, r] : id.subject.projects) projects[p] = auth::RoleName(r);
@@ -223,12 +255,14 @@ Router::Router(ResourceService& resources, engine::Engine& engine, engine::RunLo
                Metrics& metrics, auth::Authenticator& authn, auth::AuditLog& audit,
                std::function<absl::Status()> ready)
     : resources_(resources), engine_(engine), logs_(logs), metrics_(metrics), authn_(authn),
-      audit_(audit), ready_(std::move(ready)) {
+      audit_(audit), ready_(std::move(ready)), guard_(authn, kStreamRecheckPeriod) {
   metrics_.Describe("gantry_http_requests_total", "counter", "HTTP requests by route, method and code.");
   metrics_.Describe("gantry_http_request_duration_seconds", "histogram",
                     "HTTP request latency by route (streams: until the stream starts).",
                     {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
 }
+
+void Router::SetWorkloadHost(std::string host) { workload_host_ = HostName(host); }
 
 Response Router::Handle(const Request& request) {
   auto start = std::chrono::steady_clock::now();
@@ -380,6 +414,37 @@ Response Router::RunLog(const Target& t, const Query& query) {
   return Text(200, logs_.Read(uid));
 }
 
+Response Router::Guarded(Response r, const Request& request, StreamAccess access, bool watch) {
+  if (!r.stream) return r;  // a refusal
+  std::weak_ptr<LineStream> weak = r.stream;
+  auto check = [this, access = std::move(access)](const auth::Subject& subject) {
+    return StillAllowed(subject, access);
+  };
+  auto end = [weak, watch](const absl::Status& why) {
+    auto stream = weak.lock();
+    if (!stream) return;
+    if (watch) stream->Push(ErrorEventLine(why));
+    stream->Close();
+  };
+  guard_.Guard(std::move(weak), {request.authorization, request.cookie}, std::move(check),
+               std::move(end));
+  return r;
+}
+
+absl::Status Router::StillAllowed(const auth::Subject& subject, const StreamAccess& access) {
+  RETURN_IF_ERROR(Authorize(subject, access.target, access.verb, access.kind));
+  if (!access.shown || subject.SeesAllProjects()) return absl::OkStatus();
+  // A watch across projects is open to everyone but shows only the caller's projects: it
+  // ends when one of those it showed is no longer the caller's (a new watch shows the rest).
+  for (const std::string& project : *access.shown)
+    if (!subject.projects.count(project))
+      return ForbiddenError(access.target.kind->plural + "." + model::kGroup +
+                            " is forbidden: User \"" + subject.user +
+                            "\" no longer holds a role in project \"" + project +
+                            "\"; watch again to see what is still visible");
+  return absl::OkStatus();
+}
+
 Response Router::Route(const Request& request, Call& call) {
   auto parsed = boost::urls::parse_origin_form(request.target);
   if (!parsed) return ErrorResponse(BadRequestError("the request path is not a valid URL path"));
@@ -507,6 +572,12 @@ Response Router::HandleAuth(const Request& request, const std::string& what, Cal
     call.entry.name = call.entry.user;
     if (user.empty() || password.empty())
       return ErrorResponse(BadRequestError("username and password are required"));
+    if (!workload_host_.empty() && HostName(request.host) == workload_host_)
+      return ErrorResponse(ForbiddenError(
+          "log in to the web UI by another host name than " + workload_host_ +
+          ": workloads are published on " + workload_host_ +
+          " (--advertise-host), and browsers send a site's cookies to every port of it, so "
+          "each workload would receive your session"));
     auto login = authn_.Login(user, password, request.remote);
     if (!login.ok()) return ErrorResponse(login.status());
     call.entry.authenticated = true;
@@ -662,6 +733,8 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   Target t;
   t.caller = subject.user;
   t.caller_is_org_admin = subject.org_role == auth::Role::kOrgAdmin;
+  t.caller_session = identity.session;
+  t.caller_source = request.remote;
   size_t i = 0;
   if (segs[0] == "namespaces") {
     if (segs.size() < 3) {
@@ -712,10 +785,9 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   // Authorize before anything else is looked at.
   const bool tokens = t.kind->kind == "User" && sub == "tokens";
   const bool watch = IsTrue(query, "watch");
-  if (absl::Status s = Authorize(subject, t,
-                                 VerbOf(m, sub, t.name.empty() || (tokens && subname.empty()), watch),
-                                 tokens ? "Token" : t.kind->kind);
-      !s.ok())
+  StreamAccess access{t, VerbOf(m, sub, t.name.empty() || (tokens && subname.empty()), watch),
+                      tokens ? "Token" : t.kind->kind, std::nullopt};
+  if (absl::Status s = Authorize(subject, t, access.verb, access.kind); !s.ok())
     return ErrorResponse(s);
   if (tokens) return HandleTokens(request, t, subname, query, call);
   // Lists and watches across projects (and of projects) carry what the caller may see.
@@ -724,6 +796,8 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
       (t.all_namespaces || t.kind->kind == "Project")) {
     std::map<std::string, auth::Role> mine = subject.projects;
     bool projects = t.kind->kind == "Project";
+    access.shown.emplace();
+    for (const auto& [project, role] : mine) access.shown->insert(project);
     visible = [mine, projects](const json::object& o) {
       return mine.count(model::GetString(o, projects ? "metadata.name" : "metadata.namespace")) > 0;
     };
@@ -753,7 +827,7 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   if (!sub.empty() && t.kind->kind == "Run" && sub == "log") {
     if (!subname.empty()) return NotFoundPath(request.target);
     if (m != "GET") return ErrorResponse(MethodNotAllowedError("the log is read-only"));
-    return RunLog(t, query);
+    return Guarded(RunLog(t, query), request, std::move(access), /*watch=*/false);
   }
   if (!sub.empty()) {
     if (sub != "revisions") return NotFoundPath(request.target);
@@ -805,8 +879,9 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   if (t.name.empty()) {
     if (m == "GET") {
       if (watch)
-        return WatchResponse(request, list_query, *t.kind,
-                             resources_.Watch(t, list_query, visible));
+        return Guarded(WatchResponse(request, list_query, *t.kind,
+                                     resources_.Watch(t, list_query, visible)),
+                       request, std::move(access), /*watch=*/true);
       auto list = resources_.List(t, list_query);
       if (list.ok() && visible) {
         json::array& items = (*list)["items"].as_array();
@@ -829,8 +904,9 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   }
 
   if (m == "GET") {
-    if (IsTrue(query, "watch"))
-      return WatchResponse(request, query, *t.kind, resources_.Watch(t, query));
+    if (watch)
+      return Guarded(WatchResponse(request, query, *t.kind, resources_.Watch(t, query)), request,
+                     std::move(access), /*watch=*/true);
     return ReadResponse(request, query, *t.kind, resources_.Get(t));
   }
   if (m == "PUT") {

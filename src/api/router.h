@@ -11,11 +11,14 @@
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <set>
 
 #include "absl/status/status.h"
 #include "api/http_types.h"
 #include "api/resources.h"
 #include "api/static_files.h"
+#include "api/stream_guard.h"
 #include "auth/audit.h"
 #include "auth/authenticator.h"
 #include "common/metrics.h"
@@ -42,6 +45,10 @@ class Router {
 
   // Serves the web UI for GETs of paths the API does not own (may be null: 404 Status).
   void SetStaticFiles(const StaticFiles* ui) { ui_ = ui; }
+  // The host name workloads' endpoints are published on (--advertise-host). Cookies are not
+  // kept apart by port, so a session cookie set for this name would reach every workload:
+  // POST /auth/login reached by this name is refused (403). "" (the default): none.
+  void SetWorkloadHost(std::string host);
 
  private:
   Response Route(const Request& request, Call& call);
@@ -58,6 +65,20 @@ class Router {
   // (?cascade=true on a compute instance's destroy).
   Response InstanceAction(const Target& t, const std::string& action, const Query& query);
   Response RunLog(const Target& t, const Query& query);
+  // What an open stream needs to stay open: the access that opened it (`verb` on `kind` of
+  // `t`, as HandleApi authorized it) and, for a watch filtered to the caller's projects,
+  // every project it showed.
+  struct StreamAccess {
+    Target target;
+    auth::Verb verb = auth::Verb::kWatch;
+    std::string kind;
+    std::optional<std::set<std::string>> shown;
+  };
+  // Hands `r`'s stream (a watch when `watch`, else a followed log) to the stream guard, which
+  // ends it once the request's credentials or `access` fail. Returns `r`.
+  Response Guarded(Response r, const Request& request, StreamAccess access, bool watch);
+  // OK while `subject` still has `access`, else the 403 that ends its stream.
+  absl::Status StillAllowed(const auth::Subject& subject, const StreamAccess& access);
   // GET /api/v1/namespaces/NS/events: the runs of an instance as core Events (kubectl describe).
   Response Events(const auth::Subject& subject, const std::string& ns, const Query& query);
 
@@ -69,6 +90,9 @@ class Router {
   auth::AuditLog& audit_;
   std::function<absl::Status()> ready_;
   const StaticFiles* ui_ = nullptr;
+  std::string workload_host_;  // lower case, without [] or port; set before serving
+  // Last: destroyed (its thread joined) before what its checks use.
+  StreamGuard guard_;
 };
 
 }  // namespace gantry::api

@@ -398,6 +398,7 @@ awaitable<void> Server::Impl::Serve(Stream& stream, const std::string& remote) {
     r.accept = std::string(req[http::field::accept]);
     r.authorization = std::string(req[http::field::authorization]);
     r.cookie = std::string(req[http::field::cookie]);
+    r.host = std::string(req[http::field::host]);
     r.csrf = std::string(req["X-Gantry-CSRF"]);
     r.user_agent = std::string(req[http::field::user_agent]);
     r.body = std::move(req.body());

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "model/codec.h"
+#include "model/sealed_fields.h"
 
 namespace gantry::api {
 
@@ -36,7 +37,7 @@ bool WatchFilter::Matches(const store::Event& e) const {
 
 std::string WatchLine(std::string_view type, const json::object& object) {
   json::object line{{"type", type}, {"object", object}};
-  model::RedactSealedValues(line["object"].as_object());
+  model::RedactSealed(line["object"].as_object());
   return json::serialize(line);
 }
 

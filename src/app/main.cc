@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +31,7 @@
 #include "common/metrics.h"
 #include "common/secrets.h"
 #include "common/tls_files.h"
+#include "drivers/common/sandbox.h"
 #include "drivers/exec/exec_driver.h"
 #include "drivers/local/local_driver.h"
 #include "drivers/slurm/slurm_driver.h"
@@ -110,6 +112,18 @@ void SetUpLogging(const std::string& format, const std::string& level) {
   spdlog::set_default_logger(logger);
 }
 
+// The value of environment variable `name` ("" when unset), then removes it: overwritten in
+// place first, so that neither a child nor /proc/<gantryd>/environ (which shows the original
+// block) can see it any more. Called before any thread starts (setenv is not thread-safe).
+std::string TakeSecretEnv(const char* name) {
+  char* value = std::getenv(name);
+  if (!value) return "";
+  std::string copy = value;
+  std::memset(value, 0, copy.size());
+  ::unsetenv(name);
+  return copy;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,7 +140,9 @@ int main(int argc, char** argv) {
   int drain_seconds = 10;
   std::string gpus_flag;
   std::string port_range = "20000-29999";
-  std::string advertise_host = "127.0.0.1";
+  // Not the 127.0.0.1 the UI is served on by default: a session cookie set there must not
+  // reach workloads (Router::SetWorkloadHost).
+  std::string advertise_host = "localhost";
   std::string store_url;
   std::string host_id;
   int lease_seconds = 30;
@@ -169,7 +185,8 @@ int main(int argc, char** argv) {
   app.add_option("--port-range", port_range, "Ports for local instances, MIN-MAX")
       ->capture_default_str();
   app.add_option("--advertise-host", advertise_host,
-                 "Host name or address in the endpoints of local instances")
+                 "Host name or address in the endpoints of local instances; the web UI must "
+                 "be reached by another name (logins by this one are refused)")
       ->capture_default_str();
   std::string tls_listen, tls_cert, tls_key;
   app.add_option("--tls-listen", tls_listen,
@@ -184,6 +201,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--session-max", session_max, "Web sessions end this long after login")
       ->capture_default_str();
+  std::string workload_user = gantry::drivers::kDefaultWorkloadUser;
+  app.add_option("--workload-user", workload_user,
+                 "When gantryd runs as root: the user workloads, scripts and Slurm jobs run as "
+                 "(default gantry-workload, else nobody)");
+  std::string workload_dir;
+  app.add_option("--workload-dir", workload_dir,
+                 "When gantryd runs as root: where workloads keep their files, one directory "
+                 "per instance (default: DATA_DIR.workloads)");
   std::string ui_dir = gantry::api::StaticFiles::DefaultRoot();
   app.add_option("--ui-dir", ui_dir, "The built web UI served from / (web/dist)")
       ->capture_default_str();
@@ -198,6 +223,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   SetUpLogging(log_format, log_level);
+  const std::string bootstrap_token = TakeSecretEnv("GANTRY_BOOTSTRAP_TOKEN");
+  const std::string admin_password = TakeSecretEnv("GANTRY_ADMIN_PASSWORD");
   // Templates may refer to the directory gantryd runs in (e.g. examples/ scripts).
   ::setenv("GANTRYD_DIR", std::filesystem::current_path().string().c_str(), 1);
   if (sodium_init() < 0) {
@@ -229,7 +256,23 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot create data directory {}: {}", data_dir, fs_ec.message());
     return 1;
   }
-  ::chmod(data_dir.c_str(), 0700);
+  // Closed to everyone else, workloads included: gantry.db, secret.key, run logs.
+  if (::chmod(data_dir.c_str(), 0700) != 0) {
+    spdlog::critical("cannot make data directory {} private (0700): {}", data_dir,
+                     std::strerror(errno));
+    return 1;
+  }
+  auto sandbox = gantry::drivers::SandboxForGantryd(workload_user, workload_dir, data_dir);
+  if (sandbox.ok())
+    if (absl::Status s = gantry::drivers::PrepareWorkloadRoot(*sandbox); !s.ok()) sandbox = s;
+  if (!sandbox.ok()) {
+    spdlog::critical("--workload-user/--workload-dir: {}",
+                     std::string(sandbox.status().message()));
+    return 1;
+  }
+  if (sandbox->user)
+    spdlog::info("workloads run as user {} (uid {}) in {}", sandbox->user->name,
+                 sandbox->user->uid, sandbox->workload_root);
   // One gantryd per data directory: the SQLite store has a single owner, which is what lets
   // the engine recover runs of a dead predecessor at once. (PostgreSQL replicas each have
   // their own data directory for the key copy and run logs.)
@@ -314,10 +357,13 @@ int main(int argc, char** argv) {
     }
   }
   local_options.advertise_host = advertise_host;
+  local_options.sandbox = *sandbox;
+  gantry::drivers::slurm::SlurmDriverOptions slurm_options;
+  slurm_options.sandbox = *sandbox;
   gantry::drivers::DriverRegistry drivers;
-  drivers.Register(std::make_unique<gantry::drivers::exec::ExecDriver>());
+  drivers.Register(std::make_unique<gantry::drivers::exec::ExecDriver>(*sandbox));
   drivers.Register(std::make_unique<gantry::drivers::local::LocalDriver>(local_options));
-  drivers.Register(std::make_unique<gantry::drivers::slurm::SlurmDriver>());
+  drivers.Register(std::make_unique<gantry::drivers::slurm::SlurmDriver>(slurm_options));
   gantry::engine::EngineOptions engine_options;
   engine_options.workers = workers;
   if (host_id.empty()) {
@@ -372,8 +418,8 @@ int main(int argc, char** argv) {
     }
     auth_options.session_idle = *idle;
     auth_options.session_max = *max;
-    if (const char* t = std::getenv("GANTRY_BOOTSTRAP_TOKEN"); t && *t) {
-      if (std::strlen(t) < 16) {
+    if (const std::string& t = bootstrap_token; !t.empty()) {
+      if (t.size() < 16) {
         spdlog::critical("GANTRY_BOOTSTRAP_TOKEN must be at least 16 characters long");
         return 1;
       }
@@ -392,8 +438,7 @@ int main(int argc, char** argv) {
   audit.StartPruning(gantry::auth::AuditLog::PruneInterval(audit_options.retention));
   resources.SetCredentials(&authn);
   {
-    const char* pw = std::getenv("GANTRY_ADMIN_PASSWORD");
-    auto admin = authn.EnsureAdmin(pw ? pw : "");
+    auto admin = authn.EnsureAdmin(admin_password);
     if (!admin.ok()) {
       spdlog::critical("cannot create the first user: {}", std::string(admin.status().message()));
       return 1;
@@ -418,6 +463,7 @@ int main(int argc, char** argv) {
   });
   gantry::api::StaticFiles ui(ui_dir);
   router.SetStaticFiles(&ui);
+  router.SetWorkloadHost(advertise_host);
   if (!ui.available()) spdlog::info("web UI not built (no index.html in {}): / explains", ui_dir);
   gantry::api::Server server(router, server_options, metrics);
   auto port = server.Listen();

@@ -98,6 +98,16 @@ std::string Authenticator::Now() const { return FormatRfc3339(clock_.Now()); }
 
 absl::StatusOr<Identity> Authenticator::Authenticate(std::string_view authorization,
                                                      std::string_view cookie_header) {
+  return Resolve(authorization, cookie_header, /*touch=*/true);
+}
+
+absl::StatusOr<Identity> Authenticator::Recheck(std::string_view authorization,
+                                                std::string_view cookie_header) {
+  return Resolve(authorization, cookie_header, /*touch=*/false);
+}
+
+absl::StatusOr<Identity> Authenticator::Resolve(std::string_view authorization,
+                                                std::string_view cookie_header, bool touch) {
   if (!authorization.empty()) {
     constexpr std::string_view kBearer = "Bearer ";
     if (authorization.size() <= kBearer.size() ||
@@ -110,7 +120,7 @@ absl::StatusOr<Identity> Authenticator::Authenticate(std::string_view authorizat
     return FromToken(token);
   }
   std::string session = CookieValue(cookie_header, kSessionCookie);
-  if (!session.empty()) return FromSession(session);
+  if (!session.empty()) return FromSession(session, touch);
   return UnauthorizedError(
       "authentication required: send \"Authorization: Bearer <token>\" (gantry login, gantry "
       "tokens create) or log in at /auth/login");
@@ -156,7 +166,7 @@ absl::StatusOr<Identity> Authenticator::FromToken(std::string_view token) {
   return id;
 }
 
-absl::StatusOr<Identity> Authenticator::FromSession(std::string_view secret) {
+absl::StatusOr<Identity> Authenticator::FromSession(std::string_view secret, bool touch) {
   constexpr char kLoginAgain[] = "; log in again";
   if (secret.size() > 512) return UnauthorizedError("the session is not valid" + std::string(kLoginAgain));
   std::string hash = HashSecret(secret);
@@ -186,7 +196,7 @@ absl::StatusOr<Identity> Authenticator::FromSession(std::string_view secret) {
   id.via_session = true;
   id.session = name;
   id.csrf = GetString(spec, "csrf");
-  if (*last_seen + kTouchEvery <= now) {
+  if (touch && *last_seen + kTouchEvery <= now) {
     json::object touched = *record;
     touched["spec"].as_object()["lastSeen"] = FormatRfc3339(now);
     int64_t rv = std::stoll(GetString(*record, "metadata.resourceVersion", "0"));
@@ -255,7 +265,7 @@ absl::StatusOr<Subject> Authenticator::ReadSubject(const std::string& user) {
   return s;
 }
 
-absl::Status Authenticator::CheckLimiter(const std::string& key) {
+absl::Status Authenticator::CheckLimiter(const std::string& key, int limit) {
   std::lock_guard lock(mu_);
   auto it = failures_.find(key);
   if (it == failures_.end()) return absl::OkStatus();
@@ -266,17 +276,17 @@ absl::Status Authenticator::CheckLimiter(const std::string& key) {
     failures_.erase(it);
     return absl::OkStatus();
   }
-  if (static_cast<int>(q.size()) < options_.login_failures) return absl::OkStatus();
+  if (static_cast<int>(q.size()) < limit) return absl::OkStatus();
   auto wait = std::chrono::duration_cast<std::chrono::seconds>(q.front() + options_.login_window - now);
   return TooManyRequestsError("too many failed logins; try again in " +
                               std::to_string(std::max<int64_t>(1, wait.count())) + " seconds");
 }
 
-void Authenticator::RecordFailure(const std::string& key) {
+void Authenticator::RecordFailure(const std::string& key, int limit) {
   std::lock_guard lock(mu_);
   auto& q = failures_[key];
   q.push_back(clock_.Now());
-  while (static_cast<int>(q.size()) > options_.login_failures) q.pop_front();
+  while (static_cast<int>(q.size()) > limit) q.pop_front();
   // Bound the limiter's memory: forget the oldest keys past a generous size.
   if (failures_.size() > 100000) failures_.erase(failures_.begin());
 }
@@ -284,10 +294,13 @@ void Authenticator::RecordFailure(const std::string& key) {
 absl::StatusOr<Subject> Authenticator::CheckPassword(std::string_view user,
                                                      std::string_view password,
                                                      std::string_view source) {
-  std::string user_key = "user:" + std::string(user.substr(0, 256));
-  std::string addr_key = "addr:" + Host(source);
-  RETURN_IF_ERROR(CheckLimiter(user_key));
-  RETURN_IF_ERROR(CheckLimiter(addr_key));
+  // Failures count per (user, address) and per address, never per user alone: guessing
+  // alice's password from one address must not lock alice out from hers.
+  std::string addr = Host(source);
+  std::string pair_key = "pair:" + addr + "|" + std::string(user.substr(0, 256));
+  std::string addr_key = "addr:" + addr;
+  RETURN_IF_ERROR(CheckLimiter(pair_key, options_.login_failures));
+  RETURN_IF_ERROR(CheckLimiter(addr_key, options_.login_address_failures));
   static const std::string kInvalid = "invalid username or password";
   std::string hash;
   if (!user.empty() && user.size() <= 253) {
@@ -301,14 +314,14 @@ absl::StatusOr<Subject> Authenticator::CheckPassword(std::string_view user,
       static const std::string kDummy = *HashPassword("not-a-real-password");
       (void)VerifyPassword(password, kDummy);
     }
-    RecordFailure(user_key);
-    RecordFailure(addr_key);
+    RecordFailure(pair_key, options_.login_failures);
+    RecordFailure(addr_key, options_.login_address_failures);
     return UnauthorizedError(kInvalid);
   }
   ASSIGN_OR_RETURN(Subject subject, SubjectFor(std::string(user)));
   {
     std::lock_guard lock(mu_);
-    failures_.erase(user_key);
+    failures_.erase(pair_key);
   }
   return subject;
 }
@@ -400,6 +413,34 @@ absl::StatusOr<store::Write> Authenticator::PasswordWrite(const std::string& use
   return store::Write{store::Write::Op::kCreate, kUserCredential, std::move(obj), 0, 0};
 }
 
+absl::StatusOr<std::vector<store::Write>> Authenticator::PasswordChangeWrites(
+    const PasswordChange& change) {
+  if (change.caller == change.user) {
+    if (change.current_password.empty())
+      return InvalidError("User", change.user,
+                          {{"spec.currentPassword",
+                            "Required value: changing your own password needs your current "
+                            "password",
+                            "FieldValueRequired"}});
+    auto checked = CheckPassword(change.user, change.current_password, change.source);
+    if (absl::IsUnauthenticated(checked.status()))
+      return ForbiddenError("users.paas.gantry.dev \"" + change.user +
+                            "\" is forbidden: spec.currentPassword is not the current password");
+    RETURN_IF_ERROR(checked.status());
+  }
+  std::vector<store::Write> out;
+  auto password = PasswordWrite(change.user, change.password);
+  if (!password.ok())
+    return InvalidError("User", change.user,
+                        {{"spec.password", std::string(password.status().message())}});
+  out.push_back(*std::move(password));
+  ASSIGN_OR_RETURN(auto sessions, store_.List(OfUser(kSession, change.user)));
+  for (auto& r : sessions.items)
+    if (GetString(r, "metadata.name") != change.caller_session)
+      out.push_back({store::Write::Op::kDelete, kSession, std::move(r), 0, 0});
+  return out;
+}
+
 absl::StatusOr<std::vector<store::Write>> Authenticator::ForgetWrites(const std::string& user) {
   std::vector<store::Write> out;
   auto cred = store_.Get(kUserCredential, "", user);
@@ -409,6 +450,13 @@ absl::StatusOr<std::vector<store::Write>> Authenticator::ForgetWrites(const std:
     ASSIGN_OR_RETURN(auto page, store_.List(OfUser(kind, user)));
     for (auto& r : page.items) out.push_back({store::Write::Op::kDelete, kind, std::move(r), 0, 0});
   }
+  // Role bindings name a user by name only: left behind, they would grant their roles to the
+  // next user created with this name.
+  store::ListOptions bindings = OfUser("RoleBinding", user);
+  bindings.ns = std::nullopt;  // every project
+  ASSIGN_OR_RETURN(auto page, store_.List(bindings));
+  for (auto& r : page.items)
+    out.push_back({store::Write::Op::kDelete, "RoleBinding", std::move(r), 0, 0});
   return out;
 }
 

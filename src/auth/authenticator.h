@@ -43,8 +43,11 @@ struct AuthOptions {
   // GANTRY_BOOTSTRAP_TOKEN: when set (16 characters or more), requests bearing it act as
   // org-admin "system:bootstrap". Kept in memory only.
   std::string bootstrap_token;
-  // Failed logins allowed per user name and per source address within `login_window`.
+  // Failed logins allowed within `login_window` per (user name, source address) pair, and per
+  // source address whatever the user names. A correct password from an address that has not
+  // failed is never refused, however often others guessed wrong.
   int login_failures = 5;
+  int login_address_failures = 20;
   std::chrono::seconds login_window{5 * 60};
 };
 
@@ -69,12 +72,18 @@ class Authenticator {
   // are absent, or the credential is unknown, expired, revoked, or its user is disabled.
   absl::StatusOr<Identity> Authenticate(std::string_view authorization,
                                         std::string_view cookie_header);
+  // Authenticate again for a stream that is still open (a watch, `logs -f`; see
+  // api/stream_guard.h): the same answer as Authenticate would give now, but a session's
+  // lastSeen is not updated, so an open stream alone does not keep a session from going idle.
+  // Cheap for tokens (the caches below, dropped by OnCommit); one store read for a session.
+  absl::StatusOr<Identity> Recheck(std::string_view authorization, std::string_view cookie_header);
   // The subject of a user: org role from the User, project roles from RoleBindings.
   // 401 when the user does not exist or is disabled.
   absl::StatusOr<Subject> SubjectFor(const std::string& user);
 
   // Checks the password and opens a session. 401 "invalid username or password" (the same
-  // words whether the user exists or not); 429 when `source` or `user` failed too often.
+  // words whether the user exists or not); 429 when `user` failed too often from `source`
+  // (an address; the port is ignored) or `source` failed too often for any users.
   absl::StatusOr<LoginResult> Login(std::string_view user, std::string_view password,
                                     std::string_view source);
   // The password check of Login without a session (POST /auth/token: `gantry login`).
@@ -93,7 +102,24 @@ class Authenticator {
   // The write that sets `user`'s password (create or update of its UserCredential), for the
   // caller's commit. 400 for a password that is too short or too long.
   absl::StatusOr<store::Write> PasswordWrite(const std::string& user, std::string_view password);
-  // Writes removing everything credential-like of `user` (password, tokens, sessions).
+  // A change of an existing user's password, as a User update asks for it.
+  struct PasswordChange {
+    std::string user;
+    std::string password;          // the new one (spec.password)
+    std::string current_password;  // spec.currentPassword: needed when caller == user
+    std::string caller;            // who asks
+    std::string caller_session;    // the caller's Session record when via a session, else ""
+    std::string source;            // the caller's address, for the login limiter
+  };
+  // The writes of `change` for the caller's commit: the new password, and the end of every
+  // web session of the user except the caller's own (API tokens stay valid). Changing one's
+  // own password needs the current one: 422 when spec.currentPassword is missing, 403 when it
+  // is wrong (counted like a failed login from `source`: 429 after too many), 422 for a new
+  // password that is too short or too long (spec.password). An org-admin setting another
+  // user's password needs none, and ends all of that user's sessions.
+  absl::StatusOr<std::vector<store::Write>> PasswordChangeWrites(const PasswordChange& change);
+  // Writes removing everything that gives `user` access (password, tokens, sessions, and the
+  // role bindings naming the user in every project), for the commit that deletes the User.
   absl::StatusOr<std::vector<store::Write>> ForgetWrites(const std::string& user);
 
   // The store's commit observer: drops the cached token owners and subjects when users, role
@@ -108,13 +134,16 @@ class Authenticator {
   absl::StatusOr<std::optional<std::string>> EnsureAdmin(const std::string& password);
 
  private:
+  // `touch`: a request (true) records the session's use; a recheck (false) does not.
+  absl::StatusOr<Identity> Resolve(std::string_view authorization, std::string_view cookie_header,
+                                   bool touch);
   absl::StatusOr<Identity> FromToken(std::string_view token);
   // SubjectFor without the cache: the User and the user's RoleBindings from the store.
   absl::StatusOr<Subject> ReadSubject(const std::string& user);
-  absl::StatusOr<Identity> FromSession(std::string_view secret);
-  // 429 when `key` failed too often within the window.
-  absl::Status CheckLimiter(const std::string& key);
-  void RecordFailure(const std::string& key);
+  absl::StatusOr<Identity> FromSession(std::string_view secret, bool touch);
+  // 429 when `key` failed `limit` times within the window.
+  absl::Status CheckLimiter(const std::string& key, int limit);
+  void RecordFailure(const std::string& key, int limit);
   std::string Now() const;
 
   store::Store& store_;

@@ -5,10 +5,13 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <sstream>
 
 #include <boost/json.hpp>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/utf8.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -518,7 +521,42 @@ bool YamlNeedsQuotes(std::string_view s) {
          Contains(s, "\xE2\x80\xA9") || Contains(s, "\xEF\xBB\xBF");
 }
 
+// yaml-cpp (0.7) never leaves a stray flow entry in block context (",-", "- a\n,"): each
+// HandleNextDocument returns one more empty document without consuming it, so LoadAll runs
+// until memory is gone. A first pass with an event handler that builds nothing counts the
+// documents; every real document uses at least one byte, so more than that is the loop.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// Throws what yaml-cpp throws for malformed input.
+absl::Status CheckDocumentsEnd(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  YAML::Parser parser(in);
+  DocumentCounter counter;
+  for (size_t documents = 0; parser.HandleNextDocument(counter);)
+    if (++documents > text.size() + 1)
+      return absl::InvalidArgumentError(
+          "a \",\" outside a flow collection ([...] or {...}) is not valid YAML");
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<json::object>> YamlToJsonObjects(std::string_view text) {
+  // YAML streams are Unicode (YAML 1.2, 5.2); yaml-cpp would pass invalid bytes through into
+  // strings that no JSON reader accepts afterwards.
+  if (!IsValidUtf8(text)) return absl::InvalidArgumentError("the text is not valid UTF-8");
   std::vector<json::object> out;
   std::string_view trimmed = StdSv(absl::StripLeadingAsciiWhitespace(Sv(text)));
   if (LooksLikeJson(trimmed)) {
@@ -550,6 +588,7 @@ absl::StatusOr<std::vector<json::object>> YamlToJsonObjects(std::string_view tex
   }
   std::vector<YAML::Node> docs;
   try {
+    RETURN_IF_ERROR(CheckDocumentsEnd(text));
     docs = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(At(e.mark), e.msg));

@@ -27,7 +27,8 @@ inline constexpr int kMaxDocumentDepth = 64;
 // a JSON array of objects contributes its elements.
 // Errors (INVALID_ARGUMENT): syntax errors ("line 3, column 7: ..."; 1-based), a document that
 // is not a mapping ("document 2 (line 5): expected a mapping (an API object), got a sequence"),
-// non-scalar or duplicate mapping keys, nesting deeper than kMaxDocumentDepth.
+// non-scalar or duplicate mapping keys, nesting deeper than kMaxDocumentDepth, text that is
+// not valid UTF-8.
 absl::StatusOr<std::vector<boost::json::object>> YamlToJsonObjects(std::string_view text);
 
 // Block-style YAML ("key: value", two-space indent, sequences as "- "), ending in "\n".

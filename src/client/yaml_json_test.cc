@@ -219,5 +219,22 @@ TEST(PrettyJson, IndentsLikeKubectl) {
             "    \"e\": {},\n    \"f\": [],\n    \"d\": 2.0\n}\n");
 }
 
+// Found by fuzz_yaml_json: yaml-cpp loops forever (allocating) on a stray flow entry in block
+// context. Refused instead, and at once.
+TEST(YamlToJson, StrayFlowEntryIsRefusedNotLoopedOn) {
+  for (const char* text : {",-", ", -", "- a\n,-", "\"x\"\n,", ",[", "---\n,-"}) {
+    auto docs = YamlToJsonObjects(text);
+    EXPECT_FALSE(docs.ok()) << text;
+    EXPECT_EQ(docs.status().code(), absl::StatusCode::kInvalidArgument) << text;
+  }
+  EXPECT_TRUE(YamlToJsonObjects("a: [b, c]\n").ok());
+}
+
+TEST(YamlToJson, InvalidUtf8IsRefused) {
+  auto docs = YamlToJsonObjects("metadata:\n  name: \"\xff\"\n");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_EQ(docs.status().message(), "the text is not valid UTF-8");
+}
+
 }  // namespace
 }  // namespace gantry::client

@@ -58,4 +58,9 @@ void LineStream::Cancel() {
   if (cancel) cancel();
 }
 
+bool LineStream::Closed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_;
+}
+
 }  // namespace gantry

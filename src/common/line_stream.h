@@ -1,5 +1,7 @@
 // LineStream: newline-delimited chunks (watch events, followed run logs) handed from
 // producers on any thread to the HTTP transport, which drains and writes them.
+//
+// Thread-safety: every method may be called from any thread.
 #pragma once
 
 #include <chrono>
@@ -28,6 +30,9 @@ class LineStream {
   // Called by the transport when it stops reading (client gone, timeout, shutdown).
   void SetOnCancel(std::function<void()> on_cancel);
   void Cancel();
+  // True once the stream ended: Close, Cancel, or a consumer too slow. Nothing pushed after
+  // that reaches the client.
+  bool Closed();
 
   std::chrono::seconds timeout{1800};
   size_t max_pending = 100000;

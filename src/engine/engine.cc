@@ -13,9 +13,11 @@
 #include "common/errors.h"
 #include "common/ids.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 #include "engine/dependencies.h"
 #include "model/codec.h"
 #include "model/lifecycle.h"
+#include "model/sealed_fields.h"
 #include "model/validation.h"
 
 namespace gantry::engine {
@@ -723,7 +725,8 @@ void Engine::Execute(json::object run) {
   json::object given = At(ispec, "variables");
   for (auto& kv : given) {
     if (kv.value().is_string() && SecretBox::IsSealed(kv.value().get_string())) {
-      auto plain = secrets_.Unseal(kv.value().get_string());
+      auto plain = secrets_.Unseal(kv.value().get_string(),
+                                   model::VariableContext(*instance, kv.key()));
       if (!plain.ok())
         return done(absl::FailedPreconditionError("variable " + std::string(kv.key()) +
                                                   " cannot be decrypted: " +
@@ -731,8 +734,13 @@ void Engine::Execute(json::object run) {
       kv.value() = *plain;
     }
   }
+  auto plain_profile = model::UnsealDefaults(secrets_, ProfileKindOf(KindOf(run)), pns, pname,
+                                             profile->spec);
+  auto plain_template = model::UnsealDefaults(secrets_, kTemplate, tns, tname, tmpl->spec);
+  if (!plain_profile.ok()) return done(plain_profile.status(), {});
+  if (!plain_template.ok()) return done(plain_template.status(), {});
   std::vector<FieldCause> causes;
-  auto resolved = model::ResolveVariables(tmpl->spec, profile->spec, given, &causes);
+  auto resolved = model::ResolveVariables(*plain_template, *plain_profile, given, &causes);
   if (!causes.empty())
     return done(absl::FailedPreconditionError("variables no longer valid: " + causes[0].field +
                                               ": " + causes[0].message), {});
@@ -803,8 +811,16 @@ void Engine::Execute(json::object run) {
   } else {
     result = driver->Destroy(req, ctx);
   }
-  // Driver errors quote the program's last output lines: no secret may reach a status.
-  if (!result.ok()) result = absl::Status(result.code(), Scrub(std::string(result.message()), secrets));
+  // Driver errors quote the program's last output lines: no secret may reach a status, and
+  // nothing a workload printed may make the objects unreadable (common/utf8.h).
+  if (!result.ok())
+    result = absl::Status(result.code(),
+                          ScrubUtf8(Scrub(std::string(result.message()), secrets)));
+  if (std::optional<std::string> bad = FindInvalidUtf8(json::value(outputs))) {
+    json::value clean(std::move(outputs));
+    ScrubUtf8(clean);
+    outputs = std::move(clean.get_object());
+  }
   ctx.Log(result.ok() ? "gantry: run succeeded"
                       : "gantry: run failed (" + ReasonFor(result) + "): " + std::string(result.message()));
   done(result, outputs);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/errors.h"
+#include "common/utf8.h"
 
 namespace gantry::model {
 
@@ -33,6 +34,20 @@ absl::StatusOr<json::object> ParseObjectJson(std::string_view body) {
   if (!v.ok()) return v.status();
   if (!v->is_object()) return BadRequestError("the request body must be a JSON object");
   return std::move(v->get_object());
+}
+
+absl::StatusOr<json::object> ParseStoredObject(std::string_view text) {
+  auto strict = ParseObjectJson(text);
+  if (strict.ok()) return strict;
+  json::parse_options opts;
+  opts.max_depth = kMaxJsonDepth * 2;
+  opts.allow_invalid_utf8 = true;
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec, {}, opts);
+  if (ec || !v.is_object())
+    return absl::InternalError("a stored object cannot be read: " + std::string(strict.status().message()));
+  ScrubUtf8(v);
+  return std::move(v.get_object());
 }
 
 absl::StatusOr<json::value> ParseJsonValue(std::string_view body) {
@@ -84,16 +99,6 @@ void ApplyMergePatch(json::value& target, const json::value& patch) {
       ApplyMergePatch(t[kv.key()], kv.value());
     }
   }
-}
-
-void RedactSealedValues(json::object& obj) {
-  json::value* spec = obj.if_contains("spec");
-  if (!spec || !spec->is_object()) return;
-  json::value* vars = spec->get_object().if_contains("variables");
-  if (!vars || !vars->is_object()) return;
-  for (auto& kv : vars->get_object())
-    if (kv.value().is_string() && kv.value().get_string().starts_with("sealed:v1:"))
-      kv.value() = "<sensitive>";
 }
 
 const json::value* FindPath(const json::object& obj, std::string_view dotted) {

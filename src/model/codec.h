@@ -26,16 +26,17 @@ absl::StatusOr<boost::json::object> ParseObjectJson(std::string_view body);
 // ParseObjectJson (a JSON Patch body is a list).
 absl::StatusOr<boost::json::value> ParseJsonValue(std::string_view body);
 
+// Parses an object the store kept. Never fails on the UTF-8 of its bytes: an object stored
+// before every write was checked (common/utf8.h) comes back with U+FFFD in place of invalid
+// sequences, so it can still be read, listed and deleted. INTERNAL for text that is not JSON.
+absl::StatusOr<boost::json::object> ParseStoredObject(std::string_view text);
+
 // Serialises compactly.
 std::string ToJson(const boost::json::value& v);
 
 // RFC 7386 JSON merge patch: applies `patch` to `target` in place (null deletes a key,
 // objects merge recursively, anything else replaces).
 void ApplyMergePatch(boost::json::value& target, const boost::json::value& patch);
-
-// Replaces every sealed (encrypted, "sealed:v1:...") value of spec.variables with
-// "<sensitive>": what the API shows instead of secrets.
-void RedactSealedValues(boost::json::object& obj);
 
 // Looks up a dotted path ("spec.profileRef.name") in `obj`; nullptr when absent.
 const boost::json::value* FindPath(const boost::json::object& obj, std::string_view dotted);

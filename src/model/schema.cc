@@ -92,6 +92,9 @@ std::vector<KindInfo> BuildKinds() {
        Enum("orgRole", "Org-wide role: org-admin, paas-admin, or empty for none.",
             {"", "org-admin", "paas-admin"}),
        Str("password", "Write-only: sets the password (at least 8 characters); never returned."),
+       Str("currentPassword",
+           "Write-only: the current password, needed with spec.password to change one's own; "
+           "never stored."),
        Bool("disabled", "A disabled user cannot log in; their tokens and sessions stop working.")});
   user.status = Obj("status", "", {});
   kinds.push_back(user);

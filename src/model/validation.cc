@@ -6,6 +6,7 @@
 #include <functional>
 #include <set>
 
+#include "common/secrets.h"
 #include "model/codec.h"
 #include "model/label_selector.h"
 
@@ -54,15 +55,28 @@ std::string NumberText(const json::value& v) {
   return std::string(buf, ptr);
 }
 
+// The value of a sensitive variable is never quoted: messages reach audit records and logs.
+std::string Shown(const std::string& value, bool sensitive) {
+  return sensitive ? "the value (sensitive, not shown)" : "\"" + value + "\"";
+}
+
 // nullopt when `value` fits `type` (and, for enums, `allowed`); else the message.
 std::optional<std::string> TypeError(const std::string& type, const std::string& value,
-                                     const std::vector<std::string>& allowed) {
-  if (type == "number" && !ParsesAsNumber(value)) return "\"" + value + "\" is not a number";
+                                     const std::vector<std::string>& allowed,
+                                     bool sensitive = false) {
+  if (type == "number" && !ParsesAsNumber(value))
+    return Shown(value, sensitive) + " is not a number";
   if (type == "bool" && value != "true" && value != "false")
-    return "\"" + value + "\" is not a boolean (true or false)";
+    return Shown(value, sensitive) + " is not a boolean (true or false)";
   if (type == "enum" && !Contains(allowed, value))
-    return "unsupported value \"" + value + "\": supported values: " + Quoted(allowed);
+    return "unsupported value " + Shown(value, sensitive) + ": supported values: " +
+           Quoted(allowed);
   return std::nullopt;
+}
+
+// A sealed (or redacted, as shown) default was checked when its plaintext was written.
+bool KeptSecret(const std::string& value) {
+  return SecretBox::IsSealed(value) || value == kRedacted;
 }
 
 void ValidateSharing(const json::object& spec, std::vector<FieldCause>* causes) {
@@ -109,8 +123,9 @@ void ValidateTemplateVariables(const json::object& spec, std::vector<FieldCause>
     if (type == "enum" && allowed.empty())
       causes->push_back(
           {path + ".allowedValues", "an enum variable needs allowedValues", "FieldValueRequired"});
-    if (o.contains("default")) {
-      if (auto err = TypeError(type, GetString(o, "default"), allowed))
+    bool sensitive = GetBool(o, "sensitive");
+    if (o.contains("default") && !(sensitive && KeptSecret(GetString(o, "default")))) {
+      if (auto err = TypeError(type, GetString(o, "default"), allowed, sensitive))
         causes->push_back({path + ".default", *err});
     }
   });
@@ -127,10 +142,12 @@ void ValidateProfileRules(const json::object& spec, std::vector<FieldCause>* cau
     if (override_policy != "restricted" && !allowed.empty())
       causes->push_back({path + ".allowedValues", "may only be set when override is \"restricted\"",
                          "FieldValueForbidden"});
-    if (override_policy == "restricted" && o.contains("default") &&
-        !Contains(allowed, GetString(o, "default")))
-      causes->push_back({path + ".default", "\"" + GetString(o, "default") +
-                                                "\" is not one of the allowed values " +
+    std::string def = GetString(o, "default");
+    bool sensitive = GetBool(o, "sensitive");
+    if (override_policy == "restricted" && o.contains("default") && !KeptSecret(def) &&
+        !Contains(allowed, def))
+      causes->push_back({path + ".default", Shown(def, sensitive) +
+                                                " is not one of the allowed values " +
                                                 Quoted(allowed)});
   });
   const json::value* gpu = FindPath(spec, "resources.gpu");
@@ -386,10 +403,11 @@ void ValidateProfileAgainstTemplate(const json::object& profile_spec,
     }
     std::string type = GetString(*it->second, "type", "string");
     auto enum_values = Strings(FindPath(*it->second, "allowedValues"));
+    bool sensitive = GetBool(*it->second, "sensitive") || GetBool(r.get_object(), "sensitive");
     std::vector<std::string> values = Strings(FindPath(r.get_object(), "allowedValues"));
     if (r.get_object().contains("default")) values.push_back(GetString(r.get_object(), "default"));
     for (const auto& value : values)
-      if (auto err = TypeError(type, value, enum_values))
+      if (auto err = TypeError(type, value, enum_values, sensitive))
         causes->push_back({path, "variable \"" + name + "\": " + *err});
   }
 }
@@ -442,10 +460,11 @@ std::map<std::string, ResolvedVariable> ResolveVariables(const json::object& tem
         } else if (policy == "restricted" &&
                    !Contains(Strings(FindPath(*rule, "allowedValues")), v)) {
           causes->push_back({path,
-                             "Unsupported value: \"" + v + "\": supported values: " +
+                             "Unsupported value: " + Shown(v, sensitive) +
+                                 ": supported values: " +
                                  Quoted(Strings(FindPath(*rule, "allowedValues"))),
                              "FieldValueNotSupported"});
-        } else if (auto err = TypeError(type, v, enum_values)) {
+        } else if (auto err = TypeError(type, v, enum_values, sensitive)) {
           causes->push_back({path, "Invalid value: " + *err});
         } else {
           value = v;

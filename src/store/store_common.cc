@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "common/errors.h"
+#include "common/utf8.h"
 #include "model/codec.h"
 #include "model/schema.h"
 
@@ -54,6 +55,13 @@ absl::StatusOr<int64_t> ParseContinueToken(const std::string& t) {
   auto [ptr, ec] = std::from_chars(t.data() + 3, t.data() + t.size(), id);
   if (ec != std::errc() || ptr != t.data() + t.size()) return bad();
   return id;
+}
+
+absl::Status CheckStorable(const std::string& kind, const boost::json::object& obj) {
+  auto bad = FindInvalidUtf8(boost::json::value(obj));
+  if (!bad) return absl::OkStatus();
+  return BadRequestError(*bad + " of " + QualifiedResource(kind) +
+                         " is not valid UTF-8; every text Gantry keeps must be");
 }
 
 absl::Status ObjectNotFound(const std::string& kind, const std::string& name) {

@@ -33,6 +33,10 @@ std::string ContinueToken(int64_t last_id);
 // The id of a token; INVALID_ARGUMENT (400) for anything malformed.
 absl::StatusOr<int64_t> ParseContinueToken(const std::string& token);
 
+// INVALID_ARGUMENT (400) naming the field when a key or string of an object to be written
+// is not valid UTF-8: checked by both stores before a commit touches the database.
+absl::Status CheckStorable(const std::string& kind, const boost::json::object& obj);
+
 // The refusals every store gives in the same words.
 absl::Status ObjectNotFound(const std::string& kind, const std::string& name);
 absl::Status ObjectModified(const std::string& kind, const std::string& name);

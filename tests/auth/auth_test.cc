@@ -2,8 +2,12 @@
 // once), web sessions (HttpOnly SameSite=Strict cookie, CSRF header for changes, logout, idle
 // expiry), login rate limiting, the audit record, and that no password or token is ever
 // written to gantryd's log, the audit record or the database file.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -45,6 +49,39 @@ bool Eventually(const std::function<bool()>& pred) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return pred();
+}
+
+// POST /auth/login to 127.0.0.1:`port` from the loopback address `from` (any 127.x.y.z: Linux
+// routes the whole block to lo), over a raw socket so that the source can be chosen. Returns
+// the HTTP status, 0 when the exchange failed.
+int LoginFrom(int port, const std::string& from, const std::string& user,
+              const std::string& password) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  ::inet_pton(AF_INET, from.c_str(), &local.sin_addr);
+  sockaddr_in server{};
+  server.sin_family = AF_INET;
+  server.sin_port = htons(static_cast<uint16_t>(port));
+  server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&server), sizeof server) != 0) {
+    ::close(fd);
+    return 0;
+  }
+  std::string body = json::serialize(json::object{{"username", user}, {"password", password}});
+  std::string request = "POST /auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        "Content-Type: application/json\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  std::string answer;
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+      static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, n);
+  }
+  ::close(fd);
+  return answer.size() > 12 ? std::atoi(answer.c_str() + 9) : 0;
 }
 
 class AuthTest : public GantrydTest {
@@ -279,6 +316,113 @@ TEST_F(AuthTest, InstancesPerUserQuotaCountsWhatEachUserCreated) {
   // Deleting frees the slot.
   EXPECT_EQ(frank.Delete(NsPath("lab", "computeinstances", "f1")).status, 200);
   EXPECT_EQ(frank.Post(NsPath("lab", "computeinstances"), InstanceObject("f2", "prof")).status, 201);
+}
+
+TEST_F(AuthTest, WrongPasswordsLockOutOnlyTheAddressThatGuessed) {
+  const int port = gantryd_->port();
+  int last = 0;
+  for (int i = 0; i < 6; ++i)
+    last = LoginFrom(port, "127.0.0.2", "admin", "wrong-" + std::to_string(i));
+  EXPECT_EQ(last, 429);
+  // The guesser is locked out, even with the right password...
+  EXPECT_EQ(LoginFrom(port, "127.0.0.2", "admin", kAdminPassword), 429);
+  // ...but admin, from an address that has not failed, is not.
+  EXPECT_EQ(LoginFrom(port, "127.0.0.3", "admin", kAdminPassword), 200);
+  // One address guessing many users' passwords is stopped too (20 per address).
+  for (int i = 0; i < 20; ++i)
+    last = LoginFrom(port, "127.0.0.4", "user-" + std::to_string(i), "x-wrong-1");
+  EXPECT_EQ(last, 401);
+  EXPECT_EQ(LoginFrom(port, "127.0.0.4", "someone-else", "x-wrong-1"), 429);
+  EXPECT_EQ(LoginFrom(port, "127.0.0.3", "admin", kAdminPassword), 200);
+}
+
+TEST_F(AuthTest, DeletingAUserDeletesTheirRoleBindingsSoANewNamesakeInheritsNothing) {
+  api().CreateProject("ml");
+  CreateUser("gina", "gina-password-1");
+  api().MustCreate(NsPath("ml", "rolebindings"),
+                   json::object{{"metadata", json::object{{"name", "gina-admin"}}},
+                                {"spec", json::object{{"user", "gina"},
+                                                      {"role", "project-admin"}}}});
+  ASSERT_EQ(api().Delete(ClusterPath("users", "gina")).status, 200);
+  EXPECT_TRUE(api().Get(NsPath("ml", "rolebindings", "gina-admin")).IsStatus(404, "NotFound"));
+  // A new user of the same name starts with no role.
+  CreateUser("gina", "gina-password-2");
+  Api gina(gantryd_->base_url(), TokenFor("gina"));
+  Resp r = gina.Get(NsPath("ml", "computeinstances"));
+  EXPECT_TRUE(r.IsStatus(403, "Forbidden")) << r.raw;
+}
+
+TEST_F(AuthTest, ChangingOnesOwnPasswordNeedsTheCurrentOneAndEndsTheOtherSessions) {
+  CreateUser("hana", "hana-password-1");
+  std::string token = TokenFor("hana");
+  Api hana(gantryd_->base_url(), token);
+  client::HttpResponse other = Login("hana", "hana-password-1");  // e.g. another browser
+  ASSERT_EQ(other.status, 200) << other.body;
+  auto cookie_of = [](client::HttpResponse& r) {
+    return r.headers["set-cookie"].substr(0, r.headers["set-cookie"].find(';'));
+  };
+  std::string other_cookie = cookie_of(other);
+  client::HttpResponse mine = Login("hana", "hana-password-1");
+  ASSERT_EQ(mine.status, 200) << mine.body;
+  std::string my_cookie = cookie_of(mine);
+  std::string my_csrf(json::parse(mine.body).at("csrfToken").as_string());
+  auto change = [&](json::object spec) {
+    client::HttpClient c(gantryd_->base_url());
+    auto r = c.SendWithHeaders("PATCH", ClusterPath("users", "hana"),
+                               {{"Cookie", my_cookie}, {"X-Gantry-CSRF", my_csrf}},
+                               json::serialize(json::object{{"spec", std::move(spec)}}),
+                               "application/merge-patch+json");
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : client::HttpResponse{};
+  };
+  // Without the current password, or with a wrong one: refused, and nothing changes.
+  auto missing = hana.Patch(ClusterPath("users", "hana"),
+                            json::object{{"spec", json::object{{"password", "hana-password-2"}}}});
+  EXPECT_TRUE(missing.IsStatus(422, "Invalid")) << missing.raw;
+  EXPECT_EQ(missing.cause_fields(), (std::vector<std::string>{"spec.currentPassword"}));
+  auto wrong =
+      change(json::object{{"password", "hana-password-2"}, {"currentPassword", "nope-nope-1"}});
+  EXPECT_EQ(wrong.status, 403) << wrong.body;
+  EXPECT_THAT(wrong.body, HasSubstr("spec.currentPassword is not the current password"));
+  auto alone = change(json::object{{"currentPassword", "hana-password-1"}});
+  EXPECT_EQ(alone.status, 422) << alone.body;
+  EXPECT_EQ(Login("hana", "hana-password-2").status, 401);
+  EXPECT_EQ(WithCookie("GET", "/auth/whoami", other_cookie, "").status, 200);
+
+  auto ok = change(
+      json::object{{"password", "hana-password-2"}, {"currentPassword", "hana-password-1"}});
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_THAT(ok.body, Not(HasSubstr("hana-password")));
+  // The other session ended; the caller's session and API token go on.
+  EXPECT_EQ(WithCookie("GET", "/auth/whoami", other_cookie, "").status, 401);
+  EXPECT_EQ(WithCookie("GET", "/auth/whoami", my_cookie, "").status, 200);
+  EXPECT_EQ(hana.Get(ClusterPath("users", "hana")).status, 200);
+  EXPECT_EQ(Login("hana", "hana-password-1").status, 401);
+  EXPECT_EQ(Login("hana", "hana-password-2").status, 200);
+  // An org-admin resets another user's password without knowing it.
+  EXPECT_EQ(api().Patch(ClusterPath("users", "hana"),
+                        json::object{{"spec", json::object{{"password", "hana-password-3"}}}})
+                .status,
+            200);
+  EXPECT_EQ(WithCookie("GET", "/auth/whoami", my_cookie, "").status, 401);
+}
+
+TEST_F(AuthTest, NoSessionIsOpenedOnTheHostNameOfWorkloads) {
+  // Workloads are published on --advertise-host (default localhost); the UI is reached on
+  // 127.0.0.1. A session cookie for localhost would be sent to every workload's port.
+  auto login = [&](const std::string& host) {
+    client::HttpClient c(gantryd_->base_url());
+    auto r = c.SendWithHeaders(
+        "POST", "/auth/login", {{"Host", host + ":" + std::to_string(gantryd_->port())}},
+        json::serialize(json::object{{"username", "admin"}, {"password", kAdminPassword}}));
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : client::HttpResponse{};
+  };
+  client::HttpResponse refused = login("LocalHost");
+  EXPECT_EQ(refused.status, 403) << refused.body;
+  EXPECT_THAT(refused.body, HasSubstr("workloads are published on localhost"));
+  EXPECT_EQ(refused.headers.count("set-cookie"), 0u);
+  EXPECT_EQ(login("127.0.0.1").status, 200);
 }
 
 class SessionIdleTest : public AuthTest {

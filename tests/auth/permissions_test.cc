@@ -5,6 +5,7 @@
 //
 // The expected table below is written out by hand from docs/security.md; it is not computed
 // from the code under test.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -41,6 +42,7 @@ class PermissionMatrix : public ::testing::Test {
     for (const char* p : {kOwn, kOther, kSrc}) {
       a.CreateProject(p);
       a.CreateTemplate(p, "tpl");
+      a.MustCreate(NsPath(p, "environmenttemplates"), Fresh("environmenttemplates", "stpl"));
       a.CreateProfile(p, "prof", "tpl");
       a.CreateInstance(p, "inst", "prof");
       a.MustCreate(NsPath(p, "serviceprofiles"), Fresh("serviceprofiles", "sprof"));
@@ -86,7 +88,13 @@ class PermissionMatrix : public ::testing::Test {
 
   // A fresh object of `plural` in `project` for create and delete cells.
   static json::object Fresh(const std::string& plural, const std::string& name) {
-    if (plural == "environmenttemplates") return TemplateObject(name);
+    // A template whose commands run on the Slurm cluster: PaaS Admins write those; templates
+    // of the host drivers (local, exec) need org-admin (HostDriverTemplatesNeedOrgAdmin).
+    if (plural == "environmenttemplates")
+      return json::object{{"metadata", json::object{{"name", name}}},
+                          {"spec", json::object{{"driver", "slurm"},
+                                                {"slurm", json::object{{"command",
+                                                                        json::array{"true"}}}}}}};
     if (plural == "computeprofiles") return ProfileObject(name, "tpl");
     if (plural == "computeinstances") return InstanceObject(name, "prof");
     if (plural == "serviceprofiles")
@@ -109,7 +117,7 @@ class PermissionMatrix : public ::testing::Test {
 
   // The object of `plural` every project has.
   static std::string Existing(const std::string& plural) {
-    return plural == "environmenttemplates" ? "tpl"
+    return plural == "environmenttemplates" ? "stpl"
            : plural == "computeprofiles"    ? "prof"
            : plural == "computeinstances"   ? "inst"
            : plural == "serviceprofiles"    ? "sprof"
@@ -230,6 +238,40 @@ TEST_F(PermissionMatrix, NamespacedKindsInOwnOtherAndSharedInProjects) {
                                   for (const auto& w : wrong) s += "  " + w + "\n";
                                   return s;
                                 }();
+}
+
+// docs/security.md, "Templates that run on the host": creating or changing a template of the
+// local or exec driver runs code on the control-plane host, so only an org-admin may.
+TEST_F(PermissionMatrix, HostDriverTemplatesNeedOrgAdmin) {
+  for (char role : std::string(kRoles)) {
+    Api& api = *apis_[role];
+    const std::string me = kUserOf.at(role);
+    std::string name = Unique();
+    Resp created = api.Post(NsPath(kOwn, "environmenttemplates"), TemplateObject(name));
+    Resp updated =
+        api.Patch(NsPath(kOwn, "environmenttemplates", "tpl"),
+                  json::object{{"metadata", json::object{{"labels", json::object{{"cell", name}}}}}});
+    if (role == 'O') {
+      EXPECT_EQ(created.status, 201) << created.raw;
+      EXPECT_EQ(updated.status, 200) << updated.raw;
+      continue;
+    }
+    // Turning a cluster template into a host one is writing a host template too.
+    Resp turned = api.Patch(
+        NsPath(kOwn, "environmenttemplates", "stpl"),
+        json::object{{"spec", json::object{{"driver", "exec"},
+                                           {"slurm", nullptr},
+                                           {"exec", json::object{{"command",
+                                                                  json::array{"true"}}}}}}});
+    for (const Resp* r : {&created, &updated, &turned}) {
+      EXPECT_TRUE(r->IsStatus(403, "Forbidden")) << role << " " << r->raw;
+      if (role != 'P') continue;  // the others lack the role for any template
+      EXPECT_THAT(r->message(), ::testing::HasSubstr("forbidden: User \"" + me + "\" cannot"));
+      EXPECT_THAT(r->message(), ::testing::HasSubstr(
+                                    "templates of the local and exec drivers need the org-admin "
+                                    "role"));
+    }
+  }
 }
 
 // docs/security.md, "Cluster-scoped kinds". `target` is "self" for the caller's own user.

@@ -60,6 +60,7 @@ class CliEngineTest : public GantrydTest {
     char tmpl[] = "/tmp/gantry_cli_engine_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    ::chmod(tmpl, 0777);  // as root, gantryd's scripts run as its workload user
     // A config of our own: whatever the developer's ~/.config/gantry says does not leak in.
     WriteFile("config.yaml", "project: cli-e2e\n");
   }

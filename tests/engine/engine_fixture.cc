@@ -260,6 +260,9 @@ bool LineStreamReader::complete() const {
 
 void EngineTest::SetUp() {
   dir_ = MakeScratchDir();
+  // As root, gantryd runs scripts and workloads as its unprivileged workload user: they must
+  // be able to read the scripts and write their barrier and output files here.
+  ::chmod(dir_.c_str(), 0777);
   GantrydTest::SetUp();
 }
 

@@ -100,6 +100,9 @@ SlurmCluster::SlurmCluster() {
   char tmpl[] = "/tmp/gantry-slurm-XXXXXX";
   const char* d = ::mkdtemp(tmpl);
   dir_ = d ? d : "";
+  // A root gantryd submits jobs as its workload user: slurmstepd, as that user, reads the
+  // job's script from the spool directory below this one.
+  if (d) ::chmod(d, 0755);
 }
 
 SlurmCluster::~SlurmCluster() {

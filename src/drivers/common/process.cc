@@ -1,6 +1,7 @@
 #include "drivers/common/process.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -12,8 +13,6 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
-
-extern char** environ;
 
 namespace gantry::drivers {
 namespace {
@@ -50,83 +49,148 @@ bool KillGroupIfAlive(int pgid, long long start_time) {
   return ::kill(-pgid, SIGKILL) == 0;
 }
 
-absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec, const ProcessHooks& hooks) {
+namespace {
+
+// In the child, after fork: only async-signal-safe calls. Reports {stage, errno} on
+// `report` and exits 127 when something fails before the program runs.
+[[noreturn]] void ChildMain(const ChildSpec& spec, char* const* argv, char* const* envp,
+                            const gid_t* groups, size_t group_count, int null_fd, int report,
+                            pid_t parent) {
+  auto fail = [report](SpawnStage stage) {
+    int msg[2] = {static_cast<int>(stage), errno};
+    (void)!::write(report, msg, sizeof msg);
+    ::_exit(127);
+  };
+  if (spec.new_session) {
+    ::setsid();
+  } else {
+    ::setpgid(0, 0);
+    if (spec.die_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+    }
+  }
+  ::dup2(spec.stdin_fd >= 0 ? spec.stdin_fd : null_fd, 0);
+  ::dup2(spec.stdout_fd >= 0 ? spec.stdout_fd : null_fd, 1);
+  ::dup2(spec.stderr_fd >= 0 ? spec.stderr_fd : null_fd, 2);
+  ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Groups first, then the gid, then the uid: after setuid nothing else may be changed.
+  if (spec.run_as) {
+    if (::setgroups(group_count, groups) != 0 || ::setgid(spec.run_as->gid) != 0 ||
+        ::setuid(spec.run_as->uid) != 0)
+      fail(SpawnStage::kCredentials);
+    if (::setuid(0) == 0) {  // a uid that can be taken back is no drop at all
+      errno = EPERM;
+      fail(SpawnStage::kCredentials);
+    }
+  }
+  if (!spec.working_dir.empty() && ::chdir(spec.working_dir.c_str()) != 0)
+    fail(SpawnStage::kWorkingDir);
+  ::execvpe(argv[0], argv, envp);
+  fail(SpawnStage::kExec);
+  ::_exit(127);
+}
+
+}  // namespace
+
+absl::StatusOr<Spawn> SpawnChild(const ChildSpec& spec) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("no program to run");
   // Everything the child needs is prepared before fork: only async-signal-safe calls after.
-  std::vector<std::string> env_strings;
-  std::map<std::string, std::string> merged;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) merged[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& [k, v] : spec.env) merged[k] = v;
-  for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_strings = spec.argv;
-  std::vector<char*> argv;
+  std::vector<std::string> argv_strings = spec.argv, env_strings = spec.env;
+  std::vector<char*> argv, envp;
   for (auto& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<gid_t> groups;
+  if (spec.run_as) groups = spec.run_as->groups;
+  if (spec.run_as && groups.empty()) groups.push_back(spec.run_as->gid);
 
-  int in_pipe[2], out_pipe[2], err_pipe[2];
+  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  int report[2];
+  if (null_fd < 0 || ::pipe2(report, O_CLOEXEC) != 0) {
+    int e = errno;
+    if (null_fd >= 0) ::close(null_fd);
+    return absl::UnavailableError(std::string("cannot start a process: ") + std::strerror(e));
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    for (int fd : {null_fd, report[0], report[1]}) ::close(fd);
+    return absl::UnavailableError(std::string("fork failed: ") + std::strerror(e));
+  }
+  if (pid == 0)
+    ChildMain(spec, argv.data(), envp.data(), groups.data(), groups.size(), null_fd, report[1],
+              parent);
+  if (!spec.new_session) ::setpgid(pid, pid);  // also here, so killpg works at once
+  ::close(report[1]);
+  ::close(null_fd);
+  int msg[2] = {0, 0};
+  ssize_t got;
+  do got = ::read(report[0], msg, sizeof msg);
+  while (got < 0 && errno == EINTR);
+  ::close(report[0]);
+  Spawn spawn;
+  if (got != sizeof msg) {
+    spawn.pid = pid;
+    return spawn;
+  }
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  spawn.stage = static_cast<SpawnStage>(msg[0]);
+  spawn.error = msg[1];
+  return spawn;
+}
+
+std::string DescribeSpawnFailure(const ChildSpec& spec, const Spawn& spawn) {
+  std::string why = std::strerror(spawn.error);
+  switch (spawn.stage) {
+    case SpawnStage::kCredentials:
+      return "cannot switch to user " + (spec.run_as ? spec.run_as->name : std::string()) +
+             ": " + why;
+    case SpawnStage::kWorkingDir:
+      return "cannot use working directory " + spec.working_dir + ": " + why;
+    case SpawnStage::kExec:
+      break;
+  }
+  if (spawn.error == ENOENT && !spec.working_dir.empty())
+    why += " (working directory " + spec.working_dir + ")";
+  return "cannot run " + spec.argv[0] + ": " + why;
+}
+
+absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec, const ProcessHooks& hooks) {
+  if (spec.argv.empty()) return absl::InvalidArgumentError("no program to run");
+  ChildSpec child;
+  child.argv = spec.argv;
+  child.env = EnvStrings(ChildEnvironment(spec.env, spec.run_as ? &*spec.run_as : nullptr));
+  child.working_dir = spec.working_dir;
+  child.run_as = spec.run_as;
+  int in_pipe[2], out_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0) return absl::UnavailableError("pipe failed");
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
     ::close(in_pipe[0]); ::close(in_pipe[1]);
     return absl::UnavailableError("pipe failed");
   }
-  // err_pipe reports an exec failure (errno) from the child; closed by a successful exec.
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1]}) ::close(fd);
-    return absl::UnavailableError("pipe failed");
-  }
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
-      ::close(fd);
-    return absl::UnavailableError(std::string("fork failed: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(in_pipe[0], 0);
-    ::dup2(out_pipe[1], 1);
-    ::dup2(out_pipe[1], 2);
-    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-    ::fcntl(err_pipe[1], F_SETFD, FD_CLOEXEC);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (!spec.working_dir.empty() && ::chdir(spec.working_dir.c_str()) != 0) {
-      int e = errno;
-      (void)!::write(err_pipe[1], &e, sizeof e);
-      ::_exit(127);
-    }
-    ::execvpe(argv[0], argv.data(), envp.data());
-    int e = errno;
-    (void)!::write(err_pipe[1], &e, sizeof e);
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);  // also in the parent, so killpg works before the child runs
+  child.stdin_fd = in_pipe[0];
+  child.stdout_fd = child.stderr_fd = out_pipe[1];
+  auto spawned = SpawnChild(child);
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  int exec_errno = 0;
-  ssize_t got = ::read(err_pipe[0], &exec_errno, sizeof exec_errno);
-  ::close(err_pipe[0]);
-  if (got == sizeof exec_errno) {
+  if (!spawned.ok() || spawned->pid <= 0) {
     ::close(in_pipe[1]);
     ::close(out_pipe[0]);
-    ::waitpid(pid, nullptr, 0);
-    std::string what = spec.working_dir.empty() || exec_errno != ENOENT
-                           ? std::strerror(exec_errno)
-                           : std::string(std::strerror(exec_errno)) + " (working directory " +
-                                 spec.working_dir + ")";
-    return absl::UnavailableError("cannot run " + spec.argv[0] + ": " + what);
+    if (!spawned.ok()) return spawned.status();
+    return absl::UnavailableError(DescribeSpawnFailure(child, *spawned));
   }
+  const pid_t pid = spawned->pid;
   if (hooks.on_started) hooks.on_started(pid, ProcessStartTime(pid));
 
   ::fcntl(in_pipe[1], F_SETFL, O_NONBLOCK);

@@ -1,8 +1,12 @@
 #include "drivers/exec/exec_driver.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +32,34 @@ std::string Str(const json::value& v) {
   return v.is_string() ? std::string(v.get_string()) : json::serialize(v);
 }
 
+// The outputs file the program wrote, read without following a symlink the program may have
+// planted there (it runs as the workload user, gantryd may be root) and only when the
+// program's user owns it. NOT_FOUND when there is none.
+constexpr off_t kMaxOutputsBytes = 1 << 20;
+absl::StatusOr<std::string> ReadOutputsFile(const std::string& path, const Sandbox& sandbox) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return absl::NotFoundError("no outputs");
+    return absl::AbortedError("the outputs file " + path + " cannot be read: " +
+                              std::strerror(errno));
+  }
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= kMaxOutputsBytes &&
+            (!sandbox.user || st.st_uid == sandbox.user->uid);
+  std::string text;
+  if (ok) {
+    text.resize(static_cast<size_t>(st.st_size));
+    ssize_t got = ::pread(fd, text.data(), text.size(), 0);
+    ok = got >= 0;
+    text.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  }
+  ::close(fd);
+  if (!ok)
+    return absl::AbortedError("the outputs file " + path +
+                              " is not a regular file of at most 1 MiB written by the program");
+  return text;
+}
+
 }  // namespace
 
 absl::StatusOr<json::object> ExecDriver::Run(const DeployRequest& request, RunContext& context) {
@@ -46,14 +78,17 @@ absl::StatusOr<json::object> ExecDriver::Run(const DeployRequest& request, RunCo
 
   std::error_code ec;
   std::filesystem::create_directories(request.state_dir, ec);
-  std::string outputs_path = request.state_dir + "/outputs-" + request.run_uid + ".json";
-  std::filesystem::remove(outputs_path, ec);
+  auto workload_dir = PrepareWorkloadDir(sandbox_, request.state_dir);
+  if (!workload_dir.ok()) return workload_dir.status();
+  std::string outputs_path = *workload_dir + "/outputs-" + request.run_uid + ".json";
+  std::filesystem::remove(outputs_path, ec);  // a symlink is removed, not followed
+  spec.run_as = sandbox_.user;
   spec.env["GANTRY_ACTION"] = request.action;
   spec.env["GANTRY_RUN"] = request.run_name;
   spec.env["GANTRY_INSTANCE"] = Str(request.instance.contains("name") ? request.instance.at("name") : json::value(""));
   spec.env["GANTRY_PROJECT"] = Str(request.instance.contains("project") ? request.instance.at("project") : json::value(""));
   spec.env["GANTRY_OUTPUTS"] = outputs_path;
-  spec.env["GANTRY_STATE_DIR"] = request.state_dir;
+  spec.env["GANTRY_STATE_DIR"] = *workload_dir;
   if (const json::value* labels = request.instance.if_contains("labels"); labels && labels->is_object())
     for (const auto& kv : labels->get_object()) spec.env[EnvName(kv.key())] = Str(kv.value());
 
@@ -96,12 +131,11 @@ absl::StatusOr<json::object> ExecDriver::Run(const DeployRequest& request, RunCo
                               (last.empty() ? "" : ": " + last));
   }
   json::object outputs;
-  std::ifstream in(outputs_path);
-  if (in) {
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
-    std::filesystem::remove(outputs_path, ec);
+  auto read = ReadOutputsFile(outputs_path, sandbox_);
+  std::filesystem::remove(outputs_path, ec);
+  if (!read.ok() && !absl::IsNotFound(read.status())) return read.status();
+  if (read.ok()) {
+    const std::string& text = *read;
     if (!text.empty()) {
       boost::system::error_code jec;
       json::value v = json::parse(text, jec);

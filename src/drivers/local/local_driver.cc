@@ -19,10 +19,9 @@
 
 #include "drivers/common/proc_info.h"
 #include "drivers/common/process.h"
+#include "drivers/common/sandbox.h"
 #include "drivers/common/state_file.h"
 #include "drivers/local/readiness_probe.h"
-
-extern char** environ;
 
 namespace gantry::drivers::local {
 namespace {
@@ -105,17 +104,16 @@ struct Launch {
   std::vector<std::string> env;  // KEY=VALUE, complete
   std::string working_dir;
   std::string log_path;
+  std::optional<WorkloadUser> run_as;
 };
 
+// `workload_dir`: WorkloadDir(sandbox, r.state_dir), the workload's GANTRY_STATE_DIR.
 absl::StatusOr<Launch> BuildLaunch(const LocalConfig& c, const DeployRequest& r,
+                                   const Sandbox& sandbox, const std::string& workload_dir,
                                    const std::map<std::string, int>& ports,
                                    const std::vector<std::string>& gpus) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  const WorkloadUser* user = sandbox.user ? &*sandbox.user : nullptr;
+  std::map<std::string, std::string> env = ChildEnvironment({}, user);
   // Set by gantry; they win over the template's env so a workload cannot widen its GPUs.
   std::map<std::string, std::string> gantry;
   std::string joined = Join(gpus, ",");
@@ -127,7 +125,7 @@ absl::StatusOr<Launch> BuildLaunch(const LocalConfig& c, const DeployRequest& r,
   if (!r.gpu_uuids.empty()) gantry["GANTRY_GPU_UUIDS"] = Join(r.gpu_uuids, ",");
   gantry["GANTRY_INSTANCE"] = Str(r.instance, "name");
   gantry["GANTRY_PROJECT"] = Str(r.instance, "project");
-  gantry["GANTRY_STATE_DIR"] = r.state_dir;
+  gantry["GANTRY_STATE_DIR"] = workload_dir;
   for (const auto& [k, v] : ComputeEnvironment(r)) gantry[k] = v;
   for (size_t i = 0; i < c.ports.size(); ++i) {
     auto it = ports.find(c.ports[i]);
@@ -135,7 +133,7 @@ absl::StatusOr<Launch> BuildLaunch(const LocalConfig& c, const DeployRequest& r,
     gantry[PortEnvName(c.ports[i])] = std::to_string(it->second);
     if (i == 0) gantry["PORT"] = std::to_string(it->second);
   }
-  // The template's env may use ${GANTRY_PORT_HTTP} and gantryd's variables.
+  // The template's env may use ${GANTRY_PORT_HTTP} and the inherited variables (${HOME}).
   std::map<std::string, std::string> base = env;
   for (const auto& [k, v] : gantry) base[k] = v;
   for (const auto& [k, v] : c.env) {
@@ -157,11 +155,13 @@ absl::StatusOr<Launch> BuildLaunch(const LocalConfig& c, const DeployRequest& r,
     if (!a.ok()) return a.status();
     l.argv.push_back(*a);
   }
-  for (const auto& [k, v] : env) l.env.push_back(k + "=" + v);
-  l.working_dir = c.working_dir.empty() ? r.state_dir
+  l.env = EnvStrings(env);
+  l.working_dir = c.working_dir.empty() ? workload_dir
                   : c.working_dir[0] == '/' ? c.working_dir
-                                            : r.state_dir + "/" + c.working_dir;
+                                            : workload_dir + "/" + c.working_dir;
+  // The log stays in the state directory, out of the workload's reach: it gets the open fd.
   l.log_path = r.state_dir + "/" + kLogFile;
+  l.run_as = sandbox.user;
   return l;
 }
 
@@ -175,75 +175,37 @@ struct Spawned {
 // FAILED_PRECONDITION when the program or working directory is missing; UNAVAILABLE for
 // other system failures.
 absl::StatusOr<Spawned> Spawn(const Launch& l) {
-  // Everything the child needs is prepared before fork: only async-signal-safe calls after.
-  std::vector<std::string> argv_s = l.argv, env_s = l.env;
-  std::vector<char*> argv, envp;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  for (auto& s : env_s) envp.push_back(s.data());
-  envp.push_back(nullptr);
-
   int log_fd = ::open(l.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0)
     return absl::UnavailableError("cannot open " + l.log_path + ": " + std::strerror(errno));
   off_t offset = ::lseek(log_fd, 0, SEEK_END);
-  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int err_pipe[2];
-  if (null_fd < 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    int e = errno;
-    ::close(log_fd);
-    if (null_fd >= 0) ::close(null_fd);
-    return absl::UnavailableError(std::string("cannot start the workload: ") + std::strerror(e));
-  }
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    int e = errno;
-    for (int fd : {log_fd, null_fd, err_pipe[0], err_pipe[1]}) ::close(fd);
-    return absl::UnavailableError(std::string("fork failed: ") + std::strerror(e));
-  }
-  if (pid == 0) {
-    // Unlike the exec driver there is no PR_SET_PDEATHSIG: the workload must outlive
-    // gantryd, which re-adopts it after a restart.
-    ::setsid();
-    ::dup2(null_fd, 0);
-    ::dup2(log_fd, 1);
-    ::dup2(log_fd, 2);
-    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig)
-      if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    int stage = 0;  // 0: chdir, 1: exec
-    if (::chdir(l.working_dir.c_str()) != 0) {
-      int msg[2] = {stage, errno};
-      (void)!::write(err_pipe[1], msg, sizeof msg);
-      ::_exit(127);
-    }
-    stage = 1;
-    ::execvpe(argv[0], argv.data(), envp.data());
-    int msg[2] = {stage, errno};
-    (void)!::write(err_pipe[1], msg, sizeof msg);
-    ::_exit(127);
-  }
-  ::close(err_pipe[1]);
+  ChildSpec child;
+  child.argv = l.argv;
+  child.env = l.env;
+  child.working_dir = l.working_dir;
+  child.stdout_fd = child.stderr_fd = log_fd;
+  // Unlike the exec driver there is no PR_SET_PDEATHSIG: the workload must outlive
+  // gantryd, which re-adopts it after a restart.
+  child.new_session = true;
+  child.run_as = l.run_as;
+  auto spawned = SpawnChild(child);
   ::close(log_fd);
-  ::close(null_fd);
-  int msg[2] = {0, 0};
-  ssize_t got;
-  do got = ::read(err_pipe[0], msg, sizeof msg);
-  while (got < 0 && errno == EINTR);
-  ::close(err_pipe[0]);
-  if (got == sizeof msg) {
-    ::waitpid(pid, nullptr, 0);
-    if (msg[0] == 0)
-      return absl::FailedPreconditionError("cannot use working directory " + l.working_dir +
-                                           " (spec.local.workingDir): " + std::strerror(msg[1]));
+  if (!spawned.ok()) return spawned.status();
+  if (spawned->pid <= 0) {
+    std::string why = std::strerror(spawned->error);
+    switch (spawned->stage) {
+      case SpawnStage::kCredentials:
+        return absl::FailedPreconditionError(DescribeSpawnFailure(child, *spawned));
+      case SpawnStage::kWorkingDir:
+        return absl::FailedPreconditionError("cannot use working directory " + l.working_dir +
+                                             " (spec.local.workingDir): " + why);
+      case SpawnStage::kExec:
+        break;
+    }
     return absl::FailedPreconditionError("cannot run " + l.argv[0] +
-                                         " (spec.local.command): " + std::strerror(msg[1]));
+                                         " (spec.local.command): " + why);
   }
+  const int pid = spawned->pid;
   Spawned s;
   s.pid = pid;
   s.start_time = ProcessStartTime(pid);
@@ -506,6 +468,8 @@ absl::StatusOr<json::object> LocalDriver::Apply(const DeployRequest& request, Ru
   std::filesystem::create_directories(request.state_dir, ec);
   if (ec)
     return absl::UnavailableError("cannot create " + request.state_dir + ": " + ec.message());
+  auto workload_dir = PrepareWorkloadDir(options_.sandbox, request.state_dir);
+  if (!workload_dir.ok()) return workload_dir.status();
 
   if (auto s = StopPrevious(key, request.state_dir, &context); !s.ok()) return s;
 
@@ -515,7 +479,7 @@ absl::StatusOr<json::object> LocalDriver::Apply(const DeployRequest& request, Ru
     context.Log("port " + name + ": " + std::to_string(ports->at(name)) + " (" +
                 PortEnvName(name) + ")");
   const std::vector<std::string>& gpus = request.gpu_indices;
-  auto launch = BuildLaunch(*config, request, *ports, gpus);
+  auto launch = BuildLaunch(*config, request, options_.sandbox, *workload_dir, *ports, gpus);
   if (!launch.ok()) {
     ports_.Release(key);
     return launch.status();
@@ -686,7 +650,9 @@ bool LocalDriver::Adopt(const DeployRequest& request, const json::object& state)
     for (const auto& name : w->config.ports)
       if (!w->ports.count(name)) w->can_restart = false;
     if (w->can_restart) {
-      auto launch = BuildLaunch(w->config, request, w->ports, w->gpus);
+      auto launch = BuildLaunch(w->config, request, options_.sandbox,
+                                WorkloadDir(options_.sandbox, request.state_dir), w->ports,
+                                w->gpus);
       if (launch.ok()) w->launch = *launch;
       else w->can_restart = false;
     }

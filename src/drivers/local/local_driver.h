@@ -4,13 +4,16 @@
 // Apply stops whatever this instance ran before, allocates its named ports, starts
 // spec.local.command + args in a session of its own (setsid: it outlives gantryd, which
 // re-adopts it after a restart), appends its stdout+stderr to STATE_DIR/workload.log, waits
-// for readiness and returns the outputs {endpoint, pid, gpus, ports}. The workload's
-// environment is gantryd's, then spec.local.env, then what gantry sets (it wins):
+// for readiness and returns the outputs {endpoint, pid, gpus, ports}. The workload runs as
+// options.sandbox's user (when gantryd is root) in its workload directory (sandbox.h), and
+// its environment is the allow-listed ChildEnvironment (PATH, HOME, LANG, LC_*, TZ ... of
+// gantryd's, never its credentials), then spec.local.env, then what gantry sets (it wins):
 //   CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES  the assigned GPU indices joined by ','
 //                                                 ("" and "void" when none: no GPU visible)
 //   CUDA_DEVICE_ORDER=PCI_BUS_ID                  so CUDA numbers GPUs as nvidia-smi does
 //   GANTRY_GPUS, GANTRY_GPU_UUIDS (when known), GANTRY_INSTANCE, GANTRY_PROJECT,
-//   GANTRY_STATE_DIR, GANTRY_PORT_<NAME> for each port, PORT for the first.
+//   GANTRY_STATE_DIR (the workload directory), GANTRY_PORT_<NAME> for each port, PORT for
+//   the first.
 //
 // After Apply, one supervisor thread watches every workload: when one exits it is
 // restarted per spec.local.restartPolicy after a backoff (1s, 2s, 4s ... 30s), reported
@@ -38,6 +41,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "drivers/common/sandbox.h"
 #include "drivers/driver.h"
 #include "drivers/local/local_config.h"
 #include "drivers/local/port_allocator.h"
@@ -56,6 +60,9 @@ struct LocalDriverOptions {
   // Restart backoff: backoff_initial, doubled per restart in a row, at most backoff_max.
   std::chrono::milliseconds backoff_initial{1000};
   std::chrono::milliseconds backoff_max{30000};
+  // Who workloads run as and where they keep their files (default: as gantryd, in the state
+  // directory).
+  Sandbox sandbox;
 };
 
 class LocalDriver final : public Driver {

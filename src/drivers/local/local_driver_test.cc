@@ -28,6 +28,7 @@ namespace {
 
 namespace json = boost::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -204,7 +205,10 @@ TEST_F(LocalDriverTest, WorkloadSeesItsGpusAndEnvironment) {
   auto with = Request("gpu", config, {"1", "3"});
   auto without = Request("cpu", config);
   FakeContext c1, c2;
+  // gantryd's own credentials are not the workload's (ChildEnvironment's allow-list).
+  ::setenv("GANTRY_BOOTSTRAP_TOKEN", "bootstrap-secret-of-gantryd", 1);
   auto o1 = driver.Apply(with, c1);
+  ::unsetenv("GANTRY_BOOTSTRAP_TOKEN");
   ASSERT_TRUE(o1.ok()) << o1.status() << "\n" << c1.log();
   Pid(*o1);
   auto o2 = driver.Apply(without, c2);
@@ -212,7 +216,9 @@ TEST_F(LocalDriverTest, WorkloadSeesItsGpusAndEnvironment) {
   Pid(*o2);
   EXPECT_EQ(o1->at("gpus").as_string(), "1,3");
 
-  std::string env1 = ReadFile(with.state_dir + "/env.txt");
+  // A leading newline: every variable, the first one included, is then "\nKEY=".
+  std::string env1 = "\n" + ReadFile(with.state_dir + "/env.txt");
+  EXPECT_THAT(env1, Not(HasSubstr("bootstrap-secret-of-gantryd")));
   EXPECT_THAT(env1, HasSubstr("\nCUDA_VISIBLE_DEVICES=1,3\n"));  // the template cannot widen it
   EXPECT_THAT(env1, HasSubstr("\nNVIDIA_VISIBLE_DEVICES=1,3\n"));
   EXPECT_THAT(env1, HasSubstr("\nGANTRY_GPUS=1,3\n"));
@@ -221,7 +227,7 @@ TEST_F(LocalDriverTest, WorkloadSeesItsGpusAndEnvironment) {
   EXPECT_THAT(env1, HasSubstr("\nGANTRY_PROJECT=team\n"));
   EXPECT_THAT(env1, HasSubstr("\nGREETING=hello-gpu\n"));
   EXPECT_THAT(env1, HasSubstr("\nGANTRY_PORT_WEB="));
-  std::string env2 = ReadFile(without.state_dir + "/env.txt");
+  std::string env2 = "\n" + ReadFile(without.state_dir + "/env.txt");
   EXPECT_THAT(env2, HasSubstr("\nCUDA_VISIBLE_DEVICES=\n"));
   EXPECT_THAT(env2, HasSubstr("\nNVIDIA_VISIBLE_DEVICES=void\n"));
 

@@ -10,7 +10,8 @@
 #include <cstring>
 #include <sstream>
 
-extern char** environ;
+#include "drivers/common/process.h"
+#include "drivers/common/sandbox.h"
 
 namespace gantry::drivers::slurm {
 namespace {
@@ -50,75 +51,36 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                          const std::string& stdin_data,
                                          const std::string& working_dir, milliseconds timeout) {
   if (argv.empty()) return absl::InvalidArgumentError("no program to run");
-  // Everything the child needs is prepared before fork: only async-signal-safe calls after.
-  std::map<std::string, std::string> merged;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) merged[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& [k, v] : env) merged[k] = v;
-  std::vector<std::string> env_s, argv_s = argv;
-  for (const auto& [k, v] : merged) env_s.push_back(k + "=" + v);
-  std::vector<char*> cargv, cenv;
-  for (auto& s : argv_s) cargv.push_back(s.data());
-  cargv.push_back(nullptr);
-  for (auto& s : env_s) cenv.push_back(s.data());
-  cenv.push_back(nullptr);
-
-  int in_pipe[2], out_pipe[2], err_pipe[2], exec_pipe[2];
+  drivers::ChildSpec child;
+  child.argv = argv;
+  // Slurm's tools find their cluster through SLURM_CONF; nothing else of gantryd's goes along
+  // (with --export=ALL this is also the job's environment).
+  child.env = EnvStrings(ChildEnvironment(env, nullptr, {"SLURM_CONF"}));
+  child.working_dir = working_dir;
+  child.die_with_parent = false;
+  int in_pipe[2], out_pipe[2], err_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0) return absl::UnavailableError(std::strerror(errno));
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 ||
-      ::pipe2(exec_pipe, O_CLOEXEC) != 0)
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    for (int fd : in_pipe) ::close(fd);
     return absl::UnavailableError(std::string("cannot create pipes: ") + std::strerror(errno));
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    int e = errno;
-    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1],
-                   exec_pipe[0], exec_pipe[1]})
-      ::close(fd);
-    return absl::UnavailableError(std::string("fork failed: ") + std::strerror(e));
   }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(in_pipe[0], 0);
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig)
-      if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (!working_dir.empty() && ::chdir(working_dir.c_str()) != 0) {
-      int e = errno;
-      (void)!::write(exec_pipe[1], &e, sizeof e);
-      ::_exit(127);
-    }
-    ::execvpe(cargv[0], cargv.data(), cenv.data());
-    int e = errno;
-    (void)!::write(exec_pipe[1], &e, sizeof e);
-    ::_exit(127);
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1]}) ::close(fd);
+    return absl::UnavailableError(std::string("cannot create pipes: ") + std::strerror(errno));
   }
-  ::close(in_pipe[0]);
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  ::close(exec_pipe[1]);
-  int exec_errno = 0;
-  ssize_t got;
-  do got = ::read(exec_pipe[0], &exec_errno, sizeof exec_errno);
-  while (got < 0 && errno == EINTR);
-  ::close(exec_pipe[0]);
-  if (got == sizeof exec_errno) {
-    ::close(in_pipe[1]);
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
-    ::waitpid(pid, nullptr, 0);
+  child.stdin_fd = in_pipe[0];
+  child.stdout_fd = out_pipe[1];
+  child.stderr_fd = err_pipe[1];
+  auto spawned = drivers::SpawnChild(child);
+  for (int fd : {in_pipe[0], out_pipe[1], err_pipe[1]}) ::close(fd);
+  if (!spawned.ok() || spawned->pid <= 0) {
+    for (int fd : {in_pipe[1], out_pipe[0], err_pipe[0]}) ::close(fd);
+    if (!spawned.ok()) return spawned.status();
     return absl::UnavailableError("cannot run " + argv[0] +
                                   (working_dir.empty() ? "" : " in " + working_dir) + ": " +
-                                  std::strerror(exec_errno));
+                                  std::strerror(spawned->error));
   }
+  const pid_t pid = spawned->pid;
 
   CommandResult result;
   size_t written = 0;

@@ -27,8 +27,9 @@ struct CommandResult {
   std::string out, err;
 };
 
-// Runs `argv` (argv[0] looked up in PATH) with gantryd's environment plus `env`, `stdin_data`
-// on stdin, from `working_dir` ("" = inherit). UNAVAILABLE when it cannot be started;
+// Runs `argv` (argv[0] looked up in PATH) through SpawnChild with the allow-listed
+// ChildEnvironment (gantryd's PATH, locale, SLURM_CONF ...) plus `env`, `stdin_data` on
+// stdin, from `working_dir` ("" = inherit). UNAVAILABLE when it cannot be started;
 // DEADLINE_EXCEEDED (the process is killed) after `timeout`.
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                          const std::map<std::string, std::string>& env,

@@ -179,7 +179,8 @@ std::string ShellQuote(std::string_view s) {
 }
 
 SbatchCall BuildSbatch(const SlurmConfig& c, const std::string& job_name, const std::string& comment,
-                       const std::string& working_dir, const std::string& gres) {
+                       const std::string& working_dir, const std::string& gres,
+                       const WorkloadUser* run_as) {
   SbatchCall call;
   auto& a = call.args;
   a.push_back("--parsable");
@@ -192,7 +193,12 @@ SbatchCall BuildSbatch(const SlurmConfig& c, const std::string& job_name, const 
   a.push_back("--nodes=" + std::to_string(c.nodes));
   if (!gres.empty()) a.push_back("--gres=" + gres);
   a.push_back("--chdir=" + working_dir);
-  // The job's environment is the one sbatch runs with (set by the driver).
+  if (run_as) {
+    a.push_back("--uid=" + std::to_string(run_as->uid));
+    a.push_back("--gid=" + std::to_string(run_as->gid));
+  }
+  // The job's environment is the one sbatch runs with: ChildEnvironment, allow-listed, plus
+  // what the driver sets (RunCommand); nothing else of gantryd's.
   a.push_back("--export=ALL");
   if (c.script.empty()) {
     std::string wrap;

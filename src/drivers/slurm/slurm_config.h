@@ -34,6 +34,7 @@
 #include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "drivers/common/sandbox.h"
 
 namespace gantry::drivers::slurm {
 
@@ -62,10 +63,11 @@ struct SbatchCall {
 };
 
 // `job_name` is <project>.<instance>; `comment` the job comment (the instance's labels);
-// `working_dir` the resolved directory; `gres` from GresForResources.
+// `working_dir` the resolved directory; `gres` from GresForResources; `run_as` (gantryd is
+// root) adds --uid and --gid so slurmd runs the job as that user instead of root.
 SbatchCall BuildSbatch(const SlurmConfig& config, const std::string& job_name,
                        const std::string& comment, const std::string& working_dir,
-                       const std::string& gres);
+                       const std::string& gres, const WorkloadUser* run_as = nullptr);
 
 // `s` quoted for sh: 'it'"'"'s'.
 std::string ShellQuote(std::string_view s);

@@ -54,6 +54,17 @@ TEST(SlurmConfigTest, ScriptGoesOnStdinAndDefaults) {
   EXPECT_EQ(call.stdin_script, "#!/bin/sh\nsrun hostname\n");
 }
 
+TEST(SlurmConfigTest, AWorkloadUserSubmitsWithItsUidAndGid) {
+  auto c = ParseSlurmConfig(Obj(R"({"command": ["hostname"]})"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  WorkloadUser user{.name = "gantry-workload", .uid = 998, .gid = 997};
+  SbatchCall call = BuildSbatch(*c, "p.i", "{}", "/w/u1", "", &user);
+  EXPECT_EQ(call.args, (std::vector<std::string>{"--parsable", "--job-name=p.i", "--comment={}",
+                                                 "--nodes=1", "--chdir=/w/u1", "--uid=998",
+                                                 "--gid=997", "--export=ALL",
+                                                 "--wrap=hostname"}));
+}
+
 TEST(SlurmConfigTest, RefusalsNameTheField) {
   EXPECT_EQ(Error(R"({})"),
             "spec.slurm needs the job: a batch script (script) or a command (command)");

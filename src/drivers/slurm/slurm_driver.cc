@@ -222,17 +222,21 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
   if (job_id == 0) {
     std::error_code ec;
     std::filesystem::create_directories(request.state_dir, ec);
-    std::string working_dir = config->working_dir.empty() ? request.state_dir
+    auto workload_dir = PrepareWorkloadDir(options_.sandbox, request.state_dir);
+    if (!workload_dir.ok()) return workload_dir.status();
+    std::string working_dir = config->working_dir.empty() ? *workload_dir
                               : config->working_dir[0] == '/'
                                   ? config->working_dir
-                                  : request.state_dir + "/" + config->working_dir;
+                                  : *workload_dir + "/" + config->working_dir;
     json::object comment;
     if (const json::value* l = request.instance.if_contains("labels"); l && l->is_object())
       comment = l->get_object();
     comment["paas.gantry.dev/instance"] = project + "/" + name;
     comment["paas.gantry.dev/uid"] = uid;
     const std::string job_name = project + "." + name;
-    SbatchCall call = BuildSbatch(*config, job_name, json::serialize(comment), working_dir, *gres);
+    const WorkloadUser* user = options_.sandbox.user ? &*options_.sandbox.user : nullptr;
+    SbatchCall call =
+        BuildSbatch(*config, job_name, json::serialize(comment), working_dir, *gres, user);
     std::map<std::string, std::string> env;
     for (const auto& [k, v] : config->env) env[k] = v;
     for (const auto& [k, v] : request.variables) env[EnvName("GANTRY_VAR_", k)] = v;
@@ -241,11 +245,16 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
     for (const auto& [k, v] : ComputeEnvironment(request)) env[k] = v;
     env["GANTRY_INSTANCE_UID"] = uid;
     env["GANTRY_RUN"] = request.run_name;
+    env["GANTRY_STATE_DIR"] = *workload_dir;
+    if (user) {  // what the job's user would see, not gantryd's
+      env["HOME"] = user->home;
+      env["USER"] = env["LOGNAME"] = user->name;
+    }
     std::string line = "sbatch";
     for (const auto& a : call.args) line += " " + ShellQuote(a);
     if (!call.stdin_script.empty()) line += " < (spec.slurm.script)";
     context.Log(line + (config->slurm_conf.empty() ? "" : "  [SLURM_CONF=" + config->slurm_conf + "]"));
-    auto submitted = cli.Submit(call.args, call.stdin_script, env, request.state_dir);
+    auto submitted = cli.Submit(call.args, call.stdin_script, env, *workload_dir);
     if (!submitted.ok()) {
       context.Log(std::string(submitted.status().message()));
       return submitted.status();

@@ -4,9 +4,13 @@
 // Apply submits spec.slurm (slurm_config.h) with `sbatch --parsable`: job name
 // <project>.<instance>, the instance's labels as JSON in the job comment (with
 // paas.gantry.dev/instance and paas.gantry.dev/uid), --gres=gpu[:TYPE]:N from the profile
-// (per node), SLURM_CONF set to spec.slurm.slurmConf. The job's environment is gantryd's plus
-// spec.slurm.env plus GANTRY_INSTANCE, GANTRY_PROJECT, GANTRY_INSTANCE_UID, GANTRY_RUN and
-// GANTRY_VAR_<NAME> for every resolved variable. Then it polls `squeue --json`:
+// (per node), SLURM_CONF set to spec.slurm.slurmConf. The job's environment is sbatch's
+// (--export=ALL), which is the allow-listed ChildEnvironment (PATH, HOME, LANG, LC_*, TZ,
+// SLURM_CONF of gantryd's, never its credentials) plus spec.slurm.env plus GANTRY_INSTANCE,
+// GANTRY_PROJECT, GANTRY_INSTANCE_UID, GANTRY_RUN, GANTRY_STATE_DIR and GANTRY_VAR_<NAME> for
+// every resolved variable. With a sandbox user (gantryd is root) the job is submitted with
+// --uid/--gid of that user, so slurmd runs it unprivileged, from its workload directory
+// (sandbox.h) unless spec.slurm.workingDir says otherwise. Then it polls `squeue --json`:
 //   PENDING   -> RunContext::SetWaiting(Slurm's reason, e.g. "Resources", and what it means)
 //   RUNNING   -> returns the outputs {jobId, jobName, cluster, partition, nodes, nodeCount, gpus}
 //   ended     -> ABORTED with the job's end state and exit code
@@ -45,6 +49,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "drivers/common/sandbox.h"
 #include "drivers/driver.h"
 #include "drivers/slurm/slurm_cli.h"
 
@@ -59,6 +64,9 @@ struct SlurmDriverOptions {
   std::chrono::seconds cancel_wait{180};
   // Limit for one Slurm command (a down controller makes each retry about ten seconds).
   std::chrono::seconds command_timeout{60};
+  // Who jobs run as and where their workload directory is (default: the submitting user,
+  // gantryd's, in the state directory).
+  Sandbox sandbox;
 };
 
 class SlurmDriver final : public Driver {

@@ -119,7 +119,7 @@ bool IsDeadlockOrSerialization(const std::string& sqlstate) {
 }
 
 json::object ParsedOrEmpty(const std::string& text) {
-  auto obj = model::ParseObjectJson(text);
+  auto obj = model::ParseStoredObject(text);
   return obj.ok() ? std::move(*obj) : json::object();
 }
 
@@ -376,7 +376,7 @@ absl::StatusOr<json::object> PostgresStore::Get(const std::string& kind, const s
                     {kind, ns, name});
   if (!r.ok()) return DbError(r, "get");
   if (r.rows() == 0) return ObjectNotFound(kind, name);
-  return model::ParseObjectJson(r.text(0, 0));
+  return model::ParseStoredObject(r.text(0, 0));
 }
 
 absl::StatusOr<ListResult> PostgresStore::List(const ListOptions& options) {
@@ -419,7 +419,7 @@ absl::StatusOr<ListResult> PostgresStore::List(const ListOptions& options) {
       break;
     }
     last_id = r.integer(i, 1);
-    auto obj = model::ParseObjectJson(r.text(i, 2));
+    auto obj = model::ParseStoredObject(r.text(i, 2));
     if (obj.ok()) result.items.push_back(std::move(*obj));
   }
   return result;
@@ -546,6 +546,7 @@ absl::Status PostgresStore::ApplyWrite(Conn& c, Write& w, int64_t rv, int64_t co
 
 absl::StatusOr<std::vector<json::object>> PostgresStore::Commit(std::vector<Write> writes,
                                                                Durability durability) {
+  for (const Write& w : writes) RETURN_IF_ERROR(CheckStorable(w.kind, w.object));
   ASSIGN_OR_RETURN(Lease lease, Acquire());
   Conn& c = *lease;
   // Which rows updates and deletes change (not those created earlier in this commit).

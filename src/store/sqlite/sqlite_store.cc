@@ -311,7 +311,7 @@ absl::StatusOr<json::object> SqliteStore::Get(const std::string& kind, const std
   int rc = s.Step();
   if (rc == SQLITE_DONE) return ObjectNotFound(kind, name);
   if (rc != SQLITE_ROW) return SqlError(r.db(), "get");
-  return model::ParseObjectJson(s.Text(0));
+  return model::ParseStoredObject(s.Text(0));
 }
 
 absl::StatusOr<ListResult> SqliteStore::List(const ListOptions& options) {
@@ -361,7 +361,7 @@ absl::StatusOr<ListResult> SqliteStore::List(const ListOptions& options) {
         break;
       }
       last_id = s.Int(0);
-      auto obj = model::ParseObjectJson(s.Text(1));
+      auto obj = model::ParseStoredObject(s.Text(1));
       if (obj.ok()) result.items.push_back(std::move(*obj));
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -465,7 +465,7 @@ absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* e
       Stmt g(writer_, "SELECT body FROM objects WHERE kind=?1 AND namespace=?2 AND name=?3");
       g.Bind(1, w.kind).Bind(2, ns).Bind(3, name);
       if (g.Step() != SQLITE_ROW) return absl::Status(absl::StatusCode::kUnavailable, g.Error());
-      auto last = model::ParseObjectJson(g.Text(0));
+      auto last = model::ParseStoredObject(g.Text(0));
       json::object obj = last.ok() ? std::move(*last) : json::object();
       model::EnsureObject(obj, "metadata")["resourceVersion"] = std::to_string(rv);
       Stmt d(writer_, "DELETE FROM objects WHERE kind=?1 AND namespace=?2 AND name=?3");
@@ -489,6 +489,7 @@ absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* e
 
 absl::StatusOr<std::vector<json::object>> SqliteStore::Commit(std::vector<Write> writes,
                                                              Durability durability) {
+  for (const Write& w : writes) RETURN_IF_ERROR(CheckStorable(w.kind, w.object));
   std::lock_guard<std::mutex> lock(write_mu_);
   if (!sticky_error_.ok()) return sticky_error_;
   // A relaxed commit skips the fsync (synchronous=NORMAL) for this transaction only; the
@@ -560,7 +561,7 @@ absl::StatusOr<std::vector<Event>> SqliteStore::EventsSince(int64_t after, size_
   std::vector<Event> out;
   int rc;
   while ((rc = s.Step()) == SQLITE_ROW) {
-    auto obj = model::ParseObjectJson(s.Text(5));
+    auto obj = model::ParseStoredObject(s.Text(5));
     out.push_back(Event{s.Int(0), s.Text(1), s.Text(2), s.Text(3), s.Text(4),
                         obj.ok() ? std::move(*obj) : json::object()});
   }
@@ -585,7 +586,7 @@ absl::StatusOr<std::vector<Revision>> SqliteStore::ListRevisions(const std::stri
   std::vector<Revision> out;
   int rc;
   while ((rc = s.Step()) == SQLITE_ROW) {
-    auto spec = model::ParseObjectJson(s.Text(2));
+    auto spec = model::ParseStoredObject(s.Text(2));
     out.push_back(Revision{s.Int(0), s.Text(1), spec.ok() ? std::move(*spec) : json::object()});
   }
   if (rc != SQLITE_DONE) return SqlError(r.db(), "listing revisions");
@@ -603,7 +604,7 @@ absl::StatusOr<Revision> SqliteStore::GetRevision(const std::string& kind, const
   if (rc == SQLITE_DONE)
     return RevisionNotFound(kind, name, revision);
   if (rc != SQLITE_ROW) return SqlError(r.db(), "reading a revision");
-  auto spec = model::ParseObjectJson(s.Text(2));
+  auto spec = model::ParseStoredObject(s.Text(2));
   return Revision{s.Int(0), s.Text(1), spec.ok() ? std::move(*spec) : json::object()};
 }
 

@@ -1099,6 +1099,8 @@ export interface components {
             metadata?: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
             /** @description A person or automation that uses Gantry. */
             spec?: {
+                /** @description Write-only: the current password, needed with spec.password to change one's own; never stored. */
+                currentPassword?: string;
                 /** @description A disabled user cannot log in; their tokens and sessions stop working. */
                 disabled?: boolean;
                 /** @description Human-friendly name. */
