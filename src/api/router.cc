@@ -168,6 +168,33 @@ bool IsMutation(const std::string& method) {
   return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
 }
 
+// The method as a metric label: one of a fixed set, so junk methods add no series.
+std::string MethodLabel(const std::string& method) {
+  for (const char* known : {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+    if (method == known) return known;
+  return "other";
+}
+
+// Routes of fixed paths, named by their path. Every other route label is a template built
+// from the route table (kinds, subresources) or "other": never text taken from a request.
+constexpr std::string_view kFixedRoutes[] = {
+    "/healthz", "/livez",   "/readyz",  "/metrics", "/version",
+    "/openapi/v2", "/openapi/v3", "/openapi/v3/apis/paas.gantry.dev/v1",
+    "/api",     "/api/v1",  "/apis",    "/apis/paas.gantry.dev", "/apis/paas.gantry.dev/v1"};
+
+std::string FixedRouteOf(const std::string& path) {
+  for (std::string_view route : kFixedRoutes)
+    if (path == route) return std::string(route);
+  return "other";
+}
+
+// The subresources the API serves; any other name is "other" in a route label.
+std::string SubresourceLabel(const std::string& sub) {
+  for (const char* known : {"deploy", "destroy", "cancel", "upgrade", "log", "revisions", "tokens"})
+    if (sub == known) return known;
+  return "other";
+}
+
 // The audit verb of a request on the API.
 std::string AuditVerb(const std::string& method, const std::string& sub, bool collection) {
   if (method == "POST") return sub.empty() || sub == "tokens" ? "create" : sub;
@@ -242,8 +269,9 @@ Response Router::Handle(const Request& request) {
   Call call;
   Response response = Route(request, call);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  metrics_.Add("gantry_http_requests_total",
-               {{"route", call.route}, {"method", request.method}, {"code", std::to_string(response.status)}});
+  metrics_.Add("gantry_http_requests_total", {{"route", call.route},
+                                              {"method", MethodLabel(request.method)},
+                                              {"code", std::to_string(response.status)}});
   metrics_.Observe("gantry_http_request_duration_seconds", {{"route", call.route}}, secs);
   if (call.audit) {
     auth::AuditEntry& e = call.entry;
@@ -435,6 +463,7 @@ Response Router::Route(const Request& request, Call& call) {
   for (size_t i = 0; i < segments.size(); ++i) path += (i ? "/" : "") + segments[i];
 
   const bool get = request.method == "GET" || request.method == "HEAD";
+  call.route = FixedRouteOf(path);
   if (path == "/healthz" || path == "/livez") {
     if (!get) return ErrorResponse(MethodNotAllowedError("use GET"));
     return Text(200, "ok");
@@ -445,7 +474,6 @@ Response Router::Route(const Request& request, Call& call) {
     return s.ok() ? Text(200, "ok") : Text(503, "not ready: " + std::string(s.message()));
   }
   if (path == "/metrics" && get) {
-    call.route = "/metrics";
     metrics_.Set("gantry_run_queue_depth", {}, static_cast<double>(engine_.QueueDepth()));
     Response r = Text(200, metrics_.Render());
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -509,6 +537,7 @@ Response Router::Route(const Request& request, Call& call) {
     auto identity = authn_.Authenticate(request.authorization, request.cookie);
     if (!identity.ok()) return ErrorResponse(identity.status());
     call.entry.user = identity->subject.user;
+    call.entry.authenticated = true;
     if (identity->via_session && IsMutation(request.method) && !CsrfMatches(request, *identity))
       return ErrorResponse(ForbiddenError(
           "a change made with a session cookie needs the X-Gantry-CSRF header with the "
@@ -524,7 +553,8 @@ Response Router::Route(const Request& request, Call& call) {
 }
 
 Response Router::HandleAuth(const Request& request, const std::string& what, Call& call) {
-  call.route = "/auth/" + what;
+  if (what == "login" || what == "token" || what == "logout" || what == "whoami")
+    call.route = "/auth/" + what;
   if (what == "login") {
     if (request.method != "POST") return ErrorResponse(MethodNotAllowedError("log in with POST"));
     call.audit = true;
@@ -550,6 +580,7 @@ Response Router::HandleAuth(const Request& request, const std::string& what, Cal
           "each workload would receive your session"));
     auto login = authn_.Login(user, password, request.remote);
     if (!login.ok()) return ErrorResponse(login.status());
+    call.entry.authenticated = true;
     Response r = JsonResponse(200, json::object{{"username", user},
                                                 {"csrfToken", login->identity.csrf},
                                                 {"expiresAt", login->expires_at}});
@@ -575,6 +606,7 @@ Response Router::HandleAuth(const Request& request, const std::string& what, Cal
       return ErrorResponse(BadRequestError("username and password are required"));
     auto subject = authn_.CheckPassword(user, password, request.remote);
     if (!subject.ok()) return ErrorResponse(subject.status());
+    call.entry.authenticated = true;
     std::optional<std::chrono::seconds> ttl;
     if (std::string e = model::GetString(*body, "expiresIn"); !e.empty()) {
       ttl = auth::ParseDuration(e);
@@ -605,6 +637,7 @@ Response Router::HandleAuth(const Request& request, const std::string& what, Cal
   call.entry.resource = "sessions";
   if (!identity.ok()) return ErrorResponse(identity.status());
   call.entry.user = identity->subject.user;
+  call.entry.authenticated = true;
   if (!identity->via_session)
     return ErrorResponse(BadRequestError("logout ends a web session; revoke API tokens instead"));
   if (!CsrfMatches(request, *identity))
@@ -733,7 +766,8 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
                                        t.kind->plural + "/" + t.name));
   const std::string& m = request.method;
   call.route = std::string(t.all_namespaces ? "/" : "/namespaces/{ns}/") + t.kind->plural +
-               (t.name.empty() ? "" : "/{name}") + (sub.empty() ? "" : "/" + sub);
+               (t.name.empty() ? "" : "/{name}") +
+               (sub.empty() ? "" : "/" + SubresourceLabel(sub));
   call.entry.verb = AuditVerb(m, sub, t.name.empty());
   call.entry.resource = sub == "tokens" ? "tokens" : t.kind->plural;
   call.entry.ns = t.ns;

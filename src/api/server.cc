@@ -6,7 +6,9 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
 #include <boost/beast/ssl.hpp>
+#include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -24,11 +26,23 @@ using net::awaitable;
 using net::use_awaitable;
 constexpr auto kTuple = net::as_tuple(use_awaitable);
 
+constexpr char kOpenConnections[] = "gantry_http_open_connections";
+constexpr char kRefusedConnections[] = "gantry_http_connections_refused_total";
+// The accept back-off after a failure (EMFILE, ENFILE, ...): first wait, and the longest.
+constexpr auto kAcceptBackoffFirst = std::chrono::milliseconds(100);
+constexpr auto kAcceptBackoffMax = std::chrono::seconds(1);
+
 struct Server::Impl {
-  Impl(Router& r, ServerOptions o)
-      : router(r), options(std::move(o)), acceptor(ioc), tls_acceptor(ioc) {}
+  Impl(Router& r, ServerOptions o, Metrics& m);
 
   awaitable<void> Accept(tcp::acceptor& from, bool tls);
+  // How long to wait before the next accept after the failure `why`; `delay` is the
+  // episode's back-off so far (zero on its first failure, which alone is logged as a warning).
+  static std::chrono::milliseconds AcceptBackoff(const std::string& why,
+                                                 std::chrono::milliseconds delay, int failures);
+  // Takes a slot for a new connection, or refuses it (503 and close) when at the cap.
+  bool TakeSlot(tcp::socket& socket, bool tls);
+  void ReleaseSlot();
   awaitable<void> Session(tcp::socket socket);
   awaitable<void> SessionTls(tcp::socket socket);
   // The request loop of one connection, plain or TLS.
@@ -41,6 +55,11 @@ struct Server::Impl {
 
   Router& router;
   ServerOptions options;
+  Metrics& metrics;
+  std::string busy_response;  // the bytes of the 503 for connections beyond the cap
+  // Before ioc: destroying ioc destroys the sessions, which give their slots back.
+  std::atomic<int> open_connections{0};
+  std::atomic<bool> at_cap{false};  // logged that the cap was reached; cleared below it
   net::io_context ioc;
   tcp::acceptor acceptor;
   tcp::acceptor tls_acceptor;
@@ -68,8 +87,26 @@ http::response<http::string_body> ToBeast(const Response& r, unsigned version, b
 
 }  // namespace
 
-Server::Server(Router& router, ServerOptions options)
-    : impl_(std::make_unique<Impl>(router, std::move(options))) {}
+Server::Impl::Impl(Router& r, ServerOptions o, Metrics& m)
+    : router(r), options(std::move(o)), metrics(m), acceptor(ioc), tls_acceptor(ioc) {
+  auto res = ToBeast(ErrorResponse(absl::UnavailableError(
+                         "the server has the most open connections it allows (" +
+                         std::to_string(options.max_connections) +
+                         "); retry later, or close idle connections")),
+                     11, false);
+  res.set(http::field::retry_after, "1");
+  std::ostringstream bytes;
+  bytes << res;
+  busy_response = bytes.str();
+  metrics.Describe(kOpenConnections, "gauge", "Open HTTP connections (both listeners).");
+  metrics.Describe(kRefusedConnections, "counter",
+                   "Connections closed at once because --max-connections were open.");
+  metrics.Add(kOpenConnections, {}, 0);
+  metrics.Add(kRefusedConnections, {}, 0);
+}
+
+Server::Server(Router& router, ServerOptions options, Metrics& metrics)
+    : impl_(std::make_unique<Impl>(router, std::move(options), metrics)) {}
 Server::~Server() = default;
 
 namespace {
@@ -158,13 +195,24 @@ void Server::Impl::PollDrain() {
 }
 
 awaitable<void> Server::Impl::Accept(tcp::acceptor& from, bool tls) {
+  std::chrono::milliseconds delay{0};
+  int failures = 0;
+  net::steady_timer backoff(ioc);
   while (!shutting_down) {
     auto [ec, socket] = co_await from.async_accept(kTuple);
     if (ec) {
       if (shutting_down || ec == net::error::operation_aborted) co_return;
-      spdlog::warn("accept failed: {}", ec.message());
+      delay = AcceptBackoff(ec.message(), delay, failures++);
+      backoff.expires_after(delay);
+      co_await backoff.async_wait(kTuple);
       continue;
     }
+    if (failures > 0) {
+      spdlog::info("accepting connections again after {} failed accepts", failures);
+      delay = std::chrono::milliseconds(0);
+      failures = 0;
+    }
+    if (!TakeSlot(socket, tls)) continue;
     socket.set_option(tcp::no_delay(true), ec);
     if (tls)
       net::co_spawn(net::make_strand(ioc), SessionTls(std::move(socket)), net::detached);
@@ -172,6 +220,62 @@ awaitable<void> Server::Impl::Accept(tcp::acceptor& from, bool tls) {
       net::co_spawn(net::make_strand(ioc), Session(std::move(socket)), net::detached);
   }
 }
+
+std::chrono::milliseconds Server::Impl::AcceptBackoff(const std::string& why,
+                                                      std::chrono::milliseconds delay,
+                                                      int failures) {
+  // Out of file descriptors, accept() fails at once and would fail again at once: retrying
+  // without a pause spins a core and floods the log. Pending connections wait in the
+  // listen backlog meanwhile.
+  if (failures == 0)
+    spdlog::warn("accept failed: {}; backing off ({} ms doubling to {} ms) until it succeeds "
+                 "(raise the open-file limit or lower --max-connections)",
+                 why, kAcceptBackoffFirst.count(),
+                 std::chrono::milliseconds(kAcceptBackoffMax).count());
+  else
+    spdlog::debug("accept failed again: {}", why);
+  return delay.count() == 0 ? kAcceptBackoffFirst
+                            : std::min<std::chrono::milliseconds>(delay * 2, kAcceptBackoffMax);
+}
+
+bool Server::Impl::TakeSlot(tcp::socket& socket, bool tls) {
+  // Only the accept loops add to the count (one coroutine each), so load-then-add races
+  // only with releases, which can only make room.
+  if (open_connections.load() < options.max_connections) {
+    ++open_connections;
+    metrics.Add(kOpenConnections, {}, 1);
+    if (at_cap.exchange(false)) spdlog::info("below the connection cap again");
+    return true;
+  }
+  metrics.Add(kRefusedConnections, {});
+  if (!at_cap.exchange(true))
+    spdlog::warn("{} connections are open, the most --max-connections allows: refusing new "
+                 "ones (counted in {})",
+                 options.max_connections, kRefusedConnections);
+  // Best effort and without waiting: the answer fits in an empty send buffer.
+  boost::system::error_code ec;
+  socket.non_blocking(true, ec);
+  if (!tls) socket.write_some(net::buffer(busy_response), ec);
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+  return false;
+}
+
+void Server::Impl::ReleaseSlot() {
+  --open_connections;
+  metrics.Add(kOpenConnections, {}, -1);
+}
+
+namespace {
+
+// Gives a connection's slot back when its session ends, however it ends (also when the
+// io_context stops and destroys the coroutine).
+struct SlotGuard {
+  std::function<void()> release;
+  ~SlotGuard() { release(); }
+};
+
+}  // namespace
 
 template <class Stream>
 awaitable<bool> Server::Impl::WriteStream(Stream& stream, const Response& response,
@@ -237,6 +341,7 @@ std::string RemoteOf(const tcp::socket& socket) {
 }  // namespace
 
 awaitable<void> Server::Impl::Session(tcp::socket socket) {
+  SlotGuard slot{[this] { ReleaseSlot(); }};
   std::string remote = RemoteOf(socket);
   beast::tcp_stream stream(std::move(socket));
   co_await Serve(stream, remote);
@@ -245,6 +350,7 @@ awaitable<void> Server::Impl::Session(tcp::socket socket) {
 }
 
 awaitable<void> Server::Impl::SessionTls(tcp::socket socket) {
+  SlotGuard slot{[this] { ReleaseSlot(); }};
   std::string remote = RemoteOf(socket);
   beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *ssl);
   beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(30));

@@ -4,6 +4,12 @@
 // graceful drain on SIGTERM/SIGINT: stop accepting, end streams, let in-flight requests
 // finish, then return from Run. All Beast/Asio code of gantryd lives in server.cc.
 //
+// Open connections are capped (ServerOptions::max_connections): a connection beyond the cap
+// is answered 503 with a Kubernetes Status (plain HTTP; a TLS one is just closed) and closed
+// at once, counted in gantry_http_connections_refused_total; gantry_http_open_connections
+// is the gauge. When accept() fails (EMFILE/ENFILE: out of file descriptors) the listener
+// backs off, 100 ms doubling to 1 s, instead of spinning, and logs once per episode.
+//
 // Thread-safety: Listen, then Run from one thread; Shutdown from any thread.
 #pragma once
 
@@ -14,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "api/router.h"
+#include "common/metrics.h"
 
 namespace gantry::api {
 
@@ -23,11 +30,13 @@ struct ServerOptions {
   size_t body_limit = 3 * 1024 * 1024;   // bytes; larger bodies get 413
   int threads = 4;                       // handler threads (handlers may block on the store)
   int drain_seconds = 10;                // how long shutdown waits for in-flight requests
+  int max_connections = 1024;            // open connections (both listeners) at most
 };
 
 class Server {
  public:
-  Server(Router& router, ServerOptions options);
+  // `metrics` receives the connection metrics; it must outlive the server.
+  Server(Router& router, ServerOptions options, Metrics& metrics);
   ~Server();
 
   // Binds and listens. Returns the port actually bound. UNAVAILABLE when the address is

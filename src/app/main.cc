@@ -212,6 +212,14 @@ int main(int argc, char** argv) {
   std::string ui_dir = gantry::api::StaticFiles::DefaultRoot();
   app.add_option("--ui-dir", ui_dir, "The built web UI served from / (web/dist)")
       ->capture_default_str();
+  std::string audit_retention = "90d";
+  app.add_option("--audit-retention", audit_retention,
+                 "Audit events older than this are deleted (a duration such as 90d or 12h)")
+      ->capture_default_str();
+  int max_connections = 1024;
+  app.add_option("--max-connections", max_connections,
+                 "Open HTTP connections at most; more are answered 503 and closed")
+      ->check(CLI::Range(1, 1000000))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   SetUpLogging(log_format, log_level);
@@ -232,6 +240,15 @@ int main(int argc, char** argv) {
   server_options.body_limit = body_limit;
   server_options.threads = threads;
   server_options.drain_seconds = drain_seconds;
+  server_options.max_connections = max_connections;
+  gantry::auth::AuditOptions audit_options;
+  if (auto r = gantry::auth::ParseDuration(audit_retention)) {
+    audit_options.retention = *r;
+  } else {
+    spdlog::critical("--audit-retention takes a duration such as 90d or 12h, not \"{}\"",
+                     audit_retention.substr(0, 64));
+    return 2;
+  }
 
   std::error_code fs_ec;
   std::filesystem::create_directories(data_dir, fs_ec);
@@ -417,7 +434,8 @@ int main(int argc, char** argv) {
     std::atomic<gantry::auth::Authenticator*>& observer;
     ~Unhook() { observer = nullptr; }
   } unhook{authn_observer};
-  gantry::auth::AuditLog audit(*store, clock);
+  gantry::auth::AuditLog audit(*store, clock, metrics, audit_options);
+  audit.StartPruning(gantry::auth::AuditLog::PruneInterval(audit_options.retention));
   resources.SetCredentials(&authn);
   {
     auto admin = authn.EnsureAdmin(admin_password);
@@ -447,7 +465,7 @@ int main(int argc, char** argv) {
   router.SetStaticFiles(&ui);
   router.SetWorkloadHost(advertise_host);
   if (!ui.available()) spdlog::info("web UI not built (no index.html in {}): / explains", ui_dir);
-  gantry::api::Server server(router, server_options);
+  gantry::api::Server server(router, server_options, metrics);
   auto port = server.Listen();
   if (!port.ok()) {
     spdlog::critical("{}", std::string(port.status().message()));
@@ -482,6 +500,7 @@ int main(int argc, char** argv) {
                  tls_cert);
   spdlog::info("listening on http://{}:{}", ShownHost(server_options.host), *port);
   server.Run([&hub] { hub.CloseAll(); });
+  audit.StopPruning();
   bool drained = engine.Stop();
   drivers.Shutdown();
   // The PostgreSQL store's tail thread outlives the engine and the hub: detach them.

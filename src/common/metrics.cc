@@ -33,6 +33,20 @@ std::string Metrics::RenderLabels(const MetricLabels& labels, const std::string&
   return out.empty() ? "" : "{" + out + "}";
 }
 
+Metrics::Metrics() {
+  Describe("gantry_metrics_series_dropped_total", "counter",
+           "Samples dropped because their metric family already holds the most series allowed.");
+}
+
+bool Metrics::Admit(const std::string& name, const Family& f, const std::string& key) {
+  if (f.values.size() + f.counts.size() < kMaxSeriesPerFamily || f.values.count(key) ||
+      f.counts.count(key))
+    return true;
+  // The refusal counter has one series per family, so it is itself bounded.
+  families_["gantry_metrics_series_dropped_total"].values[RenderLabels({{"family", name}})] += 1;
+  return false;
+}
+
 void Metrics::Describe(const std::string& name, const std::string& type, const std::string& help,
                        std::vector<double> buckets) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -44,12 +58,16 @@ void Metrics::Describe(const std::string& name, const std::string& type, const s
 
 void Metrics::Add(const std::string& name, const MetricLabels& labels, double value) {
   std::lock_guard<std::mutex> lock(mu_);
-  families_[name].values[RenderLabels(labels)] += value;
+  Family& f = families_[name];
+  std::string key = RenderLabels(labels);
+  if (Admit(name, f, key)) f.values[key] += value;
 }
 
 void Metrics::Set(const std::string& name, const MetricLabels& labels, double value) {
   std::lock_guard<std::mutex> lock(mu_);
-  families_[name].values[RenderLabels(labels)] = value;
+  Family& f = families_[name];
+  std::string key = RenderLabels(labels);
+  if (Admit(name, f, key)) f.values[key] = value;
 }
 
 void Metrics::Observe(const std::string& name, const MetricLabels& labels, double value) {
@@ -57,6 +75,7 @@ void Metrics::Observe(const std::string& name, const MetricLabels& labels, doubl
   Family& f = families_[name];
   std::string key;
   for (const auto& [k, v] : labels) key += (key.empty() ? "" : ",") + k + "=\"" + Escape(v) + "\"";
+  if (!Admit(name, f, key)) return;
   auto& counts = f.counts[key];
   counts.resize(f.buckets.size() + 1);
   for (size_t i = 0; i < f.buckets.size(); ++i)
