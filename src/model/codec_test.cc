@@ -288,5 +288,18 @@ TEST(EnsureObject, ReplacesNonObjects) {
                    .as_object());
 }
 
+// Issue 15, item 5: an object stored before every write was checked for UTF-8 must still be
+// readable (and so deletable): invalid bytes come back as U+FFFD.
+TEST(ParseStoredObject, ReadsInvalidUtf8WithReplacementCharacters) {
+  auto o = ParseStoredObject("{\"metadata\":{\"name\":\"i\",\"managedFields\":"
+                             "[{\"manager\":\"\xff\"}]}}");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(GetString(*o, "metadata.name"), "i");
+  EXPECT_EQ(o->at("metadata").at("managedFields").at(0).at("manager").as_string(),
+            "\xEF\xBF\xBD");
+  EXPECT_TRUE(ParseStoredObject(R"({"a": 1})").ok());
+  EXPECT_EQ(ParseStoredObject("not json").status().code(), absl::StatusCode::kInternal);
+}
+
 }  // namespace
 }  // namespace gantry::model
