@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/ids.h"
+#include "common/utf8.h"
 #include "model/codec.h"
 
 namespace gantry::auth {
@@ -23,23 +24,6 @@ constexpr int64_t kPruneBatch = 200;
 constexpr int kPruneRaces = 5;
 // The bucket of every address beyond AuditOptions::max_sources.
 constexpr char kOverflowSource[] = "(other addresses)";
-
-// The length of the UTF-8 sequence starting at s[i], or 0 when it is not valid UTF-8
-// (overlong forms, surrogates and code points past U+10FFFF included).
-size_t Utf8Length(std::string_view s, size_t i) {
-  auto at = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = at(i);
-  if (c < 0x80) return 1;
-  size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((at(i + k) & 0xC0) != 0x80) return 0;
-  unsigned char c1 = at(i + 1);
-  if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0) || (c == 0xF0 && c1 < 0x90) ||
-      (c == 0xF4 && c1 >= 0x90))
-    return 0;
-  return n;
-}
 
 // Field limits: names as Kubernetes bounds them, messages as the API's.
 struct Limits {
@@ -61,7 +45,7 @@ std::string BoundedText(std::string_view text, size_t max_bytes) {
   std::string out;
   out.reserve(std::min(text.size(), max_bytes));
   for (size_t i = 0; i < text.size();) {
-    size_t n = Utf8Length(text, i);
+    size_t n = Utf8SequenceLength(text, i);
     unsigned char c = static_cast<unsigned char>(text[i]);
     bool control = n == 1 && (c < 0x20 || c == 0x7F);
     if (n == 0 || control) {

@@ -3,8 +3,13 @@
 namespace gantry {
 namespace {
 
-// The length of the valid UTF-8 sequence at s[i], or 0 when it is not one.
-size_t SequenceAt(std::string_view s, size_t i) {
+std::string Key(const std::string& path, std::string_view key) {
+  return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+}  // namespace
+
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
   auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   unsigned char c = byte(i);
   if (c < 0x80) return 1;
@@ -20,15 +25,9 @@ size_t SequenceAt(std::string_view s, size_t i) {
   return n;
 }
 
-std::string Key(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
-}
-
-}  // namespace
-
 bool IsValidUtf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
-    size_t n = SequenceAt(s, i);
+    size_t n = Utf8SequenceLength(s, i);
     if (n == 0) return false;
     i += n;
   }
@@ -39,7 +38,7 @@ std::string ScrubUtf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
-    size_t n = SequenceAt(s, i);
+    size_t n = Utf8SequenceLength(s, i);
     if (n == 0) {
       out += "\xEF\xBF\xBD";
       ++i;

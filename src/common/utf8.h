@@ -16,6 +16,10 @@ namespace gantry {
 
 bool IsValidUtf8(std::string_view s);
 
+// The length (1 to 4) of the valid UTF-8 sequence that starts at s[i], or 0 when none does.
+// Precondition: i < s.size().
+size_t Utf8SequenceLength(std::string_view s, size_t i);
+
 // `s` with each invalid sequence replaced by U+FFFD (the replacement character).
 std::string ScrubUtf8(std::string_view s);
 
