@@ -50,19 +50,54 @@ std::string ScrubUtf8(std::string_view s) {
   return out;
 }
 
-std::optional<std::string> FindInvalidUtf8(const boost::json::value& v, const std::string& path) {
+namespace {
+
+// The fast pass: no paths built (every write of the store goes through it).
+bool AllValid(const boost::json::value& v) {
+  if (v.is_string()) return IsValidUtf8(v.get_string());
+  if (v.is_object()) {
+    for (const auto& kv : v.get_object())
+      if (!IsValidUtf8(kv.key()) || !AllValid(kv.value())) return false;
+  } else if (v.is_array()) {
+    for (const auto& e : v.get_array())
+      if (!AllValid(e)) return false;
+  }
+  return true;
+}
+
+std::optional<std::string> PathOfInvalid(const boost::json::value& v, const std::string& path);
+
+std::optional<std::string> PathOfInvalid(const boost::json::object& o, const std::string& path) {
+  for (const auto& kv : o) {
+    if (!IsValidUtf8(kv.key())) return Key(path, ScrubUtf8(kv.key()));
+    if (auto bad = PathOfInvalid(kv.value(), Key(path, kv.key()))) return bad;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> PathOfInvalid(const boost::json::value& v, const std::string& path) {
   if (v.is_string()) {
     if (!IsValidUtf8(v.get_string())) return path;
   } else if (v.is_object()) {
-    for (const auto& kv : v.get_object()) {
-      if (!IsValidUtf8(kv.key())) return Key(path, ScrubUtf8(kv.key()));
-      if (auto bad = FindInvalidUtf8(kv.value(), Key(path, kv.key()))) return bad;
-    }
+    return PathOfInvalid(v.get_object(), path);
   } else if (v.is_array()) {
     const auto& a = v.get_array();
     for (size_t i = 0; i < a.size(); ++i)
-      if (auto bad = FindInvalidUtf8(a[i], path + "[" + std::to_string(i) + "]")) return bad;
+      if (auto bad = PathOfInvalid(a[i], path + "[" + std::to_string(i) + "]")) return bad;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> FindInvalidUtf8(const boost::json::value& v, const std::string& path) {
+  if (AllValid(v)) return std::nullopt;
+  return PathOfInvalid(v, path);
+}
+
+std::optional<std::string> FindInvalidUtf8(const boost::json::object& o, const std::string& path) {
+  for (const auto& kv : o)
+    if (!IsValidUtf8(kv.key()) || !AllValid(kv.value())) return PathOfInvalid(o, path);
   return std::nullopt;
 }
 

@@ -28,6 +28,9 @@ std::string ScrubUtf8(std::string_view s);
 std::optional<std::string> FindInvalidUtf8(const boost::json::value& v,
                                            const std::string& path = "");
 
+std::optional<std::string> FindInvalidUtf8(const boost::json::object& o,
+                                           const std::string& path = "");
+
 // Replaces invalid sequences in every key and string of `v`, in place.
 void ScrubUtf8(boost::json::value& v);
 

@@ -816,7 +816,7 @@ void Engine::Execute(json::object run) {
   if (!result.ok())
     result = absl::Status(result.code(),
                           ScrubUtf8(Scrub(std::string(result.message()), secrets)));
-  if (std::optional<std::string> bad = FindInvalidUtf8(json::value(outputs))) {
+  if (std::optional<std::string> bad = FindInvalidUtf8(outputs)) {
     json::value clean(std::move(outputs));
     ScrubUtf8(clean);
     outputs = std::move(clean.get_object());

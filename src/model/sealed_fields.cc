@@ -7,9 +7,14 @@ namespace {
 
 namespace json = boost::json;
 
+// One scan per string (every answer is redacted with it): "sealed:v" then "1:" or "2:".
 bool HoldsSealed(std::string_view s) {
-  return s.find(kSealedPrefix) != std::string_view::npos ||
-         s.find(kLegacySealedPrefix) != std::string_view::npos;
+  for (size_t at = s.find("sealed:v"); at != std::string_view::npos;
+       at = s.find("sealed:v", at + 1)) {
+    std::string_view rest = s.substr(at);
+    if (rest.starts_with(kSealedPrefix) || rest.starts_with(kLegacySealedPrefix)) return true;
+  }
+  return false;
 }
 
 bool IsVariableDefault(std::string_view path) {

@@ -58,7 +58,7 @@ absl::StatusOr<int64_t> ParseContinueToken(const std::string& t) {
 }
 
 absl::Status CheckStorable(const std::string& kind, const boost::json::object& obj) {
-  auto bad = FindInvalidUtf8(boost::json::value(obj));
+  auto bad = FindInvalidUtf8(obj);
   if (!bad) return absl::OkStatus();
   return BadRequestError(*bad + " of " + QualifiedResource(kind) +
                          " is not valid UTF-8; every text Gantry keeps must be");
