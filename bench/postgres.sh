@@ -57,6 +57,7 @@ LG=$TOOLS/loadgen
 # loadgen and curl send it.
 export GANTRY_TOKEN=${GANTRY_TOKEN:-bench-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')}
 TMP=$(mktemp -d /tmp/gantry-pgbench.XXXXXX)
+chmod 711 "$TMP"  # as root, gantryd's workload user must reach DATA_DIR.workloads beside the data dir
 chmod 755 "$TMP"
 PIDS=()
 AS=()  # run PostgreSQL programs as the postgres user when root (initdb refuses root)

@@ -94,6 +94,7 @@ SQLITE_REF=$TOOLS/sqlite_ref
 # ---------------------------------------------------------------------------------------------
 # Processes and temp files.
 TMP=$(mktemp -d /tmp/gantry-bench.XXXXXX)
+chmod 711 "$TMP"  # as root, gantryd's workload user must reach DATA_DIR.workloads beside the data dir
 OUT=${BENCH_OUT:-$TMP/out}
 mkdir -p "$OUT"
 RESULTS=$OUT/results.tsv

@@ -13,6 +13,7 @@ exec > >(tee "$OUT/gpu-check.log") 2>&1
 echo "== nvidia-smi"
 nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader
 DATA=$(mktemp -d)
+chmod 711 "$DATA"  # as root, gantryd's workload user must reach DATA_DIR.workloads beside the data dir
 "$GANTRYD" --listen 127.0.0.1:0 --data-dir "$DATA" --log-level info 2>"$OUT/gantryd.log" &
 PID=$!
 for _ in $(seq 1 100); do grep -q "listening on" "$OUT/gantryd.log" 2>/dev/null && break; sleep 0.1; done
