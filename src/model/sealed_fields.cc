@@ -93,7 +93,9 @@ void RedactSealed(json::value& v) {
 }
 
 void RedactSealed(json::object& obj) {
-  for (auto& kv : obj) RedactSealed(kv.value());
+  // Sealed values live in spec only: FindMisplacedSealed refuses them elsewhere on every
+  // write, and status is written by gantryd from plaintext. Every GET pays for this walk.
+  if (json::value* spec = obj.if_contains("spec")) RedactSealed(*spec);
 }
 
 void RedactLastApplied(json::object& obj, bool is_instance, const std::set<std::string>& names) {

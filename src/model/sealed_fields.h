@@ -44,7 +44,8 @@ std::string DefaultContext(std::string_view kind, std::string_view ns, std::stri
 void FindMisplacedSealed(const boost::json::object& obj, bool is_instance,
                          std::vector<FieldCause>* causes);
 
-// Replaces every sealed value in `obj`, wherever it is, with kRedacted.
+// Replaces every sealed value in `v`, wherever it is, with kRedacted; for an API object,
+// every sealed value of its spec (the only place one can be).
 void RedactSealed(boost::json::value& v);
 void RedactSealed(boost::json::object& obj);
 
