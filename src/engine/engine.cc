@@ -14,6 +14,7 @@
 #include "common/ids.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
+#include "engine/deployment.h"
 #include "engine/dependencies.h"
 #include "model/codec.h"
 #include "model/lifecycle.h"
@@ -709,19 +710,10 @@ void Engine::Execute(json::object run) {
   auto instance = store_.Get(KindOf(run), ns, GetString(run, "spec.instanceRef.name"));
   if (!instance.ok()) return done(absl::FailedPreconditionError("the instance is gone"), {});
   const json::object& ispec = At(*instance, "spec");
-  std::string pns = GetString(ispec, "profileRef.namespace", ns);
-  std::string pname = GetString(ispec, "profileRef.name");
-  auto profile = store_.GetRevision(ProfileKindOf(KindOf(run)), pns, pname, GetInt(run, "spec.profileRevision", 1));
-  if (!profile.ok())
-    return done(absl::FailedPreconditionError("revision " +
-                                              std::to_string(GetInt(run, "spec.profileRevision", 1)) +
-                                              " of compute profile " + pname + " is gone"), {});
-  std::string tns = GetString(profile->spec, "templateRef.namespace", pns);
-  std::string tname = GetString(profile->spec, "templateRef.name");
-  auto tmpl = store_.GetRevision(kTemplate, tns, tname, GetInt(run, "spec.templateRevision", 1));
-  if (!tmpl.ok())
-    return done(absl::FailedPreconditionError("revision of environment template " + tname +
-                                              " is gone"), {});
+  auto deployment = ResolveRun(store_, *instance, run);
+  if (!deployment.ok()) return done(deployment.status(), {});
+  const store::Revision* profile = &deployment->profile;
+  const store::Revision* tmpl = &deployment->tmpl;
   json::object given = At(ispec, "variables");
   for (auto& kv : given) {
     if (kv.value().is_string() && SecretBox::IsSealed(kv.value().get_string())) {
@@ -734,9 +726,11 @@ void Engine::Execute(json::object run) {
       kv.value() = *plain;
     }
   }
-  auto plain_profile = model::UnsealDefaults(secrets_, ProfileKindOf(KindOf(run)), pns, pname,
+  auto plain_profile = model::UnsealDefaults(secrets_, deployment->profile_kind,
+                                             deployment->profile_ns, deployment->profile_name,
                                              profile->spec);
-  auto plain_template = model::UnsealDefaults(secrets_, kTemplate, tns, tname, tmpl->spec);
+  auto plain_template = model::UnsealDefaults(secrets_, kTemplate, deployment->template_ns,
+                                              deployment->template_name, tmpl->spec);
   if (!plain_profile.ok()) return done(plain_profile.status(), {});
   if (!plain_template.ok()) return done(plain_template.status(), {});
   std::vector<FieldCause> causes;
@@ -991,14 +985,8 @@ std::string Engine::DriverOf(const json::object& run) {
   std::string ns = GetString(run, "metadata.namespace");
   auto instance = store_.Get(KindOf(run), ns, GetString(run, "spec.instanceRef.name"));
   if (!instance.ok()) return "";
-  auto prof = store_.GetRevision(ProfileKindOf(KindOf(run)), GetString(*instance, "spec.profileRef.namespace", ns),
-                                 GetString(*instance, "spec.profileRef.name"),
-                                 GetInt(run, "spec.profileRevision", 1));
-  if (!prof.ok()) return "";
-  auto tmpl = store_.GetRevision(kTemplate, GetString(prof->spec, "templateRef.namespace", ns),
-                                 GetString(prof->spec, "templateRef.name"),
-                                 GetInt(run, "spec.templateRevision", 1));
-  return tmpl.ok() ? GetString(tmpl->spec, "driver") : "";
+  auto deployment = ResolveRun(store_, *instance, run);
+  return deployment.ok() ? deployment->driver : "";
 }
 
 absl::Status Engine::RecoverRun(const json::object& run, bool cleanup) {
@@ -1112,16 +1100,10 @@ Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* 
   auto instance = store_.Get(KindOf(run), ns, name);
   if (!instance.ok()) return a;  // the worker reports it
   a.owner = ns + "/" + name + "/" + GetString(*instance, "metadata.uid");
-  auto profile = store_.GetRevision(ProfileKindOf(KindOf(run)), GetString(*instance, "spec.profileRef.namespace", ns),
-                                    GetString(*instance, "spec.profileRef.name"),
-                                    GetInt(run, "spec.profileRevision", 1));
-  if (!profile.ok()) return a;
-  auto tmpl = store_.GetRevision(kTemplate, GetString(profile->spec, "templateRef.namespace",
-                                                      GetString(*instance, "spec.profileRef.namespace", ns)),
-                                 GetString(profile->spec, "templateRef.name"),
-                                 GetInt(run, "spec.templateRevision", 1));
-  if (!tmpl.ok()) return a;
-  const drivers::Driver* driver = drivers_.Find(GetString(tmpl->spec, "driver"));
+  auto deployment = ResolveRun(store_, *instance, run);
+  if (!deployment.ok()) return a;  // the worker reports it
+  const store::Revision* profile = &deployment->profile;
+  const drivers::Driver* driver = drivers_.Find(deployment->driver);
   a.host_bound = driver && driver->HostBound();
   if (!options_.sole_owner && a.host_bound) {
     // Several replicas: an instance that a host-bound driver deployed stays on its host.
@@ -1136,7 +1118,7 @@ Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* 
   a.resources = At(profile->spec, "resources");
   std::string type = GetString(a.resources, "gpu.type");  // "" = any type
   int count = static_cast<int>(GetInt(a.resources, "gpu.count", 0));
-  bool local = GetString(tmpl->spec, "driver") == "local";
+  bool local = deployment->driver == "local";
   if (local && count > 0 && type.empty()) {
     // Any type will do: the type with the most free GPUs among those with enough in all.
     std::set<std::string> types;
@@ -1320,15 +1302,11 @@ void Engine::AdoptWorkloads(const std::string& kind) {
     if (!options_.sole_owner && GetString(inst, "status.host") != options_.host) continue;
     std::string ns = GetString(inst, "metadata.namespace");
     std::string name = GetString(inst, "metadata.name");
-    auto prof = store_.GetRevision(ProfileKindOf(kind), GetString(inst, "spec.profileRef.namespace", ns),
-                                   GetString(inst, "spec.profileRef.name"),
-                                   GetInt(inst, "status.profileRevision", 1));
-    if (!prof.ok()) continue;
-    auto tmpl = store_.GetRevision(kTemplate, GetString(prof->spec, "templateRef.namespace", ns),
-                                   GetString(prof->spec, "templateRef.name"),
-                                   GetInt(inst, "status.templateRevision", 1));
-    if (!tmpl.ok()) continue;
-    std::string driver_name = GetString(tmpl->spec, "driver");
+    auto deployment = ResolvePinned(store_, inst);
+    if (!deployment.ok()) continue;
+    const store::Revision* prof = &deployment->profile;
+    const store::Revision* tmpl = &deployment->tmpl;
+    std::string driver_name = deployment->driver;
     drivers::Driver* driver = drivers_.Find(driver_name);
     if (!driver) continue;
     drivers::DeployRequest req;

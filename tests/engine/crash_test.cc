@@ -143,5 +143,54 @@ printf '{"generation": "%s"}' "$GEN" > "$GANTRY_OUTPUTS"
       << "scripts still running after every run ended";
 }
 
+// A profile shared from another project (the README's `gantry share` flow): its template
+// lives in the profile's project, not the instance's. Recovery must find the run's driver
+// through the same resolver the deploy used (engine/deployment.h), clean up the dead run's
+// process group and queue the run again, instead of failing it.
+TEST_F(EngineCrashTest, CrashDuringADeployOfASharedProfileIsCleanedUpAndRunAgain) {
+  const std::string marker = "gantry-shared-crash-" + fs::path(dir()).filename().string() + "-gen";
+  SetGeneration(1);
+  std::string script = WriteScript("shared.sh", R"SH(D=')SH" + dir() + R"SH('
+cat > /dev/null
+GEN=$(cat "$D/gen")
+sh -c 'while [ ! -f "$1" ]; do sleep 0.05; done; :' )SH" +
+                                                   marker + R"SH($GEN "$D/release-$GEN"
+printf '{"generation": "%s"}' "$GEN" > "$GANTRY_OUTPUTS"
+)SH");
+  api().CreateProject("platform");
+  CreateExecTemplate("shared-tmpl", json::array{script}, {}, {}, "platform");
+  api().CreateProfile("platform", "shared", "shared-tmpl");
+  ASSERT_EQ(api().Patch(NsPath("platform", "computeprofiles", "shared"),
+                        json::object{{"spec", {{"sharing", {{"mode", "All"}}}}}})
+                .status,
+            200);
+  api().MustCreate(NsPath("default", "computeinstances"),
+                   json::object{{"metadata", {{"name", "user-nb"}}},
+                                {"spec", {{"profileRef", {{"name", "shared"},
+                                                          {"namespace", "platform"}}}}}});
+  ASSERT_EQ(Action("user-nb", "deploy").status, 202);
+  ASSERT_TRUE(PollUntil([&] { return ProcessesWith(marker + "1").size() == 1; }));
+  ASSERT_TRUE(PollUntil([&] {
+    for (const auto& r : Items(NsPath("default", "runs")))
+      if (Int(r, "status.driverState.pgid") > 0) return true;
+    return false;
+  }));
+
+  gantryd_->Kill9();
+  EXPECT_EQ(ProcessesWith(marker + "1").size(), 1u);  // outlived gantryd
+  SetGeneration(2);
+  Touch("release-2");  // the re-run, not the interrupted script, may finish
+  ASSERT_TRUE(gantryd_->Restart().ok());
+  Reconnect();
+  // Recovery killed the first script's process group and ran the deploy again.
+  EXPECT_TRUE(PollUntil([&] { return ProcessesWith(marker + "1").empty(); }))
+      << "the dead run's script was not cleaned up: its driver was not found";
+  json::object o = WaitPhase("user-nb", "Success");
+  EXPECT_EQ(Str(o, "status.outputs.generation"), "2") << json::serialize(o);
+  std::vector<json::object> runs = Items(NsPath("default", "runs"));
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(Int(runs[0], "status.attempt"), 2) << json::serialize(runs[0]);
+}
+
 }  // namespace
 }  // namespace gantry::testing
