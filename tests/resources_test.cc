@@ -261,6 +261,27 @@ TEST_F(ResourcesTest, UidsAreUniqueAndKeptAcrossUpdates) {
   EXPECT_EQ(patched.meta("uid"), Str(a, "metadata", "uid"));
 }
 
+// Issue 16, item 7: the precondition is checked before the no-op shortcut, as Kubernetes
+// does: a PUT of exactly the stored object with a stale resourceVersion is a Conflict.
+TEST_F(ResourcesTest, NoOpPutWithAStaleResourceVersionIsAConflict) {
+  api().CreateTemplate("default", "t");
+  api().CreateProfile("default", "p", "t");
+  json::object first = api().CreateInstance("default", "i", "p");
+  Resp changed = api().Patch(NsPath("default", "computeinstances", "i"),
+                             json::object{{"spec", {{"displayName", "new"}}}});
+  ASSERT_EQ(changed.status, 200) << changed.raw;
+  // The stored object, but with the resourceVersion from before the patch.
+  json::object stale = changed.obj();
+  stale["metadata"].as_object()["resourceVersion"] = first.at("metadata").at("resourceVersion");
+  Resp r = api().Put(NsPath("default", "computeinstances", "i"), stale);
+  EXPECT_TRUE(r.IsStatus(409, "Conflict")) << r.raw;
+  EXPECT_THAT(r.message(), ::testing::HasSubstr("the object has been modified"));
+  // With the current resourceVersion the same PUT is a no-op 200.
+  Resp ok = api().Put(NsPath("default", "computeinstances", "i"), changed.obj());
+  EXPECT_EQ(ok.status, 200) << ok.raw;
+  EXPECT_EQ(ok.meta("resourceVersion"), changed.meta("resourceVersion"));
+}
+
 TEST_F(ResourcesTest, ResourceVersionIncreasesAndGenerationBumpsOnlyOnSpecChange) {
   api().CreateTemplate("default", "t");
   api().CreateProfile("default", "p", "t");

@@ -14,6 +14,7 @@
 #include "model/lifecycle.h"
 #include "model/sealed_fields.h"
 #include "model/validation.h"
+#include "store/store_common.h"
 
 namespace gantry::api {
 namespace {
@@ -786,6 +787,10 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
     }
     RETURN_IF_ERROR(RecordManagers(t, &current, incoming, next, apply));
     bool spec_changed = ObjectAt(current, "spec") != ObjectAt(next, "spec");
+    // The client's precondition holds for no-op writes too (as in Kubernetes, where the
+    // resourceVersion is checked before the no-op shortcut).
+    if (expected_rv != 0 && expected_rv != current_rv)
+      return store::ObjectModified(t.kind->kind, t.name);
     if (next == current) return current;  // nothing to change: no new resourceVersion
     if (IsInstance(t.kind->kind))
       RETURN_IF_ERROR(model::Decide(model::Action::kUpdate, current).status());
