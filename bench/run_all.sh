@@ -116,16 +116,15 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 GPID='' GPORT='' GDIR=''
-start_gantryd() {  # NAME SYNC: a fresh gantryd on its own data dir; sets GPID GPORT GDIR
-  GDIR=$TMP/$1
-  mkdir -p "$GDIR"
+launch_gantryd() {  # SYNC POLLS: gantryd on $GDIR/data (with the bootstrap token the
+  # benchmarks send); sets GPID GPORT. POLLS: how many 50 ms waits for its port.
   # --log-level info: "listening on" is logged at info; gantryd logs nothing per request there.
-  GANTRY_BOOTSTRAP_TOKEN="$GANTRY_TOKEN" "$GANTRYD" --listen 127.0.0.1:0 --data-dir "$GDIR/data" --sqlite-synchronous "$2" \
+  GANTRY_BOOTSTRAP_TOKEN="$GANTRY_TOKEN" "$GANTRYD" --listen 127.0.0.1:0 --data-dir "$GDIR/data" --sqlite-synchronous "$1" \
     --threads "$THREADS" --workers "$WORKERS" --log-level info 2>"$GDIR/gantryd.log" &
   GPID=$!
   PIDS+=("$GPID")
   GPORT=''
-  for _ in $(seq 200); do
+  for _ in $(seq "$2"); do
     GPORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$GDIR/gantryd.log")
     [[ -n $GPORT ]] && break
     kill -0 "$GPID" 2>/dev/null || { cat "$GDIR/gantryd.log" >&2; die "gantryd exited"; }
@@ -133,21 +132,16 @@ start_gantryd() {  # NAME SYNC: a fresh gantryd on its own data dir; sets GPID G
   done
   [[ -n $GPORT ]] || die "gantryd did not report its port"
 }
-restart_gantryd() {  # SYNC: same data dir, new process
+start_gantryd() {  # NAME SYNC: a fresh gantryd on its own data dir; sets GPID GPORT GDIR
+  GDIR=$TMP/$1
+  mkdir -p "$GDIR"
+  launch_gantryd "$2" 200
+}
+restart_gantryd() {  # SYNC: same data dir, new process (a restart reads 100k objects: longer)
   local dir=$GDIR
   stop_gantryd
   GDIR=$dir
-  "$GANTRYD" --listen 127.0.0.1:0 --data-dir "$GDIR/data" --sqlite-synchronous "$1" \
-    --threads "$THREADS" --workers "$WORKERS" --log-level info 2>"$GDIR/gantryd.log" &
-  GPID=$!
-  PIDS+=("$GPID")
-  GPORT=''
-  for _ in $(seq 600); do
-    GPORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$GDIR/gantryd.log")
-    [[ -n $GPORT ]] && break
-    sleep 0.05
-  done
-  [[ -n $GPORT ]] || die "gantryd did not restart"
+  launch_gantryd "$1" 600
 }
 stop_gantryd() {
   [[ -n $GPID ]] || return 0
