@@ -125,7 +125,8 @@ launch_gantryd() {  # SYNC POLLS: gantryd on $GDIR/data (with the bootstrap toke
   PIDS+=("$GPID")
   GPORT=''
   for _ in $(seq "$2"); do
-    GPORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$GDIR/gantryd.log")
+    # (The background shell may not have created the log yet: not an error.)
+    GPORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$GDIR/gantryd.log" 2>/dev/null || true)
     [[ -n $GPORT ]] && break
     kill -0 "$GPID" 2>/dev/null || { cat "$GDIR/gantryd.log" >&2; die "gantryd exited"; }
     sleep 0.05
