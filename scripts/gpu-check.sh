@@ -3,7 +3,8 @@
 # nvidia-smi, a local-driver instance sees exactly the GPU it was assigned (CUDA_VISIBLE_DEVICES,
 # and CUDA itself through PyTorch when present), a second one waits for capacity and starts
 # by itself when the first is destroyed, and one asking for more GPUs than exist fails at once
-# with Unschedulable.
+# with Unschedulable. Each of these is asserted: the script prints every finding and ends with
+# "GPU CHECK PASSED" (exit 0) or "GPU CHECK FAILED: ..." (exit 1).
 #   usage: scripts/gpu-check.sh GANTRYD_BINARY [OUT_DIR]
 set -uo pipefail
 GANTRYD="$1"
@@ -14,13 +15,19 @@ echo "== nvidia-smi"
 nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader
 DATA=$(mktemp -d)
 chmod 711 "$DATA"  # as root, gantryd's workload user must reach DATA_DIR.workloads beside the data dir
-"$GANTRYD" --listen 127.0.0.1:0 --data-dir "$DATA" --log-level info 2>"$OUT/gantryd.log" &
+# The probe must be readable by the workload user (gantryd as root runs workloads as
+# --workload-user, and the data directory is closed to it).
+PROBE_DIR=$(mktemp -d)
+chmod 755 "$PROBE_DIR"
+export GANTRY_TOKEN="gpu-check-$(head -c 18 /dev/urandom | base64 | tr -d '/+=')"
+GANTRY_BOOTSTRAP_TOKEN="$GANTRY_TOKEN" "$GANTRYD" --listen 127.0.0.1:0 --data-dir "$DATA" \
+  --log-level info 2>"$OUT/gantryd.log" &
 PID=$!
 for _ in $(seq 1 100); do grep -q "listening on" "$OUT/gantryd.log" 2>/dev/null && break; sleep 0.1; done
 PORT=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$OUT/gantryd.log" | sed 's/.*://')
 echo "== gantryd log"; cat "$OUT/gantryd.log"
 export BASE="http://127.0.0.1:$PORT/apis/paas.gantry.dev/v1"
-cat > "$DATA/probe.py" <<'PY'
+cat > "$PROBE_DIR/probe.py" <<'PY'
 import json, os, sys, time
 r = {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
      "NVIDIA_VISIBLE_DEVICES": os.environ.get("NVIDIA_VISIBLE_DEVICES"),
@@ -40,13 +47,18 @@ print("PROBE " + json.dumps(r), flush=True)
 while True:
     time.sleep(3600)
 PY
-python3 - "$DATA" <<'PY'
+python3 - "$DATA" "$PROBE_DIR" <<'PY'
 import json, os, sys, time, urllib.request
-base, data = os.environ["BASE"], sys.argv[1]
+base, data, probe_dir = os.environ["BASE"], sys.argv[1], sys.argv[2]
+fails = []
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok: fails.append(what)
 def call(method, path, body=None):
     req = urllib.request.Request(base + path, method=method,
                                  data=json.dumps(body).encode() if body is not None else None,
-                                 headers={"Content-Type": "application/json"})
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": "Bearer " + os.environ["GANTRY_TOKEN"]})
     try:
         with urllib.request.urlopen(req) as r: return r.status, json.loads(r.read() or b"{}")
     except urllib.error.HTTPError as e: return e.code, json.loads(e.read() or b"{}")
@@ -58,9 +70,13 @@ def wait(name, phases, secs=120):
         if s.get("phase") in phases: return s
         time.sleep(0.5)
     return status(name)
-print("== node", json.dumps(call("GET", "/nodes")[1]["items"][0]["status"], indent=1))
+node = call("GET", "/nodes")[1]["items"][0]["status"]
+print("== node", json.dumps(node, indent=1))
+smi = [l for l in os.popen("nvidia-smi --query-gpu=index --format=csv,noheader").read().split("\n") if l.strip()]
+check(len(node.get("gpus", [])) == len(smi) and len(smi) > 0,
+      f"gantryd discovered the {len(smi)} GPU(s) nvidia-smi lists (node has {len(node.get('gpus', []))})")
 print(call("POST", "/namespaces/default/environmenttemplates", {"metadata": {"name": "probe"},
-      "spec": {"driver": "local", "local": {"command": ["python3", data + "/probe.py"], "restartPolicy": "Never"}}})[0])
+      "spec": {"driver": "local", "local": {"command": ["python3", probe_dir + "/probe.py"], "restartPolicy": "Never"}}})[0])
 for n, c in (("one-gpu", 1), ("too-many", 2)):
     print(call("POST", "/namespaces/default/computeprofiles", {"metadata": {"name": n},
           "spec": {"templateRef": {"name": "probe"}, "resources": {"gpu": {"count": c}}}})[0])
@@ -69,6 +85,7 @@ for n, p in (("a", "one-gpu"), ("b", "one-gpu"), ("big", "too-many")):
 for n in ("a", "b", "big"):
     print("deploy", n, call("POST", f"/namespaces/default/computeinstances/{n}/deploy")[0])
 sa = wait("a", ("Success", "Failed")); print("== a", json.dumps(sa, indent=1))
+check(sa.get("phase") == "Success", "instance a (one GPU) is Success")
 def probe(name):
     uid = call("GET", "/namespaces/default/computeinstances/" + name)[1]["metadata"]["uid"]
     log = os.path.join(data, "instances", uid, "workload.log")
@@ -78,16 +95,42 @@ def probe(name):
         if "PROBE" in text: return text.strip()
         time.sleep(0.5)
     return "(no PROBE line after 120s)"
-print("== what workload a sees:", probe("a"))
-time.sleep(2)
-print("== b (should wait)", json.dumps({k: status("b").get(k) for k in ("phase", "reason", "message")}))
-print("== big", json.dumps({k: status("big").get(k) for k in ("phase", "reason", "message")}))
+def sees(name, st):
+    line = probe(name)
+    print(f"== what workload {name} sees:", line)
+    if not line.startswith("PROBE "):
+        check(False, f"workload {name} printed its PROBE line"); return
+    seen = json.loads(line[len("PROBE "):])
+    want = ",".join(st.get("gpus", []))
+    check(len(st.get("gpus", [])) == 1 and seen.get("CUDA_VISIBLE_DEVICES") == want,
+          f"workload {name} sees exactly its GPU (CUDA_VISIBLE_DEVICES={seen.get('CUDA_VISIBLE_DEVICES')}, assigned {want})")
+    if "torch_device_count" in seen:
+        check(seen["torch_device_count"] == 1 and seen.get("matmul_ok") is True,
+              f"CUDA in workload {name} sees one device and computes ({seen.get('torch_device_name')})")
+sees("a", sa)
+if len(smi) == 1:
+    sb0 = wait("b", ("Waiting",), 30)
+    print("== b (should wait)", json.dumps({k: sb0.get(k) for k in ("phase", "reason", "message")}))
+    check(sb0.get("phase") == "Waiting" and sb0.get("reason") == "InsufficientCapacity",
+          "b waits for the GPU a holds (Waiting, InsufficientCapacity)")
+sbig = wait("big", ("Failed",), 30)
+print("== big", json.dumps({k: sbig.get(k) for k in ("phase", "reason", "message")}))
+if len(smi) < 2:
+    check(sbig.get("phase") == "Failed" and sbig.get("reason") == "Unschedulable",
+          "big (2 GPUs on a 1-GPU host) fails at once with Unschedulable")
 print("== node", json.dumps(call("GET", "/nodes")[1]["items"][0]["status"]["gpus"]))
 print("destroy a", call("POST", "/namespaces/default/computeinstances/a/destroy")[0])
 sb = wait("b", ("Success", "Failed")); print("== b after a is destroyed", json.dumps({k: sb.get(k) for k in ("phase", "reason", "gpus", "outputs")}))
-print("== what workload b sees:", probe("b"))
+check(sb.get("phase") == "Success", "b starts by itself once a is destroyed")
+sees("b", sb)
 print("destroy b", call("POST", "/namespaces/default/computeinstances/b/destroy")[0])
-wait("b", ("NotDeployed",))
+check(wait("b", ("NotDeployed",)).get("phase") == "NotDeployed", "b is destroyed (NotDeployed)")
+print("GPU CHECK " + ("PASSED" if not fails else "FAILED: " + "; ".join(fails)), flush=True)
+sys.exit(1 if fails else 0)
 PY
+result=$?
 kill -TERM $PID; wait $PID; echo "gantryd exit code $?"
-echo "== leftover probe processes: $(pgrep -fc probe.py || true)"
+leftover=$(pgrep -fc "$PROBE_DIR/probe.py" || true)
+echo "== leftover probe processes: $leftover"
+[ "$leftover" = 0 ] || { echo "GPU CHECK FAILED: probe processes left behind"; result=1; }
+exit $result
