@@ -134,7 +134,8 @@ class ClientTest(unittest.TestCase):
         kubeconfig(cls.server.url, cls.server.token, cls.kubeconfig)
         cls.api_client = config.new_client_from_config(config_file=cls.kubeconfig)
         cls.custom = client.CustomObjectsApi(cls.api_client)
-        cls.dyn = dynamic.DynamicClient(cls.api_client)
+        cls.dyn = dynamic.DynamicClient(
+            cls.api_client, cache_file=os.path.join(cls.server.root, "discovery.json"))
         cls.templates = cls.dyn.resources.get(api_version=API_VERSION, kind="EnvironmentTemplate")
         cls.profiles = cls.dyn.resources.get(api_version=API_VERSION, kind="ComputeProfile")
         cls.instances = cls.dyn.resources.get(api_version=API_VERSION, kind="ComputeInstance")
@@ -172,7 +173,7 @@ class ClientTest(unittest.TestCase):
             page = self.instances.get(namespace=PROJECT, label_selector="t=crud", limit=2,
                                       _continue=token)
             pages.append([o.metadata.name for o in page.items])
-            token = page.metadata["continue"]
+            token = page.to_dict()["metadata"].get("continue")
             if not token:
                 break
         self.assertEqual(pages, [["crud-4", "crud-3"], ["crud-2", "crud-1"], ["crud-0"]])
