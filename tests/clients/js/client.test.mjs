@@ -51,7 +51,10 @@ const INSTANCES = `/apis/${API_VERSION}/namespaces/${NS}/${PLURAL}`;
 const root = mkdtempSync(join(tmpdir(), 'gantry-js-'));
 chmodSync(root, 0o711);
 const dataDir = join(root, 'data');
-const gantrydArgs = ['--watch-bookmark-seconds', '0.2'];
+// client-node sends credentials over https only: gantryd's self-signed certificate
+// (DATA_DIR/tls.crt) is the kubeconfig's certificate authority.
+const gantrydArgs = (tlsPort) => ['--watch-bookmark-seconds', '0.2', '--tls-listen', `127.0.0.1:${tlsPort}`];
+const httpsUrl = (log) => log.match(/listening on (https:\/\/\S+)/)[1];
 let server;
 let kc;
 let custom;
@@ -59,8 +62,10 @@ let objects;
 const kubeconfigPath = join(root, 'kubeconfig');
 
 function writeKubeconfig() {
-  const out = execFileSync(gantryBinary, ['--server', server.url, '--token', server.token, '-n', NS, 'kubeconfig'],
-    { env: { ...process.env, GANTRY_CONFIG: join(root, 'gantry-cli.yaml') }, stdio: ['ignore', 'pipe', 'ignore'] });
+  const out = execFileSync(gantryBinary, ['--server', server.url, '--token', server.token, '-n', NS, 'kubeconfig',
+    '--tls-server', httpsUrl(server.log()), '--ca-file', join(dataDir, 'tls.crt')],
+    // A home without a gantry config file: nothing but the flags counts.
+    { env: { ...process.env, GANTRY_CONFIG: '', HOME: root }, stdio: ['ignore', 'pipe', 'ignore'] });
   writeFileSync(kubeconfigPath, out);
   kc = new k8s.KubeConfig();
   kc.loadFromFile(kubeconfigPath);
@@ -97,7 +102,7 @@ async function watchUntil(query, until) {
 }
 
 before(async () => {
-  server = await startGantryd({ binary: gantrydBinary, args: gantrydArgs, dataDir });
+  server = await startGantryd({ binary: gantrydBinary, args: gantrydArgs(0), dataDir });
   writeKubeconfig();
   await objects.create(template('script'));
   await objects.create(profile('cpu', 'script'));
@@ -209,7 +214,10 @@ test('an informer survives a restart of gantryd and resumes without listing agai
     });
   }
   // The client stops an informer on an error; restarting it is the caller's job.
-  informer.on('error', () => { setTimeout(() => informer.start().catch(() => {}), 100); });
+  let stopped = false;
+  informer.on('error', () => {
+    if (!stopped) setTimeout(() => { if (!stopped) informer.start().catch(() => {}); }, 100);
+  });
   try {
     const added = waitFor('add', 'before');
     await informer.start();
@@ -217,8 +225,9 @@ test('an informer survives a restart of gantryd and resumes without listing agai
     await added;
 
     const port = Number(new URL(server.url).port);
+    const tlsPort = Number(new URL(httpsUrl(server.log())).port);
     assert.equal(await server.stop(), 0, server.log().slice(-4000));
-    server = await startGantryd({ binary: gantrydBinary, args: gantrydArgs, dataDir, port, token: server.token });
+    server = await startGantryd({ binary: gantrydBinary, args: gantrydArgs(tlsPort), dataDir, port, token: server.token });
 
     const addedAfter = waitFor('add', 'after');
     const deleted = waitFor('delete', 'before');
@@ -229,6 +238,7 @@ test('an informer survives a restart of gantryd and resumes without listing agai
     assert.deepEqual(informer.list().map((o) => o.metadata.name), ['after']);
     assert.equal(lists, 1, 'the informer resumed its watch from a resourceVersion instead of listing again');
   } finally {
+    stopped = true;
     await informer.stop();
   }
 });

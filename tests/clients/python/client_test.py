@@ -76,7 +76,8 @@ class Gantryd:
                 break
         else:
             raise RuntimeError("gantryd exited before listening:\n" + "".join(self.log))
-        threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
+        self.drain = threading.Thread(target=self._drain, args=(self.proc,), daemon=True)
+        self.drain.start()
 
     def _drain(self, proc):
         for line in proc.stderr:
@@ -88,6 +89,8 @@ class Gantryd:
             return 0
         self.proc.terminate()
         code = self.proc.wait()
+        self.drain.join()
+        self.proc.stderr.close()
         self.proc = None
         return code
 
@@ -97,7 +100,9 @@ class Gantryd:
 
 def kubeconfig(server, token, path):
     """What a user does: `gantry kubeconfig` with the server and a token, into a file."""
-    env = dict(os.environ, GANTRY_CONFIG=path + ".gantry-cli.yaml")
+    # A home without a gantry config file: nothing but the flags counts.
+    env = {k: v for k, v in os.environ.items() if k != "GANTRY_CONFIG"}
+    env["HOME"] = os.path.dirname(path)
     out = subprocess.run([ARGS.gantry, "--server", server, "--token", token, "-n", PROJECT,
                           "kubeconfig"], env=env, check=True, capture_output=True, text=True)
     with open(path, "w") as f:
