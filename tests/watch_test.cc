@@ -294,7 +294,7 @@ TEST_F(WatchTest, SendInitialEventsEndsWithAnAnnotatedBookmark) {
                      [](const json::object& e) { return TypeOf(e) == "BOOKMARK"; });
   ASSERT_TRUE(watch->WaitDone());
   EXPECT_THAT(watch->Summary(), ElementsAre("ADDED a", "ADDED b", "BOOKMARK "));
-  const json::object& end = watch->events().back().at("object").as_object();
+  const json::object end = watch->events().back().at("object").as_object();
   EXPECT_EQ(BookmarkVersion(watch->events().back()), rv);
   EXPECT_EQ(end.at("metadata").at("annotations").as_object(),
             (json::object{{"k8s.io/initial-events-end", "true"}}));
