@@ -116,9 +116,10 @@ absl::Status CheckListVersion(const VersionOptions& want, int64_t current) {
   if (!want.resource_version || *want.resource_version == 0) return absl::OkStatus();
   const int64_t rv = *want.resource_version;
   if (rv > current)
-    // Kubernetes' answer when its cache has not caught up (a 504 Timeout that clients retry).
-    return absl::DeadlineExceededError("Too large resource version: " + std::to_string(rv) +
-                                       ", current: " + std::to_string(current));
+    // Kubernetes waits for its cache and then answers 504; gantryd answers no input with a
+    // 5xx (API.md), and a 410 makes clients do what helps here: list again from scratch.
+    return ExpiredError("Too large resource version: " + std::to_string(rv) + ", current: " +
+                        std::to_string(current) + ": list again without resourceVersion");
   if (want.match == VersionOptions::Match::kExact && rv != current)
     return ExpiredError("too old resource version: " + std::to_string(rv) + " (" +
                         std::to_string(current) + "): gantryd lists only the current state; "

@@ -49,8 +49,10 @@ absl::StatusOr<VersionOptions> ParseVersionOptions(const Query& q, bool watch);
 
 // The answer to a list asked at `want` (VersionOptions) when the store is at `current`:
 // OK to serve the current state; 410 Expired for resourceVersionMatch=Exact at an older
-// version (gantryd keeps no past states of lists); 504 Timeout "Too large resource version"
-// for a version this server has not reached yet (another replica's commit not seen here).
+// version (gantryd keeps no past states of lists); 410 Expired "Too large resource version"
+// for a version this server has not reached (another replica's commit not seen here yet):
+// Kubernetes answers 504 there, but gantryd answers no input with a 5xx, and on a 410
+// clients list again from scratch, which is what helps.
 absl::Status CheckListVersion(const VersionOptions& want, int64_t current);
 
 }  // namespace gantry::api
