@@ -10,6 +10,7 @@ PACKAGES=(
   libbenchmark-dev sqlite3 curl procps python3 chromium
   slurm-wlm
   libpq-dev postgresql
+  python3-kubernetes  # tests: the official Python client (issue 24)
 )
 # The web UI: node and npm (Debian's, unless a node is already installed, e.g. from NodeSource).
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)

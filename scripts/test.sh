@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build-ui.sh   # web/dist and web/node_modules for the web tests
+bash scripts/install-test-clients.sh   # tests/clients/js/node_modules (issue 24)
 bash scripts/open-path-for-workloads.sh .   # as root, workloads run as gantry-workload
 JOBS="${JOBS:-$(nproc)}"
 # ccache: share hits between checkouts in different folders (CI clones anew each time).

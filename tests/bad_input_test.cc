@@ -396,7 +396,12 @@ TEST_F(BadInputTest, HugeAndOddQueryValues) {
   // Unknown and repeated parameters are harmless.
   EXPECT_EQ(api().Get(Instances() + "?pretty=true&limit=1&limit=2&x=%zz%").status, 400);
   EXPECT_EQ(api().Get(Instances() + "?pretty=true&unknown=1").status, 200);
-  EXPECT_EQ(api().Get(Instances() + "?watch=maybe").names(), std::vector<std::string>{"i"});
+  EXPECT_EQ(api().Get(Instances() + "?watch=False").names(), std::vector<std::string>{"i"});
+  // Kubernetes takes every value but 0 and false for true (api/query_params.h): a watch.
+  WatchCollector maybe(gantryd_->base_url(), Instances() + "?watch=maybe",
+                       [](const json::object&) { return true; });
+  ASSERT_TRUE(maybe.WaitDone());
+  EXPECT_EQ(maybe.Summary(), std::vector<std::string>{"ADDED i"});
   ExpectUnchanged();
 }
 

@@ -320,5 +320,97 @@ TEST_F(ListsTest, ProjectsListWithSelectorsAndSearch) {
               ElementsAre("default"));
 }
 
+// resourceVersionMatch (issue 24): gantryd lists the current state only, so NotOlderThan (and
+// a bare resourceVersion) is served by the current list, Exact only at the current version,
+// an older Exact is 410 Expired (clients list again), and so is a version not reached yet.
+TEST_F(ListsTest, ResourceVersionMatchIsServedByTheCurrentList) {
+  Resp first = api().Get(NsPath("default", "computeinstances"));
+  const std::string old_rv = first.meta("resourceVersion");
+  Make("f-newer", "small", {});
+  Resp now = api().Get(NsPath("default", "computeinstances"));
+  const std::string rv = now.meta("resourceVersion");
+
+  EXPECT_EQ(Names("resourceVersion=" + rv + "&resourceVersionMatch=Exact").size(), 6u);
+  EXPECT_EQ(Names("resourceVersion=" + old_rv + "&resourceVersionMatch=NotOlderThan").size(), 6u);
+  EXPECT_EQ(Names("resourceVersion=" + old_rv).size(), 6u);
+  EXPECT_EQ(Names("resourceVersion=0").size(), 6u);
+
+  Resp exact = api().Get(NsPath("default", "computeinstances") + "?resourceVersion=" + old_rv +
+                         "&resourceVersionMatch=Exact");
+  EXPECT_TRUE(exact.IsStatus(410, "Expired")) << exact.raw;
+  EXPECT_EQ(exact.message(), "too old resource version: " + old_rv + " (" + rv +
+                                 "): gantryd lists only the current state; list again without "
+                                 "resourceVersionMatch=Exact");
+  Resp future = api().Get(NsPath("default", "computeinstances") + "?resourceVersion=999999999");
+  EXPECT_TRUE(future.IsStatus(410, "Expired")) << future.raw;
+  EXPECT_EQ(future.message(), "Too large resource version: 999999999, current: " + rv +
+                                  ": list again without resourceVersion");
+}
+
+// The combinations Kubernetes' ValidateListOptions forbids, in its words (422 ListOptions).
+TEST_F(ListsTest, ForbiddenListOptionsAreInvalid) {
+  struct Case {
+    std::string query, field, message;
+  };
+  const std::vector<Case> cases = {
+      {"resourceVersionMatch=Exact", "resourceVersionMatch",
+       "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"},
+      {"resourceVersion=0&resourceVersionMatch=Exact", "resourceVersionMatch",
+       "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""},
+      {"resourceVersion=5&resourceVersionMatch=Newest", "resourceVersionMatch",
+       "Unsupported value: \"Newest\": supported values: \"Exact\", \"NotOlderThan\", \"\""},
+      {"resourceVersion=5&resourceVersionMatch=Exact&continue=r5.c1.3", "resourceVersionMatch",
+       "Forbidden: resourceVersionMatch is forbidden when continue is provided"},
+      {"sendInitialEvents=true", "sendInitialEvents",
+       "Forbidden: sendInitialEvents is forbidden for list"},
+  };
+  for (const auto& c : cases) {
+    Resp r = api().Get(NsPath("default", "computeinstances") + "?" + c.query);
+    EXPECT_TRUE(r.IsStatus(422, "Invalid")) << c.query << ": " << r.raw;
+    EXPECT_EQ(r.message(), "ListOptions.meta.k8s.io \"\" is invalid: " + c.field + ": " + c.message)
+        << c.query;
+    EXPECT_EQ(r.cause_message(c.field), c.message) << c.query;
+  }
+}
+
+class ExpiredContinueTest : public ListsTest {
+ protected:
+  std::vector<std::string> Args() override { return {"--event-retention", "5"}; }
+};
+
+// A continue token carries its first page's resourceVersion and expires with that version's
+// history, as Kubernetes' do: 410 Expired, after which the client lists again.
+TEST_F(ExpiredContinueTest, AContinueTokenOlderThanTheHistoryIsExpired) {
+  Resp page = api().Get(NsPath("default", "computeinstances") + "?limit=2");
+  ASSERT_EQ(page.status, 200) << page.raw;
+  const std::string token = page.meta("continue");
+  ASSERT_FALSE(token.empty());
+  // Compaction runs every 100 commits; 120 writes guarantee it ran with only 5 kept.
+  for (int i = 0; i < 120; ++i) {
+    Resp r = api().Patch(ClusterPath("projects", "default"),
+                         json::object{{"metadata", {{"labels", {{"n", std::to_string(i)}}}}}});
+    ASSERT_EQ(r.status, 200) << r.raw;
+  }
+  Resp expired = api().Get(NsPath("default", "computeinstances") + "?limit=2&continue=" +
+                           Escape(token));
+  EXPECT_TRUE(expired.IsStatus(410, "Expired")) << expired.raw;
+  EXPECT_EQ(expired.message(),
+            "The provided continue parameter is too old to display a consistent list result. "
+            "You can start a new list without the continue parameter.");
+
+  // A new list pages to the end.
+  std::vector<std::string> names;
+  std::string next;
+  do {
+    Resp r = api().Get(NsPath("default", "computeinstances") + "?limit=2" +
+                       (next.empty() ? "" : "&continue=" + Escape(next)));
+    ASSERT_EQ(r.status, 200) << r.raw;
+    for (const auto& n : r.names()) names.push_back(n);
+    next = r.meta("continue");
+  } while (!next.empty());
+  EXPECT_THAT(names, ElementsAre("e-unlabelled", "d-dev", "c-staging", "b-prod-vision",
+                                 "a-prod-llm"));
+}
+
 }  // namespace
 }  // namespace gantry::testing

@@ -218,5 +218,123 @@ TEST_F(ExpiredWatchTest, TooOldResourceVersionYieldsAnErrorEventWith410) {
   EXPECT_THAT(recent->Summary(), ElementsAre("ADDED marker"));
 }
 
+// Boolean query parameters as the Kubernetes API server reads them (issue 24): absent, "0"
+// and "false" in any case are false, anything else is true. The official Python client sends
+// watch=True.
+TEST_F(WatchTest, BooleanParametersAreReadAsKubernetesReadsThem) {
+  api().CreateInstance("default", "a", "p");
+  for (const char* yes : {"true", "True", "TRUE", "1", "t", "yes", ""}) {
+    auto watch = Watch(Instances() + "?watch=" + yes, StopAt("ADDED", "a"));
+    ASSERT_TRUE(watch->WaitDone()) << yes;
+    EXPECT_TRUE(watch->result().ok()) << yes << ": " << watch->result();
+    EXPECT_THAT(watch->Summary(), ElementsAre("ADDED a")) << yes;
+  }
+  for (const char* no : {"false", "False", "FALSE", "0"}) {
+    Resp list = api().Get(Instances() + "?watch=" + no);
+    EXPECT_EQ(list.status, 200) << no << ": " << list.raw;
+    EXPECT_EQ(list.obj().at("kind"), "ComputeInstanceList") << no;
+  }
+}
+
+std::string BookmarkVersion(const json::object& e) {
+  if (TypeOf(e) != "BOOKMARK") return "";
+  return std::string(e.at("object").at("metadata").at("resourceVersion").as_string());
+}
+
+class BookmarkTest : public WatchTest {
+ protected:
+  std::vector<std::string> Args() override { return {"--watch-bookmark-seconds", "0.1"}; }
+};
+
+// allowWatchBookmarks=true: BOOKMARK events carry the resourceVersion up to which the watch
+// has seen everything, writes of other kinds included, so a client resumes from there.
+TEST_F(BookmarkTest, BookmarksCarryTheVersionAWatchHasSeenEverythingUpTo) {
+  auto plain = Watch(Instances() + "?watch=true&resourceVersion=0", StopAt("ADDED", "marker"));
+  const std::string start = api().Get(Instances()).meta("resourceVersion");
+  auto watch = Watch(Instances() + "?watch=true&allowWatchBookmarks=true&resourceVersion=" + start,
+                     nullptr);
+  // A write of another kind moves the bookmarks of this watch past it.
+  json::object other = api().CreateProject("elsewhere");
+  const int64_t other_rv =
+      std::stoll(std::string(other.at("metadata").at("resourceVersion").as_string()));
+  ASSERT_TRUE(watch->WaitFor([&](const auto& events) {
+    int seen = 0;
+    for (const auto& e : events)
+      if (!BookmarkVersion(e).empty() && std::stoll(BookmarkVersion(e)) >= other_rv) ++seen;
+    return seen >= 2;  // two periods: `plain` has been open for a whole one
+  }));
+  json::object bookmark;
+  for (const auto& e : watch->events())
+    if (TypeOf(e) == "BOOKMARK") bookmark = e.at("object").as_object();
+  EXPECT_EQ(bookmark.at("kind"), "ComputeInstance");
+  EXPECT_EQ(bookmark.at("apiVersion"), "paas.gantry.dev/v1");
+  EXPECT_EQ(bookmark.at("metadata").as_object().size(), 1u) << json::serialize(bookmark);
+  for (const auto& e : watch->events()) EXPECT_EQ(TypeOf(e), "BOOKMARK");
+
+  // Resuming from the bookmark sends exactly what came after it.
+  const std::string resume = std::string(bookmark.at("metadata").at("resourceVersion").as_string());
+  api().CreateInstance("default", "marker", "p");
+  auto resumed = Watch(Instances() + "?watch=true&resourceVersion=" + resume,
+                       StopAt("ADDED", "marker"));
+  ASSERT_TRUE(resumed->WaitDone());
+  EXPECT_THAT(resumed->Summary(), ElementsAre("ADDED marker"));
+  // Without allowWatchBookmarks there are none.
+  ASSERT_TRUE(plain->WaitDone());
+  EXPECT_THAT(plain->Summary(), ElementsAre("ADDED marker"));
+}
+
+// sendInitialEvents=true (Kubernetes' streaming list): the current objects, then a bookmark
+// annotated k8s.io/initial-events-end at the version they were read at; =false skips them.
+TEST_F(WatchTest, SendInitialEventsEndsWithAnAnnotatedBookmark) {
+  api().CreateInstance("default", "a", "p");
+  api().CreateInstance("default", "b", "p");
+  const std::string rv = api().Get(Instances()).meta("resourceVersion");
+  auto watch = Watch(Instances() + "?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
+                                   "&resourceVersionMatch=NotOlderThan",
+                     [](const json::object& e) { return TypeOf(e) == "BOOKMARK"; });
+  ASSERT_TRUE(watch->WaitDone());
+  EXPECT_THAT(watch->Summary(), ElementsAre("ADDED a", "ADDED b", "BOOKMARK "));
+  const json::object end = watch->events().back().at("object").as_object();
+  EXPECT_EQ(BookmarkVersion(watch->events().back()), rv);
+  EXPECT_EQ(end.at("metadata").at("annotations").as_object(),
+            (json::object{{"k8s.io/initial-events-end", "true"}}));
+}
+
+TEST_F(BookmarkTest, SendInitialEventsFalseStartsFromNow) {
+  api().CreateInstance("default", "a", "p");
+  auto fresh = Watch(Instances() + "?watch=1&sendInitialEvents=false&allowWatchBookmarks=1"
+                                   "&resourceVersionMatch=NotOlderThan",
+                     StopAt("ADDED", "marker"));
+  // A bookmark says the watch has started: what is written now reaches it.
+  ASSERT_TRUE(fresh->WaitFor([](const auto& events) { return !events.empty(); }));
+  api().CreateInstance("default", "marker", "p");
+  ASSERT_TRUE(fresh->WaitDone());
+  std::vector<std::string> changes;
+  for (const std::string& line : fresh->Summary())
+    if (line != "BOOKMARK ") changes.push_back(line);
+  EXPECT_THAT(changes, ElementsAre("ADDED marker"));
+}
+
+TEST_F(WatchTest, ForbiddenWatchOptionsAreInvalid) {
+  struct Case {
+    std::string query, field, message;
+  };
+  const std::vector<Case> cases = {
+      {"resourceVersion=1&resourceVersionMatch=NotOlderThan", "resourceVersionMatch",
+       "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
+       "provided"},
+      {"sendInitialEvents=true&allowWatchBookmarks=true", "resourceVersionMatch",
+       "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"},
+      {"sendInitialEvents=true&resourceVersionMatch=NotOlderThan", "allowWatchBookmarks",
+       "Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true"},
+  };
+  for (const auto& c : cases) {
+    Resp r = api().Get(Instances() + "?watch=true&" + c.query);
+    EXPECT_TRUE(r.IsStatus(422, "Invalid")) << c.query << ": " << r.raw;
+    EXPECT_EQ(r.message(), "ListOptions.meta.k8s.io \"\" is invalid: " + c.field + ": " + c.message)
+        << c.query;
+  }
+}
+
 }  // namespace
 }  // namespace gantry::testing

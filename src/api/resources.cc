@@ -76,13 +76,28 @@ json::object ClientMetadata(const json::object& incoming) {
   return out;
 }
 
-absl::StatusOr<int64_t> ParseNonNegative(const Query& q, const std::string& key) {
-  auto it = q.find(key);
-  if (it == q.end() || it->second.empty()) return 0;
-  const std::string& s = it->second;
-  if (s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos)
-    return BadRequestError(key + " must be a non-negative integer, not \"" + s + "\"");
-  return std::stoll(s);
+// Continue tokens as clients see them: "r<RV>.<position>", where the position is the store's
+// token (or kSharedContinue's) and RV the resourceVersion of the list's first page. Gantry's
+// pages are not a snapshot, but like Kubernetes a token expires with the history of its RV
+// (410 Expired), so that a client that paged slower than --event-retention lists again.
+struct ContinueToken {
+  int64_t first_rv = 0;  // 0: a token without one (from an older gantryd)
+  std::string position;
+};
+
+std::string EncodeContinue(int64_t first_rv, const std::string& position) {
+  return position.empty() ? "" : "r" + std::to_string(first_rv) + "." + position;
+}
+
+absl::StatusOr<ContinueToken> DecodeContinue(const std::string& token) {
+  if (token.empty() || token[0] != 'r') return ContinueToken{0, token};
+  size_t dot = token.find('.');
+  std::string rv = token.substr(1, dot == std::string::npos ? 0 : dot - 1);
+  if (rv.empty() || rv.size() > 18 || rv.find_first_not_of("0123456789") != std::string::npos ||
+      dot + 1 >= token.size())
+    return BadRequestError("continue token \"" + token.substr(0, 64) +
+                           "\" is not valid; start the list again");
+  return ContinueToken{std::stoll(rv), token.substr(dot + 1)};
 }
 
 // The variables of an instance whose values are sealed (or about to be: all sensitive).
@@ -661,7 +676,7 @@ absl::StatusOr<store::ListOptions> ResourceService::ListOptionsFor(const Target&
   for (auto& f : fields) opts.fields.push_back({f.field, f.equals, f.value});
   opts.search = QueryValue(q, "search");
   if (opts.search.size() > 256) return BadRequestError("search text is longer than 256 characters");
-  ASSIGN_OR_RETURN(opts.limit, ParseNonNegative(q, "limit"));
+  ASSIGN_OR_RETURN(opts.limit, QueryNonNegative(q, "limit"));
   opts.continue_token = QueryValue(q, "continue");
   return opts;
 }
@@ -693,7 +708,17 @@ absl::StatusOr<std::vector<json::object>> ResourceService::SharedInto(
 
 absl::StatusOr<json::object> ResourceService::List(const Target& t, const Query& q) {
   ASSIGN_OR_RETURN(store::ListOptions opts, ListOptionsFor(t, q));
+  ASSIGN_OR_RETURN(VersionOptions version, ParseVersionOptions(q, /*watch=*/false));
+  ASSIGN_OR_RETURN(ContinueToken token, DecodeContinue(opts.continue_token));
+  opts.continue_token = token.position;
   if (t.kind->namespaced && !t.all_namespaces) RETURN_IF_ERROR(CheckProjectExists(t.ns));
+  if (token.first_rv > 0) {
+    // The events after the first page's resourceVersion must still be kept.
+    if (auto kept = store_.EventsSince(token.first_rv, 1); absl::IsOutOfRange(kept.status()))
+      return ExpiredError("The provided continue parameter is too old to display a consistent "
+                          "list result. You can start a new list without the continue "
+                          "parameter.");
+  }
   const bool with_shared = t.kind->namespaced && !t.all_namespaces && Sharable(t.kind->kind);
   size_t shared_offset = 0;
   bool own_done = false;
@@ -722,8 +747,11 @@ absl::StatusOr<json::object> ResourceService::List(const Target& t, const Query&
     for (; i < shared.size() && room > 0; ++i, --room) items.push_back(std::move(shared[i]));
     if (i < shared.size()) next_token = kSharedContinue + std::to_string(i);
   }
+  RETURN_IF_ERROR(CheckListVersion(version, result.resource_version));
   json::object meta{{"resourceVersion", std::to_string(result.resource_version)}};
-  if (!next_token.empty()) meta["continue"] = next_token;
+  if (!next_token.empty())
+    meta["continue"] = EncodeContinue(token.first_rv ? token.first_rv : result.resource_version,
+                                      next_token);
   return json::object{{"apiVersion", model::kApiVersion},
                       {"kind", t.kind->ListKind()},
                       {"metadata", std::move(meta)},
@@ -1199,17 +1227,18 @@ absl::StatusOr<std::shared_ptr<LineStream>> ResourceService::Watch(const Target&
                                                                    Visibility visible) {
   ASSIGN_OR_RETURN(store::ListOptions opts, ListOptionsFor(t, q));
   if (t.kind->namespaced && !t.all_namespaces) RETURN_IF_ERROR(CheckProjectExists(t.ns));
-  ASSIGN_OR_RETURN(int64_t timeout, ParseNonNegative(q, "timeoutSeconds"));
-  std::string rv_param = QueryValue(q, "resourceVersion");
-  if (!rv_param.empty() && (rv_param.size() > 18 ||
-                            rv_param.find_first_not_of("0123456789") != std::string::npos))
-    return BadRequestError("resourceVersion \"" + rv_param + "\" is not valid");
+  ASSIGN_OR_RETURN(int64_t timeout, QueryNonNegative(q, "timeoutSeconds"));
+  ASSIGN_OR_RETURN(VersionOptions version, ParseVersionOptions(q, /*watch=*/true));
+  const int64_t rv = version.resource_version.value_or(0);
+  // Kubernetes' rule: without a resourceVersion (or with 0) the current objects come first,
+  // unless sendInitialEvents=false; sendInitialEvents=true sends them whatever the version.
+  const bool initial = version.send_initial_events.value_or(rv == 0);
 
   WatchFilter filter{opts.kind, opts.ns, opts.labels, opts.fields, opts.search, visible};
   if (!t.name.empty()) filter.fields.push_back({"metadata.name", true, t.name});
   auto stream = std::make_shared<LineStream>();
   if (timeout > 0) stream->timeout = std::chrono::seconds(std::min<int64_t>(timeout, 86400));
-  auto sub = hub_.Subscribe(filter, stream);
+  auto sub = hub_.Subscribe(filter, stream, version.allow_bookmarks);
   // The subscription owns the stream; the stream must not own the subscription back.
   std::weak_ptr<WatchHub::Subscription> weak_sub = sub;
   stream->SetOnCancel([this, weak_sub] {
@@ -1217,7 +1246,7 @@ absl::StatusOr<std::shared_ptr<LineStream>> ResourceService::Watch(const Target&
   });
 
   int64_t after = 0;
-  if (rv_param.empty() || rv_param == "0") {
+  if (initial) {
     // Current state first, as ADDED events, then changes after the list's resourceVersion.
     store::ListOptions all = opts;
     all.limit = 0;
@@ -1231,8 +1260,12 @@ absl::StatusOr<std::shared_ptr<LineStream>> ResourceService::Watch(const Target&
     for (auto it = list->items.rbegin(); it != list->items.rend(); ++it)
       if (!visible || visible(*it)) stream->Push(WatchLine("ADDED", *it));
     after = list->resource_version;
+    if (version.send_initial_events.value_or(false))
+      stream->Push(BookmarkLine(t.kind->kind, after, /*initial_events_end=*/true));
+  } else if (rv == 0) {
+    after = store_.CurrentResourceVersion();  // sendInitialEvents=false: changes from now on
   } else {
-    after = std::stoll(rv_param);
+    after = rv;
     while (true) {
       auto events = store_.EventsSince(after, 1000);
       if (!events.ok()) {

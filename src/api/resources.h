@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "api/http_types.h"
+#include "api/query_params.h"
 #include "api/watch_hub.h"
 #include "auth/authenticator.h"
 #include "common/clock.h"
@@ -53,8 +54,6 @@ struct Target {
 
 // Decides whether the caller may see an object (lists and watches across projects).
 using Visibility = std::function<bool(const boost::json::object& obj)>;
-
-using Query = std::map<std::string, std::string>;
 
 // Called by Delete for a deployed instance: tears it down, then removes the record.
 // Provided by the engine; without one such deletes are refused.

@@ -159,11 +159,6 @@ absl::Status CheckJsonBody(const Request& r) {
                                    " (the gantry CLI converts YAML for you)");
 }
 
-bool IsTrue(const Query& q, const std::string& key) {
-  auto it = q.find(key);
-  return it != q.end() && (it->second == "true" || it->second == "1");
-}
-
 bool IsMutation(const std::string& method) {
   return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
 }
@@ -404,7 +399,7 @@ Response Router::RunLog(const Target& t, const Query& query) {
   std::string uid = model::GetString(*run, "metadata.uid");
   std::string phase = model::GetString(*run, "status.phase");
   bool active = phase == "Queued" || phase == "Running";
-  if (IsTrue(query, "follow")) {
+  if (QueryBool(query, "follow")) {
     Response r;
     r.content_type = "text/plain; charset=utf-8";
     r.stream = std::make_shared<LineStream>();
@@ -784,7 +779,7 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
 
   // Authorize before anything else is looked at.
   const bool tokens = t.kind->kind == "User" && sub == "tokens";
-  const bool watch = IsTrue(query, "watch");
+  const bool watch = QueryBool(query, "watch");
   StreamAccess access{t, VerbOf(m, sub, t.name.empty() || (tokens && subname.empty()), watch),
                       tokens ? "Token" : t.kind->kind, std::nullopt};
   if (absl::Status s = Authorize(subject, t, access.verb, access.kind); !s.ok())
@@ -929,7 +924,7 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
           return ErrorResponse(s);
       }
       bool created = false;
-      auto out = resources_.Apply(t, request.body, IsTrue(query, "force"), &created);
+      auto out = resources_.Apply(t, request.body, QueryBool(query, "force"), &created);
       return FromStatusOr(std::move(out), created ? 201 : 200);
     }
     if (type == "application/merge-patch+json")

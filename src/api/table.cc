@@ -302,7 +302,8 @@ std::shared_ptr<LineStream> TableWatch(std::shared_ptr<LineStream> events,
       if (!ec && event.is_object()) {
         json::object& e = event.as_object();
         json::value* obj = e.if_contains("object");
-        if (GetString(e, "type") != "ERROR" && obj && obj->is_object())
+        std::string type = GetString(e, "type");
+        if (type != "ERROR" && type != "BOOKMARK" && obj && obj->is_object())
           *obj = ToTable(kind, obj->get_object(), include, version, now());
         line = json::serialize(e);
       }

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "model/codec.h"
+#include "model/schema.h"
 #include "model/sealed_fields.h"
 
 namespace gantry::api {
@@ -41,11 +42,26 @@ std::string WatchLine(std::string_view type, const json::object& object) {
   return json::serialize(line);
 }
 
+std::string BookmarkLine(const std::string& kind, int64_t resource_version,
+                         bool initial_events_end) {
+  json::object meta{{"resourceVersion", std::to_string(resource_version)}};
+  if (initial_events_end) meta["annotations"] = json::object{{"k8s.io/initial-events-end", "true"}};
+  return json::serialize(json::object{
+      {"type", "BOOKMARK"},
+      {"object", json::object{{"kind", kind},
+                              {"apiVersion", model::kApiVersion},
+                              {"metadata", std::move(meta)}}}});
+}
+
+WatchHub::~WatchHub() { StopBookmarks(); }
+
 std::shared_ptr<WatchHub::Subscription> WatchHub::Subscribe(WatchFilter filter,
-                                                            std::shared_ptr<LineStream> stream) {
+                                                            std::shared_ptr<LineStream> stream,
+                                                            bool bookmarks) {
   auto sub = std::make_shared<Subscription>();
   sub->filter = std::move(filter);
   sub->stream = std::move(stream);
+  sub->bookmarks = bookmarks;
   std::lock_guard<std::mutex> lock(mu_);
   subs_.push_back(sub);
   return sub;
@@ -69,6 +85,7 @@ void WatchHub::Unsubscribe(const std::shared_ptr<Subscription>& sub) {
 }
 
 void WatchHub::CloseAll() {
+  StopBookmarks();
   std::vector<std::shared_ptr<Subscription>> subs;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -101,6 +118,51 @@ void WatchHub::Publish(const std::vector<store::Event>& events) {
       if (!sub->stream->Push(WatchLine(e.type, e.object))) break;
     }
   }
+  if (events.empty()) return;
+  // Only now is every event up to here offered to every subscription that was registered
+  // when it was published (later ones read it from the store while replaying history).
+  std::lock_guard<std::mutex> lock(mu_);
+  published_ = std::max(published_, events.back().resource_version);
+}
+
+void WatchHub::SendBookmarks() {
+  std::vector<std::shared_ptr<Subscription>> subs;
+  int64_t published = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    subs = subs_;
+    published = published_;
+  }
+  for (auto& sub : subs) {
+    if (!sub->bookmarks) continue;
+    std::lock_guard<std::mutex> lock(sub->mu);
+    if (!sub->started) continue;  // still replaying history: its watermark is not known yet
+    sub->stream->Push(BookmarkLine(sub->filter.kind, std::max(sub->after, published)));
+  }
+}
+
+void WatchHub::StartBookmarks(std::chrono::milliseconds period) {
+  std::lock_guard<std::mutex> lock(ticker_mu_);
+  if (ticker_.joinable() || ticker_stop_) return;
+  ticker_ = std::thread([this, period] {
+    std::unique_lock<std::mutex> lock(ticker_mu_);
+    while (!ticker_cv_.wait_for(lock, period, [this] { return ticker_stop_; })) {
+      lock.unlock();
+      SendBookmarks();
+      lock.lock();
+    }
+  });
+}
+
+void WatchHub::StopBookmarks() {
+  std::thread ticker;
+  {
+    std::lock_guard<std::mutex> lock(ticker_mu_);
+    ticker_stop_ = true;
+    ticker.swap(ticker_);
+  }
+  ticker_cv_.notify_all();
+  if (ticker.joinable()) ticker.join();
 }
 
 }  // namespace gantry::api

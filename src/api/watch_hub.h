@@ -6,14 +6,24 @@
 // forwards events with resourceVersion greater than its `after` watermark, which the watch
 // handler advances after replaying history, so no event is sent twice or skipped.
 //
+// Bookmarks (Kubernetes' allowWatchBookmarks): a subscription that asks for them gets a
+// `BOOKMARK` event every bookmark period (StartBookmarks) carrying the resourceVersion up to
+// which it has been sent every event it matches: the highest of its own watermark and the
+// last resourceVersion Publish has finished fanning out. A client that reconnects resumes
+// from there instead of from the last object it happened to see, and never lists again
+// while that version is kept (--event-retention).
+//
 // Thread-safety: all methods are safe from any thread.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -36,6 +46,11 @@ struct WatchFilter {
 
 // One watch line: {"type":"ADDED","object":{...}}.
 std::string WatchLine(std::string_view type, const boost::json::object& object);
+// A bookmark: {"type":"BOOKMARK","object":{"kind":KIND,"apiVersion":...,"metadata":
+// {"resourceVersion":"RV"}}}; with `initial_events_end` the annotation
+// "k8s.io/initial-events-end": "true" that ends a watch's sendInitialEvents.
+std::string BookmarkLine(const std::string& kind, int64_t resource_version,
+                         bool initial_events_end = false);
 
 class WatchHub {
  public:
@@ -44,6 +59,7 @@ class WatchHub {
     // Lines for events held back until Start (while history is replayed).
     WatchFilter filter;
     std::shared_ptr<LineStream> stream;
+    bool bookmarks = false;  // constant after Subscribe
 
    private:
     friend class WatchHub;
@@ -53,8 +69,15 @@ class WatchHub {
     std::vector<store::Event> held;  // events that arrived before Start
   };
 
+  WatchHub() = default;
+  ~WatchHub();  // stops the bookmark thread
+  WatchHub(const WatchHub&) = delete;
+  WatchHub& operator=(const WatchHub&) = delete;
+
   // Registers a subscription; events published from now on are held until Start.
-  std::shared_ptr<Subscription> Subscribe(WatchFilter filter, std::shared_ptr<LineStream> stream);
+  // `bookmarks`: it gets BOOKMARK events once started (see above).
+  std::shared_ptr<Subscription> Subscribe(WatchFilter filter, std::shared_ptr<LineStream> stream,
+                                          bool bookmarks = false);
   // Releases held events with resourceVersion > `after` and forwards later ones directly.
   void Start(const std::shared_ptr<Subscription>& sub, int64_t after);
   void Unsubscribe(const std::shared_ptr<Subscription>& sub);
@@ -64,9 +87,24 @@ class WatchHub {
   void Publish(const std::vector<store::Event>& events);
   size_t SubscriberCount();
 
+  // Sends one BOOKMARK to every started subscription that asked for bookmarks.
+  void SendBookmarks();
+  // Starts a thread that calls SendBookmarks every `period` until CloseAll or destruction.
+  // Call once, at start-up (gantryd: --watch-bookmark-seconds, 60 s as Kubernetes).
+  void StartBookmarks(std::chrono::milliseconds period);
+
  private:
+  void StopBookmarks();
+
   std::mutex mu_;
   std::vector<std::shared_ptr<Subscription>> subs_ ABSL_GUARDED_BY(mu_);
+  // Every event up to here was offered to every subscription registered when it came.
+  int64_t published_ ABSL_GUARDED_BY(mu_) = 0;
+
+  std::mutex ticker_mu_;
+  std::condition_variable ticker_cv_;
+  bool ticker_stop_ ABSL_GUARDED_BY(ticker_mu_) = false;
+  std::thread ticker_;  // started by StartBookmarks, joined by StopBookmarks
 };
 
 }  // namespace gantry::api

@@ -175,6 +175,10 @@ int main(int argc, char** argv) {
   app.add_option("--event-retention", event_retention,
                  "Changes kept for watch resumption; older resourceVersions get 410 Expired")
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}))->capture_default_str();
+  double bookmark_seconds = 60;
+  app.add_option("--watch-bookmark-seconds", bookmark_seconds,
+                 "How often watches with allowWatchBookmarks=true get a BOOKMARK event")
+      ->check(CLI::Range(0.05, 3600.0))->capture_default_str();
   app.add_option("--workers", workers, "Runs executed at once")->check(CLI::Range(1, 1024))
       ->capture_default_str();
   app.add_option("--drain-seconds", drain_seconds,
@@ -318,6 +322,7 @@ int main(int argc, char** argv) {
   gantry::SystemClock clock;
   gantry::Metrics metrics;
   gantry::api::WatchHub hub;
+  hub.StartBookmarks(std::chrono::milliseconds(static_cast<int64_t>(bookmark_seconds * 1000)));
   gantry::engine::RunLogs logs((std::filesystem::path(data_dir) / "runs").string());
   gantry::engine::Inventory inventory;
   if (!gpus_flag.empty()) {

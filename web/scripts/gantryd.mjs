@@ -20,11 +20,13 @@ export function findGantryd(explicit) {
   throw new Error('no gantryd binary found: build it (ninja -C build-dbg gantryd) or pass --gantryd PATH');
 }
 
-export async function startGantryd({ binary, args = [], uiDir, cwd = repoRoot } = {}) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'gantry-web-'));
-  const token = randomBytes(24).toString('hex');
+// `dataDir`, `port` and `token` (all optional) start it again where an earlier one ran: that
+// data directory (kept on stop), that port, that bootstrap token.
+export async function startGantryd({ binary, args = [], uiDir, cwd = repoRoot, ...again } = {}) {
+  const dataDir = again.dataDir ?? mkdtempSync(join(tmpdir(), 'gantry-web-'));
+  const token = again.token ?? randomBytes(24).toString('hex');
   const adminPassword = randomBytes(12).toString('hex');
-  const argv = ['--listen', '127.0.0.1:0', '--data-dir', dataDir, ...args];
+  const argv = ['--listen', `127.0.0.1:${again.port ?? 0}`, '--data-dir', dataDir, ...args];
   if (uiDir) argv.push('--ui-dir', uiDir);
   const child = spawn(findGantryd(binary), argv, {
     cwd, env: { ...process.env, GANTRY_BOOTSTRAP_TOKEN: token, GANTRY_ADMIN_PASSWORD: adminPassword }, stdio: ['ignore', 'ignore', 'pipe'],
@@ -49,7 +51,7 @@ export async function startGantryd({ binary, args = [], uiDir, cwd = repoRoot } 
       child.kill('SIGTERM');
       code = await done;
     }
-    rmSync(dataDir, { recursive: true, force: true });
+    if (!again.dataDir) rmSync(dataDir, { recursive: true, force: true });
     return code;
   };
   return { url, token, adminPassword, dataDir, stop, log: () => log };
