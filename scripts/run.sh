@@ -36,8 +36,8 @@ step() {
 }
 
 build() {
-  cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_TESTS=OFF
-  ninja -C build-release gantryd gantry
+  cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_TESTS=OFF &&
+    ninja -C build-release gantryd gantry
 }
 
 echo "Gantry: the full output of each step goes to $LOG"
