@@ -10,8 +10,9 @@
 // a clean clone to a deployed example instance whose endpoint answers, and prints it (a
 // "[newcomer]" line; docs/performance.md). It asserts nothing about time. The packages are
 // already installed (the test command installed them); ccache, when warm, makes the build
-// short, and the printed ccache hits and misses say how warm it was. The build is done first
-// at a bounded parallelism (see SetUp); run.sh then runs its own cmake and ninja as usual.
+// short, and the printed ccache hits and misses say how warm it was (GANTRY_NEWCOMER_COLD=1:
+// no ccache at all, the build of a fresh machine). The build is done first at a bounded
+// parallelism (see SetUp); run.sh then runs its own cmake and ninja as usual.
 //
 // Workloads outlive gantryd by design (docs/drivers.md, local: "it outlives gantryd"), so
 // after the first Ctrl-C the notebook still runs; the test starts the script a second time
@@ -127,6 +128,8 @@ class RunScriptTest : public ::testing::Test {
     // date. ccache's counters for this build go to ccache-stats.log.
     const char* jobs_env = std::getenv("GANTRY_TEST_JOBS");
     std::string jobs = jobs_env && *jobs_env ? jobs_env : "2";
+    if (const char* cold = std::getenv("GANTRY_NEWCOMER_COLD"); cold && std::string(cold) == "1")
+      ::setenv("CCACHE_DISABLE", "1", 1);  // inherited by run.sh too
     std::string prebuild = "cd '" + root_ + "' && export CCACHE_BASEDIR='" + root_ +
                            "' CCACHE_NOHASHDIR=true CCACHE_STATSLOG='" + root_ +
                            "/ccache-stats.log' && cmake -S . -B build-release -G Ninja "
@@ -216,6 +219,8 @@ class RunScriptTest : public ::testing::Test {
 
   // ccache's hits and misses during the prebuild, e.g. "312 hits, 0 misses" (or "no ccache").
   std::string CcacheCounts() const {
+    const char* disabled = std::getenv("CCACHE_DISABLE");
+    if (disabled && *disabled) return "ccache disabled";
     std::ifstream in(root_ + "/ccache-stats.log");
     if (!in) return "no ccache";
     int hits = 0, misses = 0;
