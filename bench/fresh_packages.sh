@@ -25,18 +25,18 @@ t0=$SECONDS
 debootstrap --variant=minbase bookworm "$FRESH" "$MIRROR" >"$FRESH.debootstrap.log" 2>&1 ||
   { tail -n 30 "$FRESH.debootstrap.log"; exit 1; }
 rm -f "$FRESH.debootstrap.log"
-echo "minimal bookworm root in $((SECONDS - t0)) s: $(du -sm "$FRESH" | cut -f1) MiB"
+echo "minimal bookworm root in $((SECONDS - t0)) s: $(du -smx "$FRESH" | cut -f1) MiB"
 cp /etc/resolv.conf "$FRESH/etc/resolv.conf" 2>/dev/null || true
 mount -t proc proc "$FRESH/proc"
 mkdir -p "$FRESH/gantry/scripts"
 cp "$ROOT_DIR/scripts/install-deps.sh" "$FRESH/gantry/scripts/"
 
 for mode in run test; do
-  before=$(du -sm "$FRESH" | cut -f1)
+  before=$(du -smx "$FRESH" | cut -f1)
   t0=$SECONDS
   chroot "$FRESH" bash /gantry/scripts/install-deps.sh "$mode" >"$FRESH/install-$mode.log" 2>&1 ||
     { tail -n 30 "$FRESH/install-$mode.log"; exit 1; }
-  echo "install-deps.sh $mode: $((SECONDS - t0)) s, +$(($(du -sm "$FRESH" | cut -f1) - before)) MiB;" \
+  echo "install-deps.sh $mode: $((SECONDS - t0)) s, +$(($(du -smx "$FRESH" | cut -f1) - before)) MiB;" \
     "$(grep -E '^packages' "$FRESH/install-$mode.log")," \
     "$(grep -c '^Setting up ' "$FRESH/install-$mode.log" || true) Debian packages set up with their dependencies"
   grep -E '^disabling|^creating' "$FRESH/install-$mode.log" | sed 's/^/  /' || true
