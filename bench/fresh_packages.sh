@@ -14,6 +14,7 @@ MIRROR="${1:-http://deb.debian.org/debian}"
 command -v debootstrap >/dev/null || { echo "needs debootstrap (apt-get install debootstrap)" >&2; exit 2; }
 
 FRESH="$(mktemp -d "${TMPDIR:-/tmp}/gantry-fresh.XXXXXX")"
+chmod 755 "$FRESH"   # the root's /: system users (munge's postinst runs su munge) traverse it
 cleanup() {
   umount "$FRESH/proc" 2>/dev/null || true
   [ "${KEEP_ROOT:-0}" = 1 ] && { echo "kept $FRESH"; return; }
