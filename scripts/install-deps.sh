@@ -41,12 +41,15 @@ TEST_PACKAGES=(
   postgresql
 )
 
-# Packages that ship a daemon, and its units: installed without starting them, then disabled.
+# Packages that ship a daemon, and its unit: installed without starting it, then disabled.
+# The tests bring these (slurm-wlm brings munge; Chromium brings dbus, the system message bus,
+# which systemd starts only when a program asks for it: on systemd `disable` leaves it so).
 declare -A SERVICE_UNITS=(
   [postgresql]="postgresql"
   [slurmctld]="slurmctld"
   [slurmd]="slurmd"
   [munge]="munge"
+  [dbus]="dbus"
 )
 
 PACKAGES=("${RUN_PACKAGES[@]}")
