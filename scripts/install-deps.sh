@@ -42,8 +42,8 @@ TEST_PACKAGES=(
 )
 
 # Packages that ship a daemon, and its unit: installed without starting it, then disabled.
-# The tests bring these (slurm-wlm brings munge; Chromium brings dbus, the system message bus,
-# which systemd starts only when a program asks for it: on systemd `disable` leaves it so).
+# The tests bring these: slurm-wlm brings munge, Chromium brings dbus (the system message bus;
+# under systemd its socket is static, so it still starts when a program first asks for it).
 declare -A SERVICE_UNITS=(
   [postgresql]="postgresql"
   [slurmctld]="slurmctld"
