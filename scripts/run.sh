@@ -1,18 +1,51 @@
 #!/usr/bin/env bash
-# Installs what Gantry needs, builds it, and starts gantryd on the embedded default (SQLite in
-# ./.gantry, the local driver on this machine). On first start it loads examples/ so the first
-# thing to do is deploy an instance. Extra arguments go to gantryd.
+# Installs what running Gantry needs, builds it, and starts gantryd on the embedded default
+# (SQLite in ./.gantry, the local driver on this machine). On first start it loads examples/ so
+# the first thing to do is deploy an instance. Extra arguments go to gantryd.
 #   GANTRY_LISTEN=HOST:PORT   where to listen (default 127.0.0.1:8080)
 #   GANTRY_TLS_LISTEN=HOST:PORT  where to serve HTTPS for kubectl (default 127.0.0.1:8443;
 #                             a self-signed certificate in .gantry/tls.crt)
 #   GANTRY_GPUS=TYPE:COUNT    GPUs to configure when nvidia-smi is absent (default demo-gpu:4)
+# It prints one line per step; the full output of apt, npm, cmake, the compiler and the CLI
+# goes to build-release/run.log (on a failure, its last lines are printed). gantryd's own log
+# stays on the terminal.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-bash scripts/build-ui.sh   # web/dist: the UI gantryd serves from /
+mkdir -p build-release
+LOG=build-release/run.log
+: >"$LOG"
+# ccache: hits between checkouts in different folders, as in scripts/test.sh.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
+
+# step MESSAGE COMMAND...: prints MESSAGE, runs COMMAND with its output in the log, then the
+# time it took; on a failure the log's last lines and exit 1.
+step() {
+  local msg="$1" t0=$SECONDS
+  shift
+  printf '%s ... ' "$msg"
+  echo "=== $msg: $*" >>"$LOG"
+  if "$@" >>"$LOG" 2>&1; then
+    echo "done ($((SECONDS - t0)) s)"
+  else
+    echo "FAILED"
+    echo "--- the last lines of $LOG:"
+    tail -n 40 "$LOG"
+    echo "--- (the whole output is in $LOG)"
+    exit 1
+  fi
+}
+
+build() {
+  cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_TESTS=OFF &&
+    ninja -C build-release gantryd gantry
+}
+
+echo "Gantry: the full output of each step goes to $LOG"
+step "installing packages" bash scripts/install-deps.sh run
+grep -E '^(packages|creating system user)' "$LOG" | sed 's/^/  /' || true
+step "building the web UI" bash scripts/build-ui.sh   # web/dist: the UI gantryd serves from /
 bash scripts/open-path-for-workloads.sh .   # as root, workloads run as gantry-workload
-cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_TESTS=OFF >/dev/null
-ninja -C build-release gantryd gantry
+step "building gantryd and the CLI" build
 LISTEN="${GANTRY_LISTEN:-127.0.0.1:8080}"
 TLS_LISTEN="${GANTRY_TLS_LISTEN:-127.0.0.1:8443}"
 SERVER="http://${LISTEN}"
@@ -41,6 +74,7 @@ else
   export -n GANTRY_ADMIN_PASSWORD 2>/dev/null || true
 fi
 
+echo "starting gantryd on ${SERVER}"
 ./build-release/src/app/gantryd "${args[@]}" "$@" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid' INT TERM
@@ -53,8 +87,17 @@ if [ "$first_start" = 1 ] && [ -n "${GANTRY_ADMIN_PASSWORD:-}" ]; then
   # Log the CLI in (a token in ~/.config/gantry/config.yaml), then load the examples with it.
   printf '%s\n' "$GANTRY_ADMIN_PASSWORD" |
     "$GANTRY" --server "$SERVER" login --user admin --password-stdin || true
+  # Full lines from here: gantryd's log shares the terminal.
   echo "first start: loading examples/"
-  "$GANTRY" --server "$SERVER" apply -f examples/ || true
+  echo "=== gantry apply -f examples/" >>"$LOG"
+  if "$GANTRY" --server "$SERVER" apply -f examples/ >"$LOG.apply" 2>&1; then
+    echo "  loaded $(grep -c -E ' (created|configured|unchanged)$' "$LOG.apply") objects"
+  else
+    echo "  FAILED (gantryd keeps running); the CLI said:"
+    tail -n 20 "$LOG.apply"
+  fi
+  cat "$LOG.apply" >>"$LOG"
+  rm -f "$LOG.apply"
 fi
 if [ -f "$PASSWORD_FILE" ]; then
   LOGIN="user admin, password $(cat "$PASSWORD_FILE")   (kept in $PASSWORD_FILE)"

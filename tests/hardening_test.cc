@@ -113,7 +113,8 @@ TEST_F(HardeningTest, JunkMethodsAndPathsAddNoMetricSeries) {
   // Every kind of junk: unknown methods, unknown /auth/ paths, unknown paths, unknown
   // subresources (authenticated), unauthenticated writes to unknown resources.
   auto junk = [&] {
-    std::string r = std::to_string(++n) + "x" + std::to_string(n * 7919);
+    ++n;  // apart: the operands of + are unsequenced
+    std::string r = std::to_string(n) + "x" + std::to_string(n * 7919);
     EXPECT_EQ(StatusOf(Exchange(port, "FOO" + r, "/")), 404);
     EXPECT_EQ(StatusOf(Exchange(port, "GET", "/auth/" + r)), 404);
     (void)Exchange(port, "GET", "/" + r + "/" + r);  // 404, or the web UI's index

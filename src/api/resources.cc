@@ -1413,7 +1413,8 @@ absl::Status ResourceService::EnsureProject(const std::string& name,
   auto existing = store_.Get(kProject, "", name);
   if (existing.ok()) return absl::OkStatus();
   if (!absl::IsNotFound(existing.status())) return existing.status();
-  Target t{model::FindKindByName(kProject), "", false, ""};
+  Target t;  // cluster-scoped, no caller: the server itself creates the project
+  t.kind = model::FindKindByName(kProject);
   json::object obj{{"metadata", json::object{{"name", name}}},
                    {"spec", json::object{{"displayName", display_name}}}};
   auto created = Create(t, json::serialize(obj));

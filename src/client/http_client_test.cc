@@ -130,7 +130,7 @@ std::string Ok(const std::string& body) {
 
 TEST(HttpClient, SendsAndReusesTheConnection) {
   ScriptedServer server([](const std::string& req) {
-    return ScriptedServer::Reply{Ok(absl::StrCat("{\"n\":", req.size(), "}"))};
+    return ScriptedServer::Reply{Ok(absl::StrCat("{\"n\":", req.size(), "}")), false, {}, {}};
   });
   HttpClient client(server.url(), "tok123");
   auto r1 = client.Send("GET", "/apis/x?limit=500");
@@ -150,7 +150,7 @@ TEST(HttpClient, SendsAndReusesTheConnection) {
 }
 
 TEST(HttpClient, NoAuthorizationWithoutToken) {
-  ScriptedServer server([](const std::string&) { return ScriptedServer::Reply{Ok("{}")}; });
+  ScriptedServer server([](const std::string&) { return ScriptedServer::Reply{Ok("{}"), false, {}, {}}; });
   HttpClient client(server.url());
   ASSERT_TRUE(client.Send("GET", "/x").ok());
   EXPECT_FALSE(absl::StrContains(server.requests()[0], "Authorization"));
@@ -158,7 +158,7 @@ TEST(HttpClient, NoAuthorizationWithoutToken) {
 
 TEST(HttpClient, ReconnectsOnceWhenTheServerDroppedAnIdleConnection) {
   ScriptedServer server([](const std::string&) {
-    return ScriptedServer::Reply{Ok("{}"), /*close_after=*/true};
+    return ScriptedServer::Reply{Ok("{}"), /*close_after=*/true, {}, {}};
   });
   HttpClient client(server.url());
   for (int i = 0; i < 3; ++i) {
@@ -212,7 +212,7 @@ TEST(HttpClient, StreamsChunkedLinesAndStopsOnRequest) {
         "8\r\n1}\r\n{\"b\"\r\n"
         "6\r\n:2}\n{\"\r\n"
         "0\r\n\r\n";
-    return ScriptedServer::Reply{body, true};
+    return ScriptedServer::Reply{body, true, {}, {}};
   });
   HttpClient client(server.url());
   std::vector<std::string> lines;
@@ -271,7 +271,7 @@ TEST(HttpClient, StreamDeliversEachLineWithoutWaitingForMore) {
 TEST(HttpClient, StreamsCloseDelimitedBodies) {
   ScriptedServer server([](const std::string&) {
     return ScriptedServer::Reply{"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nline 1\nline 2\n",
-                                 true};
+                                 true, {}, {}};
   });
   HttpClient client(server.url());
   std::vector<std::string> lines;
@@ -288,7 +288,7 @@ TEST(HttpClient, StreamErrorAnswerBecomesStatus) {
     std::string body = R"({"kind":"Status","code":404,"reason":"NotFound","message":"gone"})";
     return ScriptedServer::Reply{
         absl::StrCat("HTTP/1.1 404 Not Found\r\nContent-Length: ", body.size(), "\r\n\r\n", body),
-        true};
+        true, {}, {}};
   });
   HttpClient client(server.url());
   absl::Status s = client.Stream("/x", [](std::string_view) { return true; });

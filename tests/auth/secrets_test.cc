@@ -94,9 +94,11 @@ class SecretsTest : public GantrydTest {
   // Every place a secret could leak to: the data directory's files (the store), gantryd's log,
   // and the audit trail as an org-admin reads it.
   void ExpectNowhere(const std::string& secret) {
-    for (const auto& e : std::filesystem::directory_iterator(gantryd_->data_dir()))
-      if (e.is_regular_file() && e.path().filename().string().rfind("gantry.db", 0) == 0)
+    for (const auto& e : std::filesystem::directory_iterator(gantryd_->data_dir())) {
+      if (e.is_regular_file() && e.path().filename().string().rfind("gantry.db", 0) == 0) {
         EXPECT_THAT(Slurp(e.path()), Not(HasSubstr(secret))) << e.path();
+      }
+    }
     EXPECT_THAT(gantryd_->Log(), Not(HasSubstr(secret)));
     EXPECT_THAT(api().Get(ClusterPath("auditevents")).raw, Not(HasSubstr(secret)));
   }

@@ -57,7 +57,7 @@ TEST(SlurmConfigTest, ScriptGoesOnStdinAndDefaults) {
 TEST(SlurmConfigTest, AWorkloadUserSubmitsWithItsUidAndGid) {
   auto c = ParseSlurmConfig(Obj(R"({"command": ["hostname"]})"));
   ASSERT_TRUE(c.ok()) << c.status();
-  WorkloadUser user{.name = "gantry-workload", .uid = 998, .gid = 997};
+  WorkloadUser user{.name = "gantry-workload", .uid = 998, .gid = 997, .groups = {}, .home = ""};
   SbatchCall call = BuildSbatch(*c, "p.i", "{}", "/w/u1", "", &user);
   EXPECT_EQ(call.args, (std::vector<std::string>{"--parsable", "--job-name=p.i", "--comment={}",
                                                  "--nodes=1", "--chdir=/w/u1", "--uid=998",
