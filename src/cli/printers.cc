@@ -46,6 +46,19 @@ std::string MapText(const json::object& o, std::string_view path) {
   return out;
 }
 
+// GPUs in use per type of a Node: "h100 1/8,a100 0/2" (allocated/capacity), "<none>".
+std::string GpuUsageText(const json::object& o) {
+  const json::value* cap = Lookup(o, "status.capacity");
+  if (cap == nullptr || !cap->is_object() || cap->get_object().empty()) return "<none>";
+  std::string out;
+  for (const auto& kv : cap->get_object()) {
+    std::string used = FieldText(o, absl::StrCat("status.allocated.", std::string(kv.key())));
+    absl::StrAppend(&out, out.empty() ? "" : ",", std::string(kv.key()), " ",
+                    used.empty() ? "0" : used, "/", ScalarText(kv.value()));
+  }
+  return out;
+}
+
 // A label selector as kubectl prints one: "tier=gpu,zone in (a,b),!spot,gpu"; "<any>" when
 // it selects everything.
 std::string SelectorText(const json::object& o, std::string_view path) {
@@ -220,6 +233,12 @@ std::string RenderTable(const KindInfo& kind, const std::vector<json::object>& i
   } else if (kind.plural == "projects") {
     cols.push_back({"DISPLAY NAME", display});
     cols.push_back({"AGE", age});
+  } else if (kind.plural == "nodes") {
+    // Nodes are computed, not stored: no age; what a platform team asks is what is free.
+    cols.push_back({"GPU SOURCE", [](const json::object& o) {
+                      return OrNone(FieldText(o, "status.gpuSource"));
+                    }});
+    cols.push_back({"GPUS (ALLOCATED/CAPACITY)", GpuUsageText});
   } else {
     cols.push_back({"AGE", age});
   }

@@ -119,6 +119,16 @@ TEST(RenderTable, ServiceInstances) {
             "<none>           endpoint=http://h:1,run=7  None     2027-01-13T08:00:00Z\n");
 }
 
+TEST(RenderTable, NodesShowTheirGpusNotAnAge) {
+  auto node = json::parse(
+      R"({"metadata":{"name":"gpu-host"},"status":{"gpuSource":"nvidia-smi",)"
+      R"("capacity":{"a100":2,"h100":8},"allocated":{"a100":0,"h100":3}}})")
+                  .as_object();
+  EXPECT_EQ(RenderTable(*ResolveKind("nodes"), {node}, {false, false, kNow}),
+            "NAME      GPU SOURCE  GPUS (ALLOCATED/CAPACITY)\n"
+            "gpu-host  nvidia-smi  a100 0/2,h100 3/8\n");
+}
+
 TEST(RenderNames, KindSlashName) {
   EXPECT_EQ(RenderNames(*ResolveKind("ci"), Instances()),
             "computeinstance/gpu-1\ncomputeinstance/cpu\n");
