@@ -630,7 +630,7 @@ absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json
     if (stored.ok()) return std::move((*stored)[0]);
     // Another create in a project with a per-user quota won the race for the project's
     // resourceVersion (CheckInstanceQuota): count again.
-    if (ReasonOf(stored.status()) == "Conflict" && attempt < kMaxRetries) continue;
+    if (absl::IsAborted(stored.status()) && attempt < kMaxRetries) continue;
     return stored.status();
   }
 }
@@ -835,7 +835,7 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
     if (stored.ok()) return std::move((*stored)[0]);
     // A write between our read and commit: retry from the new state unless the client
     // asked for a precondition (then the conflict is its answer), as Kubernetes does.
-    if (expected_rv == 0 && ReasonOf(stored.status()) == "Conflict" && attempt < kMaxRetries)
+    if (expected_rv == 0 && absl::IsAborted(stored.status()) && attempt < kMaxRetries)
       continue;
     return stored.status();
   }
@@ -883,7 +883,7 @@ absl::StatusOr<json::object> ResourceService::MergePatch(const Target& t, std::s
     }
     meta.erase("resourceVersion");
     auto out = UpdateFrom(t, std::move(merged.as_object()), expected);
-    if (out.ok() || !rv.empty() || ReasonOf(out.status()) != "Conflict" || attempt >= kMaxRetries)
+    if (out.ok() || !rv.empty() || !absl::IsAborted(out.status()) || attempt >= kMaxRetries)
       return out;
   }
 }
@@ -954,7 +954,7 @@ absl::StatusOr<json::object> ResourceService::JsonPatch(const Target& t, std::st
     int64_t expected = std::stoll(precondition ? rv : current_rv);
     model::EnsureObject(obj, "metadata").erase("resourceVersion");
     auto out = UpdateFrom(t, std::move(obj), expected);
-    if (out.ok() || precondition || ReasonOf(out.status()) != "Conflict" ||
+    if (out.ok() || precondition || !absl::IsAborted(out.status()) ||
         !CausesOf(out.status()).empty() || attempt >= kMaxRetries)
       return out;
   }
@@ -1018,7 +1018,7 @@ absl::StatusOr<json::object> ResourceService::Apply(const Target& t, std::string
     auto out = UpdateFrom(t, std::move(merged), expected, &info);
     // A write between our read and the commit: apply again to the new state. Conflicts
     // with other managers carry causes and are the answer.
-    if (out.ok() || ReasonOf(out.status()) != "Conflict" || !CausesOf(out.status()).empty() ||
+    if (out.ok() || !absl::IsAborted(out.status()) || !CausesOf(out.status()).empty() ||
         attempt >= kMaxRetries)
       return out;
   }
@@ -1343,7 +1343,7 @@ absl::StatusOr<json::object> ResourceService::Upgrade(const Target& t) {
                       std::stoll(GetString(current, "metadata.resourceVersion", "0")), 0});
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) return std::move((*stored)[0]);
-    if (ReasonOf(stored.status()) == "Conflict" && attempt < kMaxRetries) continue;
+    if (absl::IsAborted(stored.status()) && attempt < kMaxRetries) continue;
     return stored.status();
   }
 }

@@ -65,6 +65,9 @@ absl::Status NotFoundError(std::string_view message) {
 absl::Status AlreadyExistsError(std::string_view message) {
   return WithReason(absl::AlreadyExistsError(Sv(message)), "AlreadyExists", 409);
 }
+absl::Status VersionConflictError(std::string_view message) {
+  return WithReason(absl::AbortedError(Sv(message)), "Conflict", 409);
+}
 absl::Status ConflictError(std::string_view message, std::string_view reason) {
   return WithReason(absl::FailedPreconditionError(Sv(message)), reason, 409);
 }

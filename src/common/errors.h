@@ -33,6 +33,10 @@ absl::Status NotFoundError(std::string_view message);
 // 409 AlreadyExists.
 absl::Status AlreadyExistsError(std::string_view message);
 // 409 Conflict with a reason (Conflict by default; lifecycle refusals use their own).
+// 409 Conflict, ABORTED: a test-and-set lost (a resourceVersion precondition, a concurrent
+// writer). The caller should retry higher up (read again, decide again); retry loops test
+// absl::IsAborted, never the reason string.
+absl::Status VersionConflictError(std::string_view message);
 absl::Status ConflictError(std::string_view message, std::string_view reason = "Conflict");
 // 409 Conflict carrying causes: a server-side apply that would change fields other managers
 // own (one cause per field, type FieldManagerConflict).

@@ -32,5 +32,18 @@ TEST(Errors, CodesMapToKubernetesHttp) {
   EXPECT_EQ(HttpCodeOf(absl::InternalError("x")), 500);
 }
 
+// Issue 16, item 5: codes carry the retry policy. A lost test-and-set is ABORTED (retry
+// higher up); a refusal is FAILED_PRECONDITION (do not retry). Both are 409 on the wire.
+TEST(Errors, ALostTestAndSetIsAbortedARefusalIsNot) {
+  absl::Status lost = VersionConflictError("the object has been modified");
+  EXPECT_TRUE(absl::IsAborted(lost));
+  EXPECT_EQ(HttpCodeOf(lost), 409);
+  EXPECT_EQ(ReasonOf(lost), "Conflict");
+  absl::Status refused = ConflictError("instance x is In Progress", "InstanceInProgress");
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused));
+  EXPECT_EQ(HttpCodeOf(refused), 409);
+  EXPECT_EQ(ReasonOf(refused), "InstanceInProgress");
+}
+
 }  // namespace
 }  // namespace gantry

@@ -46,7 +46,8 @@ const json::object& At(const json::object& o, std::string_view path) {
   return v && v->is_object() ? v->get_object() : kEmpty;
 }
 
-bool IsConflict(const absl::Status& s) { return ReasonOf(s) == "Conflict"; }
+// A lost test-and-set (errors.h VersionConflictError): read again and retry.
+bool IsConflict(const absl::Status& s) { return absl::IsAborted(s); }
 
 // The GPU indices in status.gpus of a run or an instance (held on this host).
 std::vector<std::string> StatusGpus(const json::object& obj) {

@@ -69,7 +69,7 @@ absl::Status ObjectNotFound(const std::string& kind, const std::string& name) {
 }
 
 absl::Status ObjectModified(const std::string& kind, const std::string& name) {
-  return ConflictError("Operation cannot be fulfilled on " + QualifiedResource(kind) + " \"" +
+  return VersionConflictError("Operation cannot be fulfilled on " + QualifiedResource(kind) + " \"" +
                        name +
                        "\": the object has been modified; please apply your changes to the "
                        "latest version and try again");
@@ -80,7 +80,7 @@ absl::Status ObjectExists(const std::string& kind, const std::string& name) {
 }
 
 absl::Status RevisionExists(const std::string& kind, const std::string& name, int64_t revision) {
-  return ConflictError("revision " + std::to_string(revision) + " of " + QualifiedResource(kind) +
+  return VersionConflictError("revision " + std::to_string(revision) + " of " + QualifiedResource(kind) +
                        " \"" + name + "\" already exists");
 }
 

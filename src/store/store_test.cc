@@ -426,7 +426,7 @@ TEST_P(StoreTest, UpdateWithExpectedResourceVersion) {
   MustCommit(Update(Named("x"), /*expected=*/1));  // rv 2
   auto stale = store_->Commit(One(Update(Named("x"), /*expected=*/1)));
   ASSERT_FALSE(stale.ok());
-  EXPECT_EQ(stale.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kAborted);  // a lost test-and-set
   EXPECT_EQ(HttpCodeOf(stale.status()), 409);
   EXPECT_EQ(ReasonOf(stale.status()), "Conflict");
   EXPECT_EQ(StatusText(stale.status()),
