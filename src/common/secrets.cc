@@ -28,8 +28,8 @@ absl::StatusOr<std::unique_ptr<SecretBox>> SecretBox::Open(const std::string& ke
   std::string tmp = key_path + ".tmp";
   fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return absl::UnavailableError("cannot create the key file " + key_path);
-  bool ok = ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) &&
-            ::fsync(fd) == 0;
+  bool ok =
+      ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) && ::fsync(fd) == 0;
   ::close(fd);
   if (!ok || ::rename(tmp.c_str(), key_path.c_str()) != 0)
     return absl::UnavailableError("cannot write the key file " + key_path);
@@ -104,9 +104,8 @@ absl::StatusOr<std::string> SecretBox::Unseal(std::string_view sealed,
   std::string plain(box->size() - kNonce - kMac, '\0');
   unsigned long long plen = 0;
   if (crypto_aead_xchacha20poly1305_ietf_decrypt(
-          reinterpret_cast<unsigned char*>(plain.data()), &plen, nullptr,
-          Bytes(*box) + kNonce, box->size() - kNonce, Bytes(context), context.size(),
-          Bytes(*box), Bytes(key_)) != 0)
+          reinterpret_cast<unsigned char*>(plain.data()), &plen, nullptr, Bytes(*box) + kNonce,
+          box->size() - kNonce, Bytes(context), context.size(), Bytes(*box), Bytes(key_)) != 0)
     return absl::InvalidArgumentError(
         "a sealed value fails authentication (another key, or sealed for another field)");
   plain.resize(plen);
@@ -119,9 +118,9 @@ absl::StatusOr<std::string> SecretBox::UnsealLegacy(std::string_view sealed) con
   if (!box) return absl::InvalidArgumentError("a sealed value is damaged");
   const auto* nonce = Bytes(*box);
   std::string plain(box->size() - crypto_secretbox_NONCEBYTES - crypto_secretbox_MACBYTES, '\0');
-  if (crypto_secretbox_open_easy(reinterpret_cast<unsigned char*>(plain.data()),
-                                 nonce + crypto_secretbox_NONCEBYTES,
-                                 box->size() - crypto_secretbox_NONCEBYTES, nonce, Bytes(key_)) != 0)
+  if (crypto_secretbox_open_easy(
+          reinterpret_cast<unsigned char*>(plain.data()), nonce + crypto_secretbox_NONCEBYTES,
+          box->size() - crypto_secretbox_NONCEBYTES, nonce, Bytes(key_)) != 0)
     return absl::InvalidArgumentError("a sealed value fails authentication (wrong key?)");
   return plain;
 }

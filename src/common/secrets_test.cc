@@ -9,8 +9,8 @@ namespace gantry {
 namespace {
 
 std::unique_ptr<SecretBox> Box() {
-  std::string dir = std::filesystem::temp_directory_path() /
-                    ("gantry-secrets-" + std::to_string(::getpid()));
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("gantry-secrets-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto box = SecretBox::Open(dir + "/secret.key");
   EXPECT_TRUE(box.ok()) << box.status();

@@ -6,11 +6,10 @@
 // Thread-safety: free functions, no state.
 #pragma once
 
+#include <boost/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <boost/json.hpp>
 
 namespace gantry {
 

@@ -23,7 +23,10 @@ TEST(Utf8, RefusesWhatJsonReadersRefuse) {
 }
 
 TEST(Utf8, ScrubReplacesEachInvalidByte) {
-  EXPECT_EQ(ScrubUtf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(ScrubUtf8("a\xFF"
+                      "b"),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(ScrubUtf8("ok"), "ok");
 }
 

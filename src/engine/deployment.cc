@@ -14,8 +14,8 @@ absl::StatusOr<Deployment> ResolveDeployment(store::Store& store,
   Deployment d;
   const std::string kind = GetString(instance, "kind");
   d.profile_kind = ProfileKindOf(kind);
-  d.profile_ns = GetString(instance, "spec.profileRef.namespace",
-                           GetString(instance, "metadata.namespace"));
+  d.profile_ns =
+      GetString(instance, "spec.profileRef.namespace", GetString(instance, "metadata.namespace"));
   d.profile_name = GetString(instance, "spec.profileRef.name");
   auto profile = store.GetRevision(d.profile_kind, d.profile_ns, d.profile_name, profile_revision);
   if (!profile.ok()) {
@@ -27,8 +27,8 @@ absl::StatusOr<Deployment> ResolveDeployment(store::Store& store,
   d.profile = *std::move(profile);
   d.template_ns = GetString(d.profile.spec, "templateRef.namespace", d.profile_ns);
   d.template_name = GetString(d.profile.spec, "templateRef.name");
-  auto tmpl = store.GetRevision("EnvironmentTemplate", d.template_ns, d.template_name,
-                                template_revision);
+  auto tmpl =
+      store.GetRevision("EnvironmentTemplate", d.template_ns, d.template_name, template_revision);
   if (!tmpl.ok()) {
     if (!absl::IsNotFound(tmpl.status())) return tmpl.status();
     return absl::FailedPreconditionError("revision " + std::to_string(template_revision) +
@@ -46,8 +46,7 @@ absl::StatusOr<Deployment> ResolveRun(store::Store& store, const boost::json::ob
                            GetInt(run, "spec.templateRevision", 1));
 }
 
-absl::StatusOr<Deployment> ResolvePinned(store::Store& store,
-                                         const boost::json::object& instance) {
+absl::StatusOr<Deployment> ResolvePinned(store::Store& store, const boost::json::object& instance) {
   return ResolveDeployment(store, instance, GetInt(instance, "status.profileRevision", 1),
                            GetInt(instance, "status.templateRevision", 1));
 }

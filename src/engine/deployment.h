@@ -7,10 +7,9 @@
 // Thread-safety: free functions over the Store (itself thread-safe).
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdint>
 #include <string>
-
-#include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "store/store.h"
@@ -39,7 +38,6 @@ absl::StatusOr<Deployment> ResolveRun(store::Store& store, const boost::json::ob
 
 // The revisions `instance` pinned itself (status.profileRevision, status.templateRevision):
 // what its deployed workload runs.
-absl::StatusOr<Deployment> ResolvePinned(store::Store& store,
-                                         const boost::json::object& instance);
+absl::StatusOr<Deployment> ResolvePinned(store::Store& store, const boost::json::object& instance);
 
 }  // namespace gantry::engine

@@ -162,10 +162,9 @@ absl::StatusOr<json::object> UnsealDefaults(const SecretBox& secrets, std::strin
     std::string var = GetString(e.get_object(), "name");
     auto plain = secrets.Unseal(d->get_string(), DefaultContext(kind, ns, name, var));
     if (!plain.ok())
-      return absl::FailedPreconditionError("the default of variable " + var + " of " +
-                                           std::string(kind) + " " + std::string(name) +
-                                           " cannot be decrypted: " +
-                                           std::string(plain.status().message()));
+      return absl::FailedPreconditionError(
+          "the default of variable " + var + " of " + std::string(kind) + " " + std::string(name) +
+          " cannot be decrypted: " + std::string(plain.status().message()));
     *d = *plain;
   }
   return out;
@@ -188,9 +187,8 @@ void SealDefaults(const SecretBox& secrets, std::string_view kind, std::string_v
     if (!d || !sensitive.count(var)) continue;
     std::string path = "spec.variables[" + std::to_string(i) + "].default";
     std::string given = d->is_string() ? std::string(d->get_string()) : json::serialize(*d);
-    const json::object* old = cur_spec && cur_spec->is_object()
-                                  ? VariableEntry(cur_spec->get_object(), var)
-                                  : nullptr;
+    const json::object* old =
+        cur_spec && cur_spec->is_object() ? VariableEntry(cur_spec->get_object(), var) : nullptr;
     std::string stored = old ? GetString(*old, "default") : "";
     std::string context = DefaultContext(kind, ns, name, var);
     if (SecretBox::IsSealed(stored) && !SecretBox::IsLegacy(stored)) {
@@ -204,14 +202,16 @@ void SealDefaults(const SecretBox& secrets, std::string_view kind, std::string_v
       }
     }
     if (given == kRedacted) {
-      causes->push_back({path, std::string("Required value: give the value itself, not ") +
-                                   kRedacted, "FieldValueRequired"});
+      causes->push_back({path,
+                         std::string("Required value: give the value itself, not ") + kRedacted,
+                         "FieldValueRequired"});
     } else if (SecretBox::IsSealed(given) && !SecretBox::IsLegacy(given) &&
                secrets.Unseal(given, context).ok()) {
       // Sealed for this very field (by an earlier step of this write): it stays.
     } else if (SecretBox::IsSealed(given)) {
-      causes->push_back({path, "Invalid value: a sealed value is only valid where it was sealed; "
-                               "give the value itself"});
+      causes->push_back({path,
+                         "Invalid value: a sealed value is only valid where it was sealed; "
+                         "give the value itself"});
     } else {
       *d = secrets.Seal(given, context);
     }

@@ -18,11 +18,10 @@
 // Thread-safety: free functions, no state.
 #pragma once
 
+#include <boost/json.hpp>
 #include <set>
 #include <string>
 #include <string_view>
-
-#include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "common/errors.h"
@@ -30,8 +29,7 @@
 
 namespace gantry::model {
 
-inline constexpr char kLastAppliedAnnotation[] =
-    "kubectl.kubernetes.io/last-applied-configuration";
+inline constexpr char kLastAppliedAnnotation[] = "kubectl.kubernetes.io/last-applied-configuration";
 
 // The context of variable `var` of instance `obj` (its kind, namespace, name and uid).
 std::string VariableContext(const boost::json::object& obj, std::string_view var);
@@ -63,9 +61,8 @@ std::set<std::string> SealedDefaultNames(const boost::json::object& spec);
 
 // A copy of a template's or profile's spec with its sealed defaults unsealed, for
 // ResolveVariables. FAILED_PRECONDITION when one cannot be unsealed (another key).
-absl::StatusOr<boost::json::object> UnsealDefaults(const SecretBox& secrets,
-                                                   std::string_view kind, std::string_view ns,
-                                                   std::string_view name,
+absl::StatusOr<boost::json::object> UnsealDefaults(const SecretBox& secrets, std::string_view kind,
+                                                   std::string_view ns, std::string_view name,
                                                    const boost::json::object& spec);
 
 // Seals, in next's spec, the defaults of the variables named in `sensitive` (declared so by

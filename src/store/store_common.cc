@@ -69,10 +69,10 @@ absl::Status ObjectNotFound(const std::string& kind, const std::string& name) {
 }
 
 absl::Status ObjectModified(const std::string& kind, const std::string& name) {
-  return VersionConflictError("Operation cannot be fulfilled on " + QualifiedResource(kind) + " \"" +
-                       name +
-                       "\": the object has been modified; please apply your changes to the "
-                       "latest version and try again");
+  return VersionConflictError("Operation cannot be fulfilled on " + QualifiedResource(kind) +
+                              " \"" + name +
+                              "\": the object has been modified; please apply your changes to the "
+                              "latest version and try again");
 }
 
 absl::Status ObjectExists(const std::string& kind, const std::string& name) {
@@ -80,8 +80,8 @@ absl::Status ObjectExists(const std::string& kind, const std::string& name) {
 }
 
 absl::Status RevisionExists(const std::string& kind, const std::string& name, int64_t revision) {
-  return VersionConflictError("revision " + std::to_string(revision) + " of " + QualifiedResource(kind) +
-                       " \"" + name + "\" already exists");
+  return VersionConflictError("revision " + std::to_string(revision) + " of " +
+                              QualifiedResource(kind) + " \"" + name + "\" already exists");
 }
 
 absl::Status RevisionNotFound(const std::string& kind, const std::string& name, int64_t revision) {

@@ -66,10 +66,11 @@ class SecretsTest : public GantrydTest {
     api().CreateProfile("ml", "prof", "nb");
     alice_ = Member("alice");
     bob_ = Member("bob");
-    Resp r = alice_->Post(NsPath("ml", "computeinstances"),
-                          json::object{{"metadata", json::object{{"name", "alice-nb"}}},
-                                       {"spec", json::object{{"profileRef", {{"name", "prof"}}},
-                                                             {"variables", {{"hf_token", kSecret}}}}}});
+    Resp r =
+        alice_->Post(NsPath("ml", "computeinstances"),
+                     json::object{{"metadata", json::object{{"name", "alice-nb"}}},
+                                  {"spec", json::object{{"profileRef", {{"name", "prof"}}},
+                                                        {"variables", {{"hf_token", kSecret}}}}}});
     ASSERT_EQ(r.status, 201) << r.raw;
   }
 
@@ -128,17 +129,17 @@ TEST_F(SecretsTest, CopyingCiphertextIntoAnotherVariableIsRefusedWithoutDecrypti
 }
 
 TEST_F(SecretsTest, CiphertextCannotBeMovedWhereItCouldBeRead) {
-  const std::vector<std::string> targets = {
-      "/metadata/annotations", "/metadata/labels", "/spec/displayName", "/spec/description"};
+  const std::vector<std::string> targets = {"/metadata/annotations", "/metadata/labels",
+                                            "/spec/displayName", "/spec/description"};
   for (const auto& path : targets) {
     json::array ops;
     if (path == "/metadata/annotations" || path == "/metadata/labels")
       ops.push_back(json::object{{"op", "add"}, {"path", path}, {"value", json::object{}}});
-    ops.push_back(json::object{{"op", "copy"},
-                               {"from", "/spec/variables/hf_token"},
-                               {"path", path == "/metadata/annotations" || path == "/metadata/labels"
-                                            ? path + "/x"
-                                            : path}});
+    ops.push_back(json::object{
+        {"op", "copy"},
+        {"from", "/spec/variables/hf_token"},
+        {"path",
+         path == "/metadata/annotations" || path == "/metadata/labels" ? path + "/x" : path}});
     Resp r = JsonPatch(*bob_, Instance(), ops);
     EXPECT_EQ(r.status, 422) << path << ": " << r.raw;
     EXPECT_THAT(r.raw, HasSubstr("holds an encrypted secret of this server")) << path;
@@ -156,10 +157,11 @@ TEST_F(SecretsTest, ValidationMessagesNeverQuoteASensitiveValue) {
                       json::array{json::object{{"name", "hf_token"},
                                                {"override", "restricted"},
                                                {"allowedValues", json::array{"a", "b"}}}});
-  Resp r = alice_->Post(NsPath("ml", "computeinstances"),
-                        json::object{{"metadata", json::object{{"name", "strict-nb"}}},
-                                     {"spec", json::object{{"profileRef", {{"name", "strict"}}},
-                                                           {"variables", {{"hf_token", kSecret}}}}}});
+  Resp r =
+      alice_->Post(NsPath("ml", "computeinstances"),
+                   json::object{{"metadata", json::object{{"name", "strict-nb"}}},
+                                {"spec", json::object{{"profileRef", {{"name", "strict"}}},
+                                                      {"variables", {{"hf_token", kSecret}}}}}});
   EXPECT_EQ(r.status, 422) << r.raw;
   EXPECT_THAT(r.raw, HasSubstr("sensitive, not shown"));
   ExpectNowhere(kSecret);
@@ -174,7 +176,8 @@ TEST_F(SecretsTest, TheOwnerKeepsTheSecretByRedactedOrPlaintextRoundTrips) {
   ASSERT_EQ(put.status, 200) << put.raw;
   // The same plaintext again changes nothing (no new resourceVersion).
   std::string rv2 = put.meta("resourceVersion");
-  Resp same = alice_->Patch(Instance(), json::object{{"spec", {{"variables", {{"hf_token", kSecret}}}}}});
+  Resp same =
+      alice_->Patch(Instance(), json::object{{"spec", {{"variables", {{"hf_token", kSecret}}}}}});
   ASSERT_EQ(same.status, 200) << same.raw;
   EXPECT_EQ(same.meta("resourceVersion"), rv2);
   EXPECT_NE(rv, rv2);
@@ -190,14 +193,17 @@ TEST_F(SecretsTest, LastAppliedConfigurationCarriesNoSecret) {
       {"spec", json::object{{"profileRef", {{"name", "prof"}}},
                             {"variables", {{"hf_token", kSecret}, {"image", "jax"}}}}}};
   json::object sent = manifest;
-  sent["metadata"].as_object()["annotations"] = json::object{
-      {"kubectl.kubernetes.io/last-applied-configuration", json::serialize(manifest)}};
+  sent["metadata"].as_object()["annotations"] =
+      json::object{{"kubectl.kubernetes.io/last-applied-configuration", json::serialize(manifest)}};
   Resp r = alice_->Post(NsPath("ml", "computeinstances"), sent);
   ASSERT_EQ(r.status, 201) << r.raw;
   EXPECT_THAT(r.raw, Not(HasSubstr(kSecret)));
   Resp got = bob_->Get(Instance("applied-nb"));
-  std::string applied(
-      got.obj().at("metadata").at("annotations").at("kubectl.kubernetes.io/last-applied-configuration").as_string());
+  std::string applied(got.obj()
+                          .at("metadata")
+                          .at("annotations")
+                          .at("kubectl.kubernetes.io/last-applied-configuration")
+                          .as_string());
   json::value parsed = json::parse(applied);
   EXPECT_EQ(parsed.at("spec").at("variables").at("hf_token"), "<sensitive>");
   EXPECT_EQ(parsed.at("spec").at("variables").at("image"), "jax");  // the rest is kept
@@ -233,8 +239,9 @@ TEST_F(SecretsTest, SensitiveDefaultsAreSealedAndReachTheDriver) {
 }
 
 TEST_F(SecretsTest, InstancesPerUserHoldsThroughAutoCreateAndUnderRaces) {
-  ASSERT_EQ(api().Patch(ClusterPath("projects", "ml"),
-                        json::object{{"spec", {{"quota", {{"instancesPerUser", 3}}}}}})
+  ASSERT_EQ(api()
+                .Patch(ClusterPath("projects", "ml"),
+                       json::object{{"spec", {{"quota", {{"instancesPerUser", 3}}}}}})
                 .status,
             200);
   // alice has one; bob races eight creates for three places.
@@ -243,9 +250,10 @@ TEST_F(SecretsTest, InstancesPerUserHoldsThroughAutoCreateAndUnderRaces) {
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&, i] {
       Api as(gantryd_->base_url(), bob_token_);
-      Resp r = as.Post(NsPath("ml", "computeinstances"),
-                       json::object{{"metadata", json::object{{"name", "bob-" + std::to_string(i)}}},
-                                    {"spec", json::object{{"profileRef", {{"name", "prof"}}}}}});
+      Resp r =
+          as.Post(NsPath("ml", "computeinstances"),
+                  json::object{{"metadata", json::object{{"name", "bob-" + std::to_string(i)}}},
+                               {"spec", json::object{{"profileRef", {{"name", "prof"}}}}}});
       if (r.status == 201) ++created;
       if (r.status == 403) ++refused;
     });
@@ -254,20 +262,22 @@ TEST_F(SecretsTest, InstancesPerUserHoldsThroughAutoCreateAndUnderRaces) {
   EXPECT_EQ(created.load(), 3);
   EXPECT_EQ(refused.load(), 5);
   // A service instance whose profile auto-creates compute counts that compute instance too.
-  api().MustCreate(NsPath("ml", "serviceprofiles"),
-                   json::object{{"metadata", json::object{{"name", "jupyter"}}},
-                                {"spec", json::object{{"serviceType", "notebook"},
-                                                      {"templateRef", {{"name", "nb"}}},
-                                                      {"autoCreateCompute",
-                                                       {{"profileRef", {{"name", "prof"}}}}}}}});
+  api().MustCreate(
+      NsPath("ml", "serviceprofiles"),
+      json::object{
+          {"metadata", json::object{{"name", "jupyter"}}},
+          {"spec", json::object{{"serviceType", "notebook"},
+                                {"templateRef", {{"name", "nb"}}},
+                                {"autoCreateCompute", {{"profileRef", {{"name", "prof"}}}}}}}});
   Resp si = bob_->Post(NsPath("ml", "serviceinstances"),
                        json::object{{"metadata", json::object{{"name", "bob-svc"}}},
                                     {"spec", json::object{{"profileRef", {{"name", "jupyter"}}}}}});
   EXPECT_TRUE(si.IsStatus(403, "Forbidden")) << si.raw;
   EXPECT_THAT(si.message(), HasSubstr("allows 3 compute instances per user and bob already has 3"));
-  Resp si2 = alice_->Post(NsPath("ml", "serviceinstances"),
-                          json::object{{"metadata", json::object{{"name", "alice-svc"}}},
-                                       {"spec", json::object{{"profileRef", {{"name", "jupyter"}}}}}});
+  Resp si2 =
+      alice_->Post(NsPath("ml", "serviceinstances"),
+                   json::object{{"metadata", json::object{{"name", "alice-svc"}}},
+                                {"spec", json::object{{"profileRef", {{"name", "jupyter"}}}}}});
   EXPECT_EQ(si2.status, 201) << si2.raw;
 }
 
