@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "gantryd_test.h"
+#include "raw_socket.h"
 
 namespace gantry::testing {
 namespace {
@@ -26,23 +27,8 @@ using namespace std::string_literals;
 // Sends `bytes` on a fresh connection, half-closes, and reads the answer until the server
 // closes. Returns the raw response ("" on a connection error, with a test failure).
 std::string RawExchange(int port, const std::string& bytes) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    ADD_FAILURE() << "socket: " << std::strerror(errno);
-    return "";
-  }
-  // Bounds a failure only (a server that never answers); not a timing assumption.
-  timeval tv{120, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ADD_FAILURE() << "connect: " << std::strerror(errno);
-    ::close(fd);
-    return "";
-  }
+  int fd = ConnectLoopback(port);
+  if (fd < 0) return "";
   size_t sent = 0;
   while (sent < bytes.size()) {
     ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
@@ -50,14 +36,7 @@ std::string RawExchange(int port, const std::string& bytes) {
     sent += static_cast<size_t>(n);
   }
   ::shutdown(fd, SHUT_WR);
-  std::string out;
-  char buf[8192];
-  while (true) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
+  std::string out = ReadUntilClosed(fd);
   ::close(fd);
   return out;
 }

@@ -20,6 +20,7 @@
 
 #include "engine_fixture.h"  // PollUntil
 #include "gantryd_test.h"
+#include "raw_socket.h"
 
 namespace gantry::testing {
 namespace {
@@ -28,50 +29,15 @@ namespace json = boost::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// A connected socket to 127.0.0.1:port, or -1 with a test failure.
-int Connect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    ADD_FAILURE() << "socket: " << std::strerror(errno);
-    return -1;
-  }
-  // Bounds a failure only (a server that never answers); not a timing assumption.
-  timeval tv{120, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ADD_FAILURE() << "connect: " << std::strerror(errno);
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Everything the server sends on `fd` until it closes the connection (or resets it).
-std::string ReadAll(int fd) {
-  std::string out;
-  char buf[8192];
-  while (true) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
-
 // Sends one request (with Connection: close) on a fresh connection; returns the raw answer.
 std::string Exchange(int port, const std::string& method, const std::string& target,
                      const std::string& headers = "") {
-  int fd = Connect(port);
+  int fd = ConnectLoopback(port);
   if (fd < 0) return "";
   std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + headers +
                     "Content-Length: 0\r\nConnection: close\r\n\r\n";
   (void)::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-  std::string out = ReadAll(fd);
+  std::string out = ReadUntilClosed(fd);
   ::close(fd);
   return out;
 }
@@ -235,12 +201,12 @@ class MaxConnectionsTest : public GantrydTest {
 TEST_F(MaxConnectionsTest, ConnectionsBeyondTheCapAreRefusedUntilOneCloses) {
   const int port = gantryd_->port();
   std::vector<int> idle;
-  for (int i = 0; i < 4; ++i) idle.push_back(Connect(port));
+  for (int i = 0; i < 4; ++i) idle.push_back(ConnectLoopback(port));
   ASSERT_THAT(idle, Not(::testing::Contains(-1)));
   // The fifth is accepted after the four (one accept loop, in order) and refused at once.
-  int fifth = Connect(port);
+  int fifth = ConnectLoopback(port);
   ASSERT_GE(fifth, 0);
-  std::string refused = ReadAll(fifth);
+  std::string refused = ReadUntilClosed(fifth);
   ::close(fifth);
   EXPECT_EQ(StatusOf(refused), 503) << refused;
   boost::system::error_code ec;
@@ -293,7 +259,7 @@ int Count(const std::string& text, const std::string& needle) {
 // whose error codes asio makes for the failed accept) as invalid, which is fatal in a
 // sanitizer build. A system error code made beforehand puts that type in the cache.
 void WarmUpSystemErrors(int port) {
-  int fd = Connect(port);
+  int fd = ConnectLoopback(port);
   if (fd < 0) return;
   const std::string half = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   (void)::send(fd, half.data(), half.size(), MSG_NOSIGNAL);
@@ -331,7 +297,7 @@ TEST_F(AcceptBackoffTest, AcceptBacksOffWhenOutOfFileDescriptors) {
   low.rlim_cur = static_cast<rlim_t>(OpenFds(gantryd_->pid()) + 8);
   ASSERT_EQ(::prlimit(gantryd_->pid(), RLIMIT_NOFILE, &low, nullptr), 0) << std::strerror(errno);
   std::vector<int> held;
-  for (int i = 0; i < 40; ++i) held.push_back(Connect(gantryd_->port()));
+  for (int i = 0; i < 40; ++i) held.push_back(ConnectLoopback(gantryd_->port()));
   ASSERT_TRUE(PollUntil([&] { return gantryd_->Log().find("accept failed: ") != std::string::npos; }))
       << gantryd_->Log();
   for (int fd : held) ::close(fd);
