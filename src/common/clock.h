@@ -12,6 +12,10 @@ class Clock {
   virtual ~Clock() = default;
   // Wall-clock time, for timestamps shown to people and stored in objects.
   virtual std::chrono::system_clock::time_point Now() const = 0;
+  // Monotonic time, for intervals, timeouts and backoffs (never goes back).
+  virtual std::chrono::steady_clock::time_point SteadyNow() const {
+    return std::chrono::steady_clock::now();
+  }
 };
 
 // The real system clock.

@@ -26,6 +26,7 @@
 #include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "common/errors.h"
 
 namespace gantry::drivers {
 
@@ -96,10 +97,40 @@ class RunContext {
   virtual void SetWaiting(std::string_view reason, std::string_view message) {}
 };
 
+// What a driver can do, so that the engine and the API never test a driver's name.
+struct Capabilities {
+  // What a deploy makes lives on the host that ran it (processes, GPUs): with several
+  // replicas, only the replica on that host runs the instance's later runs and takes over
+  // its interrupted ones.
+  bool host_bound = false;
+  // A template of this driver runs a program of its author's choice on gantryd's host (as
+  // the workload user): only an org admin may save one (docs/security.md).
+  bool runs_on_gantryd_host = false;
+  // Apply returns while the workload keeps running and the driver reports on it through
+  // WorkloadEvents; its driver state is kept on the instance for Adopt after a restart.
+  bool long_running = false;
+  // The workload can be stopped and started again without a new deploy (reserved for the
+  // lifecycle work; false everywhere today).
+  bool stop_start = false;
+  // The driver can report GPU utilisation of a running workload (reserved, as above).
+  bool gpu_metrics = false;
+};
+
 class Driver {
  public:
   virtual ~Driver() = default;
   virtual std::string_view Name() const = 0;
+  virtual Capabilities Caps() const = 0;
+
+  // Checks a template's driver configuration (its spec.<driver> object) when the template
+  // is saved, so a broken one is a 422 instead of a failed first deploy. Appends one cause
+  // per problem with `field` relative to the config ("command", "ports[0].name"); the API
+  // prefixes "spec.<driver>.". Pure: no I/O beyond what the check needs, thread-safe.
+  virtual void ValidateConfig(const boost::json::object& config,
+                              std::vector<FieldCause>* causes) const {}
+  // The OpenAPI v3 schema of that configuration (served under the template's
+  // spec.<driver>); an empty object when the driver publishes none.
+  virtual boost::json::object ConfigSchema() const { return {}; }
 
   // Deploys; returns the outputs (string values).
   virtual absl::StatusOr<boost::json::object> Apply(const DeployRequest& request,
@@ -122,10 +153,6 @@ class Driver {
   }
   // Stops supervision threads (shutdown); workloads keep running for the next start.
   virtual void Shutdown() {}
-  // True when what a deploy makes lives on the host that ran it (processes, GPUs): with
-  // several replicas, only the replica on that host runs the instance's later runs and
-  // takes over its interrupted ones.
-  virtual bool HostBound() const { return false; }
 };
 
 // Drivers by name. Filled at start-up, read-only afterwards.

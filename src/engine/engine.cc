@@ -964,7 +964,7 @@ absl::Status Engine::Recover() {
     std::string lease_host = GetString(run, "status.lease.host");
     bool same_host = lease_host == options_.host;
     const drivers::Driver* d = drivers_.Find(DriverOf(run));
-    if (d && d->HostBound() && !same_host) continue;  // the replica on its host takes it over
+    if (d && d->Caps().host_bound && !same_host) continue;  // the replica on its host takes it over
     // Take the lease first: exactly one replica wins (the commit is guarded by the run's
     // resourceVersion) and recovers the run.
     json::object taken = run;
@@ -1105,7 +1105,7 @@ Engine::Admission Engine::Admit(const json::object& run, std::set<std::string>* 
   if (!deployment.ok()) return a;  // the worker reports it
   const store::Revision* profile = &deployment->profile;
   const drivers::Driver* driver = drivers_.Find(deployment->driver);
-  a.host_bound = driver && driver->HostBound();
+  a.host_bound = driver && driver->Caps().host_bound;
   if (!options_.sole_owner && a.host_bound) {
     // Several replicas: an instance that a host-bound driver deployed stays on its host.
     std::string host = GetString(*instance, "status.host");

@@ -28,6 +28,7 @@ class ExecDriver final : public Driver {
   // gantryd, in the state directory).
   explicit ExecDriver(Sandbox sandbox = {}) : sandbox_(std::move(sandbox)) {}
   std::string_view Name() const override { return "exec"; }
+  Capabilities Caps() const override { return {.runs_on_gantryd_host = true}; }
   absl::StatusOr<boost::json::object> Apply(const DeployRequest& request,
                                             RunContext& context) override;
   absl::Status Destroy(const DeployRequest& request, RunContext& context) override;

@@ -76,7 +76,9 @@ class LocalDriver final : public Driver {
   LocalDriver& operator=(const LocalDriver&) = delete;
 
   std::string_view Name() const override { return "local"; }
-  bool HostBound() const override { return true; }
+  Capabilities Caps() const override {
+    return {.host_bound = true, .runs_on_gantryd_host = true, .long_running = true};
+  }
 
   // FAILED_PRECONDITION for a bad spec.local (the message names the field) or a program
   // that cannot be run; RESOURCE_EXHAUSTED when no port is free; ABORTED when the workload

@@ -79,6 +79,7 @@ class SlurmDriver final : public Driver {
   SlurmDriver& operator=(const SlurmDriver&) = delete;
 
   std::string_view Name() const override { return "slurm"; }
+  Capabilities Caps() const override { return {.long_running = true}; }
 
   absl::StatusOr<boost::json::object> Apply(const DeployRequest& request,
                                             RunContext& context) override;
