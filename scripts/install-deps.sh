@@ -35,7 +35,7 @@ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || RUN_PACKAGE
 # Test-only: what the tests, fuzzers (clang) and benchmarks need on top (the README's test
 # command and CI). Add a package only the tests use here, not above.
 TEST_PACKAGES=(
-  clang libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev sqlite3 procps
+  clang clang-format libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev sqlite3 procps
   chromium
   slurm-wlm
   postgresql

@@ -1,0 +1,66 @@
+#include "store/postgres/pg_query.h"
+
+#include "store/store_common.h"
+
+namespace gantry::store {
+
+// Appends SQL for the label selector (labels is jsonb) to `sql`, parameters into `params`.
+void AppendSelector(const model::LabelSelector& sel, std::string* sql,
+                    std::vector<std::string>* params) {
+  auto param = [&](const std::string& v) {
+    params->push_back(v);
+    return "$" + std::to_string(params->size()) + "::text";
+  };
+  for (const auto& r : sel.requirements) {
+    std::string key = param(r.key);
+    std::string value = "(labels->>" + key + ")";
+    auto in_list = [&] {
+      std::string list;
+      for (const auto& v : r.values) list += (list.empty() ? "" : ",") + param(v);
+      return list;
+    };
+    switch (r.op) {
+      case model::SelectorOp::kEquals:
+        *sql += " AND " + value + " = " + param(r.values.empty() ? "" : r.values[0]);
+        break;
+      case model::SelectorOp::kNotEquals:
+        *sql += " AND (" + value + " IS NULL OR " + value + " <> " +
+                param(r.values.empty() ? "" : r.values[0]) + ")";
+        break;
+      case model::SelectorOp::kIn:
+        *sql += " AND " + value + " IN (" + in_list() + ")";
+        break;
+      case model::SelectorOp::kNotIn:
+        *sql += " AND (" + value + " IS NULL OR " + value + " NOT IN (" + in_list() + "))";
+        break;
+      case model::SelectorOp::kExists:
+        *sql += " AND labels ? " + key;
+        break;
+      case model::SelectorOp::kDoesNotExist:
+        *sql += " AND NOT (labels ? " + key + ")";
+        break;
+    }
+  }
+}
+
+absl::Status AppendFields(const std::vector<FieldFilter>& fields, std::string* sql,
+                          std::vector<std::string>* params) {
+  for (const auto& f : fields) {
+    std::string column = FieldColumn(f.field);
+    if (column.empty() && IsPlainFieldPath(f.field)) {
+      // Any other field (spec.user of RoleBindings, ...): read from the stored JSON,
+      // unindexed, as SQLite does; absent fields compare as "".
+      std::string path = "{";
+      for (char ch : f.field) path += ch == '.' ? ',' : ch;
+      params->push_back(path + "}");
+      column = "COALESCE(body::jsonb #>> $" + std::to_string(params->size()) + "::text[], '')";
+    }
+    if (column.empty()) return UnsupportedField(f.field);
+    params->push_back(f.value);
+    *sql += " AND " + column + (f.equals ? " = $" : " <> $") + std::to_string(params->size()) +
+            "::text";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gantry::store

@@ -1,0 +1,24 @@
+// The WHERE clauses of PostgreSQL list queries: a label selector over the jsonb `labels`
+// column and field selectors over the indexed columns (or the stored JSON), as numbered
+// text parameters ($1::text, ...) so that no value is ever spliced into SQL.
+// Pure functions, thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "model/label_selector.h"
+#include "store/store.h"
+
+namespace gantry::store {
+
+// Appends " AND ..." for each requirement of `sel` to `sql`, its values to `params`.
+void AppendSelector(const model::LabelSelector& sel, std::string* sql,
+                    std::vector<std::string>* params);
+
+// Appends " AND column = $n" for each filter; 400 for a field that cannot be selected on.
+absl::Status AppendFields(const std::vector<FieldFilter>& fields, std::string* sql,
+                          std::vector<std::string>* params);
+
+}  // namespace gantry::store
