@@ -1,9 +1,14 @@
-// The fixture of the integration tests: a fresh gantryd (own data directory, own port) per
-// test, and an Api client for it. Tests that need flags derive and override Args().
+// The fixtures of the integration tests: a fresh gantryd (own data directory, own port) per
+// test, and an Api client for it. Tests that need flags derive and override Args(); tests
+// that need the process prepared otherwise before it starts (environment) override
+// Configure(). TwoReplicaTest runs a second gantryd on the same PostgreSQL database.
+//
+// Thread-safety: for the test's thread, as gtest fixtures are.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +22,8 @@ namespace gantry::testing {
 class GantrydTest : public ::testing::Test {
  protected:
   virtual std::vector<std::string> Args() { return {}; }
+  // Called with the process before it starts (e.g. GantrydProcess::SetEnv).
+  virtual void Configure(GantrydProcess& gantryd) {}
 
   void SetUp() override {
     if (std::string why = TestStoreUnavailable(); !why.empty()) {
@@ -24,6 +31,7 @@ class GantrydTest : public ::testing::Test {
       GTEST_SKIP() << "GANTRY_TEST_STORE=postgres but PostgreSQL is not available: " << why;
     }
     gantryd_ = std::make_unique<GantrydProcess>(Args());
+    Configure(*gantryd_);
     absl::Status s = gantryd_->Start();
     ASSERT_TRUE(s.ok()) << s;
     api_ = std::make_unique<Api>(gantryd_->base_url());
@@ -45,6 +53,58 @@ class GantrydTest : public ::testing::Test {
 
   std::unique_ptr<GantrydProcess> gantryd_;
   std::unique_ptr<Api> api_;
+};
+
+// Two gantryd replicas on one fresh PostgreSQL database, over a GantrydTest fixture `Base`
+// (GantrydTest, EngineTest, ...): gantryd_ and api() are the first replica, second_ and
+// second_api() the second. Both run with `--store URL` followed by ReplicaArgs(); each has
+// its own data directory, and the second a copy of the first one's secret.key (sealed
+// variables must open on both). Skipped where PostgreSQL cannot start, failed there when
+// PostgresRequired() (CI).
+template <typename Base>
+class TwoReplicaTest : public Base {
+ protected:
+  // The flags of both replicas after --store.
+  virtual std::vector<std::string> ReplicaArgs() { return {}; }
+  std::vector<std::string> Args() final {
+    std::vector<std::string> args{"--store", url_};
+    for (std::string& a : ReplicaArgs()) args.push_back(std::move(a));
+    return args;
+  }
+
+  void SetUp() override {
+    auto server = store::testing::PgTestServer::Get();
+    if (!server.ok()) {
+      if (store::testing::PostgresRequired()) FAIL() << server.status();
+      GTEST_SKIP() << "two replicas need PostgreSQL: " << server.status().message();
+    }
+    auto url = (*server)->CreateDatabase();
+    ASSERT_TRUE(url.ok()) << url.status();
+    url_ = *url;
+    Base::SetUp();
+    if (this->HasFatalFailure() || this->IsSkipped()) return;
+    second_ = std::make_unique<GantrydProcess>(Args());
+    std::filesystem::copy_file(this->gantryd_->data_dir() + "/secret.key",
+                               second_->data_dir() + "/secret.key",
+                               std::filesystem::copy_options::overwrite_existing);
+    absl::Status s = second_->Start();
+    ASSERT_TRUE(s.ok()) << s;
+    second_api_ = std::make_unique<Api>(second_->base_url());
+  }
+
+  void TearDown() override {
+    second_api_.reset();
+    second_.reset();
+    Base::TearDown();
+  }
+
+  Api& second_api() { return *second_api_; }
+
+  std::unique_ptr<GantrydProcess> second_;
+
+ private:
+  std::string url_;
+  std::unique_ptr<Api> second_api_;
 };
 
 }  // namespace gantry::testing

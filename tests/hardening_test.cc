@@ -273,18 +273,10 @@ void WarmUpSystemErrors(int port) {
 
 class AcceptBackoffTest : public GantrydTest {
  protected:
-  void SetUp() override {
-    if (std::string why = TestStoreUnavailable(); !why.empty()) {
-      if (store::testing::PostgresRequired()) FAIL() << "PostgreSQL is required here: " << why;
-      GTEST_SKIP() << "GANTRY_TEST_STORE=postgres but PostgreSQL is not available: " << why;
-    }
-    gantryd_ = std::make_unique<GantrydProcess>(Args());
-    // Belt and braces with WarmUpSystemErrors: a sanitizer's own misfire while the process
-    // is out of descriptors is reported, not fatal; what this test checks is gantryd's.
-    gantryd_->SetEnv("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=0");
-    absl::Status s = gantryd_->Start();
-    ASSERT_TRUE(s.ok()) << s;
-    api_ = std::make_unique<Api>(gantryd_->base_url());
+  // Belt and braces with WarmUpSystemErrors: a sanitizer's own misfire while the process is
+  // out of descriptors is reported, not fatal; what this test checks is gantryd's.
+  void Configure(GantrydProcess& gantryd) override {
+    gantryd.SetEnv("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=0");
   }
 };
 

@@ -10,18 +10,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "api_client.h"
 #include "engine_fixture.h"
 #include "gantryd_process.h"
-#include "store/postgres/pg_test_server.h"
 
 namespace gantry::testing {
 namespace {
 
 namespace json = boost::json;
-namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 constexpr char kAlicePassword[] = "alice-password-1";
@@ -45,6 +41,21 @@ json::object FinalError(WatchCollector& watch) {
   return status->get_object();
 }
 
+// User alice, a member of project "default", and an API token of hers (`secret`, record
+// `name`), created through `api`.
+void CreateAlice(Api& api, std::string* secret, std::string* name) {
+  api.MustCreate(ClusterPath("users"),
+                 json::object{{"metadata", json::object{{"name", "alice"}}},
+                              {"spec", json::object{{"password", kAlicePassword}}}});
+  api.MustCreate(NsPath("default", "rolebindings"),
+                 json::object{{"metadata", json::object{{"name", "alice-member"}}},
+                              {"spec", json::object{{"user", "alice"}, {"role", "member"}}}});
+  Resp token = api.Post(ClusterPath("users", "alice") + "/tokens", json::object{});
+  ASSERT_EQ(token.status, 201) << token.raw;
+  *secret = std::string(token.obj().at("token").as_string());
+  *name = token.meta("name");
+}
+
 bool Live(WatchCollector& stream) {
   return stream.WaitFor([](const auto& events) { return !events.empty(); });
 }
@@ -54,16 +65,7 @@ class StreamAccessTest : public EngineTest {
   void SetUp() override {
     EngineTest::SetUp();
     if (HasFatalFailure() || IsSkipped()) return;
-    api().MustCreate(ClusterPath("users"),
-                     json::object{{"metadata", json::object{{"name", "alice"}}},
-                                  {"spec", json::object{{"password", kAlicePassword}}}});
-    api().MustCreate(NsPath("default", "rolebindings"),
-                     json::object{{"metadata", json::object{{"name", "alice-member"}}},
-                                  {"spec", json::object{{"user", "alice"}, {"role", "member"}}}});
-    Resp token = api().Post(ClusterPath("users", "alice") + "/tokens", json::object{});
-    ASSERT_EQ(token.status, 201) << token.raw;
-    token_ = std::string(token.obj().at("token").as_string());
-    token_name_ = token.meta("name");
+    ASSERT_NO_FATAL_FAILURE(CreateAlice(api(), &token_, &token_name_));
   }
 
   // A watch of the default project's role bindings (alice's own is its first event).
@@ -193,52 +195,16 @@ TEST_F(StreamAccessTest, RemovingTheRoleBindingEndsWatchesAndLogWith403) {
 
 // Two replicas on one PostgreSQL database: alice watches through one, her token is revoked
 // through the other.
-class StreamAccessReplicasTest : public GantrydTest {
- protected:
-  std::vector<std::string> Args() override { return {"--store", url_}; }
-
-  void SetUp() override {
-    auto server = store::testing::PgTestServer::Get();
-    if (!server.ok()) {
-      if (store::testing::PostgresRequired()) FAIL() << server.status();
-      GTEST_SKIP() << "two replicas need PostgreSQL: " << server.status().message();
-    }
-    auto url = (*server)->CreateDatabase();
-    ASSERT_TRUE(url.ok()) << url.status();
-    url_ = *url;
-    GantrydTest::SetUp();
-    if (HasFatalFailure()) return;
-    second_ = std::make_unique<GantrydProcess>(Args());
-    fs::copy_file(gantryd_->data_dir() + "/secret.key", second_->data_dir() + "/secret.key",
-                  fs::copy_options::overwrite_existing);
-    absl::Status s = second_->Start();
-    ASSERT_TRUE(s.ok()) << s;
-  }
-
-  void TearDown() override {
-    second_.reset();
-    GantrydTest::TearDown();
-  }
-
-  std::string url_;
-  std::unique_ptr<GantrydProcess> second_;
-};
+class StreamAccessReplicasTest : public TwoReplicaTest<GantrydTest> {};
 
 TEST_F(StreamAccessReplicasTest, RevokingATokenOnOneReplicaEndsItsWatchOnTheOther) {
-  api().MustCreate(ClusterPath("users"),
-                   json::object{{"metadata", json::object{{"name", "alice"}}},
-                                {"spec", json::object{{"password", kAlicePassword}}}});
-  api().MustCreate(NsPath("default", "rolebindings"),
-                   json::object{{"metadata", json::object{{"name", "alice-member"}}},
-                                {"spec", json::object{{"user", "alice"}, {"role", "member"}}}});
-  Resp token = api().Post(ClusterPath("users", "alice") + "/tokens", json::object{});
-  ASSERT_EQ(token.status, 201) << token.raw;
-  std::string secret(token.obj().at("token").as_string());
+  std::string secret, token_name;
+  ASSERT_NO_FATAL_FAILURE(CreateAlice(api(), &secret, &token_name));
   WatchCollector watch(second_->base_url(), NsPath("default", "rolebindings") + "?watch=true",
                        nullptr, nullptr, Bearer(secret));
   // Live, and the second replica resolved (and cached) the token.
   ASSERT_TRUE(Live(watch)) << watch.result();
-  ASSERT_EQ(api().Delete(ClusterPath("users", "alice") + "/tokens/" + token.meta("name")).status,
+  ASSERT_EQ(api().Delete(ClusterPath("users", "alice") + "/tokens/" + token_name).status,
             200);
   json::object status = FinalError(watch);
   EXPECT_EQ(status["code"], 401) << json::serialize(status);

@@ -17,7 +17,6 @@
 #include <sstream>
 
 #include "engine_fixture.h"
-#include "store/postgres/pg_test_server.h"
 
 namespace gantry::testing {
 namespace {
@@ -28,38 +27,11 @@ namespace fs = std::filesystem;
 constexpr int kInstances = 100;
 constexpr int kWorkers = 4;
 
-class FailoverTest : public EngineTest {
+class FailoverTest : public TwoReplicaTest<EngineTest> {
  protected:
-  std::vector<std::string> Args() override {
-    return {"--store", url_, "--workers", std::to_string(kWorkers), "--lease-seconds", "6",
-            "--host-id", "failover-host"};
-  }
-
-  void SetUp() override {
-    auto server = store::testing::PgTestServer::Get();
-    if (!server.ok()) {
-      if (store::testing::PostgresRequired()) FAIL() << server.status();
-      GTEST_SKIP() << "the failover test needs PostgreSQL: " << server.status().message();
-    }
-    auto url = (*server)->CreateDatabase();
-    ASSERT_TRUE(url.ok()) << url.status();
-    url_ = *url;
-    EngineTest::SetUp();
-    if (HasFatalFailure()) return;
-    // The second replica: its own data directory with a copy of the first one's key (sealed
-    // variables must open on both), the same database.
-    second_ = std::make_unique<GantrydProcess>(Args());
-    fs::copy_file(gantryd_->data_dir() + "/secret.key", second_->data_dir() + "/secret.key",
-                  fs::copy_options::overwrite_existing);
-    absl::Status s = second_->Start();
-    ASSERT_TRUE(s.ok()) << s;
-    second_api_ = std::make_unique<Api>(second_->base_url());
-  }
-
-  void TearDown() override {
-    second_api_.reset();
-    second_.reset();
-    EngineTest::TearDown();
+  std::vector<std::string> ReplicaArgs() override {
+    return {"--workers", std::to_string(kWorkers), "--lease-seconds", "6", "--host-id",
+            "failover-host"};
   }
 
   std::vector<json::object> Items(Api& api, const std::string& target) {
@@ -78,10 +50,6 @@ class FailoverTest : public EngineTest {
       if (!line.empty()) out.push_back(line);
     return out;
   }
-
-  std::string url_;
-  std::unique_ptr<GantrydProcess> second_;
-  std::unique_ptr<Api> second_api_;
 };
 
 TEST_F(FailoverTest, Kill9OfOneReplicaDuringHundredDeploys) {
@@ -99,7 +67,7 @@ printf '{"pid": "%s"}' "$$" > "$GANTRY_OUTPUTS"
     api().CreateInstance("default", "f" + std::to_string(i), "fo");
   // Deploys go to both replicas, as behind a load balancer.
   for (int i = 0; i < kInstances; ++i) {
-    Api& via = i % 2 ? *second_api_ : api();
+    Api& via = i % 2 ? second_api() : api();
     Resp r = via.Post(NsPath("default", "computeinstances", "f" + std::to_string(i)) + "/deploy",
                       json::object{});
     ASSERT_EQ(r.status, 202) << r.raw;
@@ -111,7 +79,7 @@ printf '{"pid": "%s"}' "$$" > "$GANTRY_OUTPUTS"
   std::map<std::string, std::set<std::string>> by_holder;
   ASSERT_TRUE(PollUntil([&] {
     by_holder.clear();
-    for (const auto& r : Items(*second_api_, running))
+    for (const auto& r : Items(second_api(), running))
       if (Int(r, "status.driverState.pgid") > 0)
         by_holder[Str(r, "status.lease.holder")].insert(Str(r, "metadata.name"));
     return by_holder.size() == 2 && by_holder.begin()->second.size() == kWorkers &&
@@ -135,7 +103,7 @@ printf '{"pid": "%s"}' "$$" > "$GANTRY_OUTPUTS"
   // The survivor ends everything.
   ASSERT_TRUE(PollUntil(
       [&] {
-        for (const auto& o : Items(*second_api_, NsPath("default", "computeinstances")))
+        for (const auto& o : Items(second_api(), NsPath("default", "computeinstances")))
           if (Str(o, "status.phase") != "Success") return false;
         return true;
       },
@@ -143,10 +111,10 @@ printf '{"pid": "%s"}' "$$" > "$GANTRY_OUTPUTS"
       << "instances not done after the failover\n"
       << second_->Log();
 
-  std::vector<json::object> instances = Items(*second_api_, NsPath("default", "computeinstances"));
+  std::vector<json::object> instances = Items(second_api(), NsPath("default", "computeinstances"));
   EXPECT_EQ(instances.size(), static_cast<size_t>(kInstances));
   std::map<std::string, int> runs_per_instance;
-  for (const auto& r : Items(*second_api_, NsPath("default", "runs"))) {
+  for (const auto& r : Items(second_api(), NsPath("default", "runs"))) {
     std::string name = Str(r, "metadata.name");
     ++runs_per_instance[Str(r, "spec.instanceRef.name")];
     EXPECT_EQ(Str(r, "status.phase"), "Succeeded") << name;

@@ -58,10 +58,11 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-// Runs argv to completion with stdin from /dev/null.
-Result RunProcess(const std::vector<std::string>& argv) {
+// Starts argv with stdin from /dev/null and stdout and stderr into a pipe, whose read end
+// goes to `*out`. Returns the child's pid, -1 when the pipe cannot be made.
+pid_t Spawn(const std::vector<std::string>& argv, int* out) {
   int fds[2];
-  if (pipe(fds) != 0) return {};
+  if (pipe(fds) != 0) return -1;
   pid_t pid = fork();
   if (pid == 0) {
     dup2(fds[1], 1);
@@ -77,11 +78,20 @@ Result RunProcess(const std::vector<std::string>& argv) {
     _exit(127);
   }
   close(fds[1]);
+  *out = fds[0];
+  return pid;
+}
+
+// Runs argv to completion with stdin from /dev/null.
+Result RunProcess(const std::vector<std::string>& argv) {
+  int out = -1;
+  pid_t pid = Spawn(argv, &out);
+  if (pid < 0) return {};
   Result r;
   char buf[4096];
   ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) r.output.append(buf, n);
-  close(fds[0]);
+  while ((n = read(out, buf, sizeof buf)) > 0) r.output.append(buf, n);
+  close(out);
   int status = 0;
   waitpid(pid, &status, 0);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -466,31 +476,18 @@ TEST_P(KubectlTest, DiffShowsWhatApplyWouldChangeAndWritesNothing) {
 
 TEST_P(KubectlTest, WatchPrintsChanges) {
   ASSERT_EQ(ApplyFixture().code, 0);
-  auto argv = Argv({"get", "ci", "-w"});
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    close(fds[0]);
-    close(fds[1]);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(fds[1]);
+  int out = -1;
+  pid_t pid = Spawn(Argv({"get", "ci", "-w"}), &out);
+  ASSERT_GE(pid, 0);
   std::string seen;
   // Reads until `pred` holds for the output so far; the deadline only bounds a failure.
   auto read_until = [&](const std::function<bool()>& pred) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (!pred() && std::chrono::steady_clock::now() < deadline) {
-      pollfd p{fds[0], POLLIN, 0};
+      pollfd p{out, POLLIN, 0};
       if (poll(&p, 1, 1000) <= 0) continue;
       char buf[4096];
-      ssize_t n = read(fds[0], buf, sizeof buf);
+      ssize_t n = read(out, buf, sizeof buf);
       if (n <= 0) break;
       seen.append(buf, n);
     }
@@ -509,7 +506,7 @@ TEST_P(KubectlTest, WatchPrintsChanges) {
   EXPECT_TRUE(read_until([&] { return seen.find("GPU renamed") != std::string::npos; })) << seen;
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
-  close(fds[0]);
+  close(out);
   auto rows = Rows(seen);
   ASSERT_FALSE(rows.empty());
   EXPECT_THAT(rows[0], ElementsAre("NAME", "DISPLAY NAME", "PROFILE", "AGE", "STATUS", "SHARING"));
