@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <future>
+#include <mutex>
 #include <string>
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"  // {.call = ..., .status = ...}
@@ -44,13 +45,24 @@ class EchoDriver final : public Driver {
   bool shut_down = false;
 };
 
+// Shared by the concurrent Applies of a test, as a run's context is by its driver's threads.
 class Context final : public RunContext {
  public:
-  void Log(std::string_view line) override { lines.emplace_back(line); }
+  void Log(std::string_view line) override {
+    std::lock_guard lock(mu_);
+    lines_.emplace_back(line);
+  }
   bool Canceled() const override { return canceled; }
   void SaveDriverState(const json::object& state) override {}
-  std::vector<std::string> lines;
+  std::vector<std::string> lines() const {
+    std::lock_guard lock(mu_);
+    return lines_;
+  }
   std::atomic<bool> canceled = false;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
 };
 
 class NoObserver final : public WorkloadObserver {
@@ -85,7 +97,7 @@ TEST_F(DriverWrapperTest, ForwardsEveryCallAndCountsThem) {
   auto out = driver_->Apply(request_, context_);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->at("endpoint"), "gpu-1-1");
-  EXPECT_EQ(context_.lines, std::vector<std::string>{"applying gpu-1-1"});  // same context
+  EXPECT_EQ(context_.lines(), std::vector<std::string>{"applying gpu-1-1"});  // same context
   EXPECT_TRUE(driver_->Destroy(request_, context_).ok());
   EXPECT_TRUE(driver_->Recover(json::object{{"pid", 1}}));
   EXPECT_FALSE(driver_->Recover({}));
