@@ -89,7 +89,7 @@ TEST_F(HardeningTest, JunkMethodsAndPathsAddNoMetricSeries) {
               404);
     EXPECT_EQ(StatusOf(Exchange(port, "POST", std::string(kGroupPath) + "/" + r)), 401);
   };
-  junk();  // the first of each kind makes its (fixed) series
+  junk();                       // the first of each kind makes its (fixed) series
   (void)api().Get("/metrics");  // and so does the first look (counted after it is answered)
   std::string before = api().Get("/metrics").raw;
   for (int i = 0; i < 60; ++i) junk();  // 300 junk requests
@@ -169,7 +169,9 @@ TEST_F(AuditRetentionTest, EventsOlderThanTheRetentionArePruned) {
     pruned = ValueOf(api().Get("/metrics").raw, "gantry_audit_events_pruned_total");
     Resp list = api().Get(ClusterPath("auditevents"));
     return pruned >= 4 && list.status == 200 && list.obj().at("items").as_array().empty();
-  })) << "pruned " << pruned << "\n" << gantryd_->Log();
+  })) << "pruned "
+      << pruned << "\n"
+      << gantryd_->Log();
   EXPECT_THAT(gantryd_->Log(), HasSubstr("audit events older than 1 s"));
 }
 
@@ -247,8 +249,7 @@ int OpenFds(pid_t pid) {
 
 int Count(const std::string& text, const std::string& needle) {
   int n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-    ++n;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
   return n;
 }
 
@@ -290,8 +291,9 @@ TEST_F(AcceptBackoffTest, AcceptBacksOffWhenOutOfFileDescriptors) {
   ASSERT_EQ(::prlimit(gantryd_->pid(), RLIMIT_NOFILE, &low, nullptr), 0) << std::strerror(errno);
   std::vector<int> held;
   for (int i = 0; i < 40; ++i) held.push_back(ConnectLoopback(gantryd_->port()));
-  ASSERT_TRUE(PollUntil([&] { return gantryd_->Log().find("accept failed: ") != std::string::npos; }))
-      << gantryd_->Log();
+  ASSERT_TRUE(PollUntil([&] {
+    return gantryd_->Log().find("accept failed: ") != std::string::npos;
+  })) << gantryd_->Log();
   for (int fd : held) ::close(fd);
   ASSERT_EQ(::prlimit(gantryd_->pid(), RLIMIT_NOFILE, &keep, nullptr), 0) << std::strerror(errno);
   std::string raw;

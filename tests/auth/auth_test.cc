@@ -71,9 +71,10 @@ int LoginFrom(int port, const std::string& from, const std::string& user,
     return 0;
   }
   std::string body = json::serialize(json::object{{"username", user}, {"password", password}});
-  std::string request = "POST /auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                        "Content-Type: application/json\r\nContent-Length: " +
-                        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  std::string request =
+      "POST /auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
   std::string answer;
   if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
       static_cast<ssize_t>(request.size())) {
@@ -146,8 +147,8 @@ TEST_F(AuthTest, TokensAreShownOnceListedWithoutSecretAndRevokedAtOnce) {
 // clock in src/auth/authenticator_test.cc; SessionIdleTest below keeps the one real wait.
 TEST_F(AuthTest, TokenExpiryMustBeADuration) {
   CreateUser("bob", "bob-password-1");
-  Resp bad = api().Post(ClusterPath("users", "bob") + "/tokens",
-                        json::object{{"expiresIn", "forever"}});
+  Resp bad =
+      api().Post(ClusterPath("users", "bob") + "/tokens", json::object{{"expiresIn", "forever"}});
   EXPECT_TRUE(bad.IsStatus(422, "Invalid")) << bad.raw;
 }
 
@@ -155,8 +156,11 @@ TEST_F(AuthTest, DisabledAndDeletedUsersLoseAccessAtOnce) {
   CreateUser("carol", "carol-password-1");
   Api carol(gantryd_->base_url(), TokenFor("carol"));
   EXPECT_EQ(carol.Get(ClusterPath("users", "carol")).status, 200);
-  ASSERT_EQ(api().Patch(ClusterPath("users", "carol"),
-                        json::object{{"spec", json::object{{"disabled", true}}}}).status, 200);
+  ASSERT_EQ(api()
+                .Patch(ClusterPath("users", "carol"),
+                       json::object{{"spec", json::object{{"disabled", true}}}})
+                .status,
+            200);
   Resp r = carol.Get(ClusterPath("users", "carol"));
   EXPECT_TRUE(r.IsStatus(401, "Unauthorized"));
   EXPECT_THAT(r.message(), HasSubstr("disabled"));
@@ -220,14 +224,16 @@ TEST_F(AuthTest, NoPasswordOrTokenInLogsAuditOrDatabase) {
   ASSERT_EQ(dave.Get(ClusterPath("users", "dave")).status, 200);
   ASSERT_EQ(Login("dave", password).status, 200);
   (void)Login("dave", password + "x");
-  ASSERT_EQ(api().Patch(ClusterPath("users", "dave"),
-                        json::object{{"spec", json::object{{"password", password + "2"}}}}).status,
+  ASSERT_EQ(api()
+                .Patch(ClusterPath("users", "dave"),
+                       json::object{{"spec", json::object{{"password", password + "2"}}}})
+                .status,
             200);
   client::HttpClient raw(gantryd_->base_url());
-  ASSERT_TRUE(raw.Send("POST", "/auth/token",
-                       json::serialize(json::object{{"username", "dave"},
-                                                    {"password", password + "2"}}))
-                  .ok());
+  ASSERT_TRUE(
+      raw.Send("POST", "/auth/token",
+               json::serialize(json::object{{"username", "dave"}, {"password", password + "2"}}))
+          .ok());
   Resp audit = api().Get(ClusterPath("auditevents"));
   ASSERT_EQ(audit.status, 200);
   std::string everything = gantryd_->Log() + audit.raw + DiskContents(gantryd_->data_dir());
@@ -283,18 +289,21 @@ TEST_F(AuthTest, AuditRecordsMutationsAndRefusalsForAdminsOnly) {
   Resp since = api().Get(ClusterPath("auditevents") + "?since=2199-01-01T00:00:00Z");
   ASSERT_EQ(since.status, 200) << since.raw;
   EXPECT_TRUE(since.obj().at("items").as_array().empty());
-  EXPECT_TRUE(api().Get(ClusterPath("auditevents") + "?since=yesterday").IsStatus(400, "BadRequest"));
+  EXPECT_TRUE(
+      api().Get(ClusterPath("auditevents") + "?since=yesterday").IsStatus(400, "BadRequest"));
 
   // Not writable by anyone; not readable by non-admins.
-  Resp write = api().Post(ClusterPath("auditevents"), json::object{{"metadata", json::object{{"name", "x"}}}});
+  Resp write = api().Post(ClusterPath("auditevents"),
+                          json::object{{"metadata", json::object{{"name", "x"}}}});
   EXPECT_EQ(write.status, 405) << write.raw;
   EXPECT_TRUE(erin.Get(ClusterPath("auditevents")).IsStatus(403, "Forbidden"));
 }
 
 TEST_F(AuthTest, InstancesPerUserQuotaCountsWhatEachUserCreated) {
-  api().MustCreate(ClusterPath("projects"),
-                   json::object{{"metadata", json::object{{"name", "lab"}}},
-                                {"spec", json::object{{"quota", json::object{{"instancesPerUser", 1}}}}}});
+  api().MustCreate(
+      ClusterPath("projects"),
+      json::object{{"metadata", json::object{{"name", "lab"}}},
+                   {"spec", json::object{{"quota", json::object{{"instancesPerUser", 1}}}}}});
   api().CreateTemplate("lab", "tpl");
   api().CreateProfile("lab", "prof", "tpl");
   CreateUser("frank", "frank-password-1");
@@ -307,12 +316,15 @@ TEST_F(AuthTest, InstancesPerUserQuotaCountsWhatEachUserCreated) {
   EXPECT_EQ(first.obj().at("status").at("createdBy"), "frank");
   Resp second = frank.Post(NsPath("lab", "computeinstances"), InstanceObject("f2", "prof"));
   EXPECT_TRUE(second.IsStatus(403, "Forbidden")) << second.raw;
-  EXPECT_THAT(second.message(), HasSubstr("allows 1 compute instances per user and frank already has 1"));
+  EXPECT_THAT(second.message(),
+              HasSubstr("allows 1 compute instances per user and frank already has 1"));
   // Another user's count is their own.
-  EXPECT_EQ(api().Post(NsPath("lab", "computeinstances"), InstanceObject("a1", "prof")).status, 201);
+  EXPECT_EQ(api().Post(NsPath("lab", "computeinstances"), InstanceObject("a1", "prof")).status,
+            201);
   // Deleting frees the slot.
   EXPECT_EQ(frank.Delete(NsPath("lab", "computeinstances", "f1")).status, 200);
-  EXPECT_EQ(frank.Post(NsPath("lab", "computeinstances"), InstanceObject("f2", "prof")).status, 201);
+  EXPECT_EQ(frank.Post(NsPath("lab", "computeinstances"), InstanceObject("f2", "prof")).status,
+            201);
 }
 
 TEST_F(AuthTest, WrongPasswordsLockOutOnlyTheAddressThatGuessed) {
@@ -336,10 +348,10 @@ TEST_F(AuthTest, WrongPasswordsLockOutOnlyTheAddressThatGuessed) {
 TEST_F(AuthTest, DeletingAUserDeletesTheirRoleBindingsSoANewNamesakeInheritsNothing) {
   api().CreateProject("ml");
   CreateUser("gina", "gina-password-1");
-  api().MustCreate(NsPath("ml", "rolebindings"),
-                   json::object{{"metadata", json::object{{"name", "gina-admin"}}},
-                                {"spec", json::object{{"user", "gina"},
-                                                      {"role", "project-admin"}}}});
+  api().MustCreate(
+      NsPath("ml", "rolebindings"),
+      json::object{{"metadata", json::object{{"name", "gina-admin"}}},
+                   {"spec", json::object{{"user", "gina"}, {"role", "project-admin"}}}});
   ASSERT_EQ(api().Delete(ClusterPath("users", "gina")).status, 200);
   EXPECT_TRUE(api().Get(NsPath("ml", "rolebindings", "gina-admin")).IsStatus(404, "NotFound"));
   // A new user of the same name starts with no role.
@@ -365,10 +377,9 @@ TEST_F(AuthTest, ChangingOnesOwnPasswordNeedsTheCurrentOneAndEndsTheOtherSession
   std::string my_csrf(json::parse(mine.body).at("csrfToken").as_string());
   auto change = [&](json::object spec) {
     client::HttpClient c(gantryd_->base_url());
-    auto r = c.SendWithHeaders("PATCH", ClusterPath("users", "hana"),
-                               {{"Cookie", my_cookie}, {"X-Gantry-CSRF", my_csrf}},
-                               json::serialize(json::object{{"spec", std::move(spec)}}),
-                               "application/merge-patch+json");
+    auto r = c.SendWithHeaders(
+        "PATCH", ClusterPath("users", "hana"), {{"Cookie", my_cookie}, {"X-Gantry-CSRF", my_csrf}},
+        json::serialize(json::object{{"spec", std::move(spec)}}), "application/merge-patch+json");
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : client::HttpResponse{};
   };
@@ -386,8 +397,8 @@ TEST_F(AuthTest, ChangingOnesOwnPasswordNeedsTheCurrentOneAndEndsTheOtherSession
   EXPECT_EQ(Login("hana", "hana-password-2").status, 401);
   EXPECT_EQ(WithCookie("GET", "/auth/whoami", other_cookie, "").status, 200);
 
-  auto ok = change(
-      json::object{{"password", "hana-password-2"}, {"currentPassword", "hana-password-1"}});
+  auto ok =
+      change(json::object{{"password", "hana-password-2"}, {"currentPassword", "hana-password-1"}});
   ASSERT_EQ(ok.status, 200) << ok.body;
   EXPECT_THAT(ok.body, Not(HasSubstr("hana-password")));
   // The other session ended; the caller's session and API token go on.
@@ -397,8 +408,9 @@ TEST_F(AuthTest, ChangingOnesOwnPasswordNeedsTheCurrentOneAndEndsTheOtherSession
   EXPECT_EQ(Login("hana", "hana-password-1").status, 401);
   EXPECT_EQ(Login("hana", "hana-password-2").status, 200);
   // An org-admin resets another user's password without knowing it.
-  EXPECT_EQ(api().Patch(ClusterPath("users", "hana"),
-                        json::object{{"spec", json::object{{"password", "hana-password-3"}}}})
+  EXPECT_EQ(api()
+                .Patch(ClusterPath("users", "hana"),
+                       json::object{{"spec", json::object{{"password", "hana-password-3"}}}})
                 .status,
             200);
   EXPECT_EQ(WithCookie("GET", "/auth/whoami", my_cookie, "").status, 401);

@@ -204,8 +204,7 @@ TEST_F(StreamAccessReplicasTest, RevokingATokenOnOneReplicaEndsItsWatchOnTheOthe
                        nullptr, nullptr, Bearer(secret));
   // Live, and the second replica resolved (and cached) the token.
   ASSERT_TRUE(Live(watch)) << watch.result();
-  ASSERT_EQ(api().Delete(ClusterPath("users", "alice") + "/tokens/" + token_name).status,
-            200);
+  ASSERT_EQ(api().Delete(ClusterPath("users", "alice") + "/tokens/" + token_name).status, 200);
   json::object status = FinalError(watch);
   EXPECT_EQ(status["code"], 401) << json::serialize(status);
   EXPECT_THAT(std::string(status["message"].as_string()), HasSubstr("revoked"));

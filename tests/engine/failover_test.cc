@@ -30,8 +30,8 @@ constexpr int kWorkers = 4;
 class FailoverTest : public TwoReplicaTest<EngineTest> {
  protected:
   std::vector<std::string> ReplicaArgs() override {
-    return {"--workers", std::to_string(kWorkers), "--lease-seconds", "6", "--host-id",
-            "failover-host"};
+    return {"--workers", std::to_string(kWorkers), "--lease-seconds", "6",
+            "--host-id", "failover-host"};
   }
 
   std::vector<json::object> Items(Api& api, const std::string& target) {
@@ -57,7 +57,8 @@ TEST_F(FailoverTest, Kill9OfOneReplicaDuringHundredDeploys) {
   std::string script = WriteScript("run.sh", R"SH(D=')SH" + dir() + R"SH('
 cat > /dev/null
 echo "start $GANTRY_RUN $$" >> "$D/execs.log"
-sh -c 'while [ ! -f "$1" ]; do sleep 0.05; done; :' )SH" + marker + R"SH( "$D/release"
+sh -c 'while [ ! -f "$1" ]; do sleep 0.05; done; :' )SH" +
+                                                 marker + R"SH( "$D/release"
 echo "done $GANTRY_RUN" >> "$D/done.log"
 printf '{"pid": "%s"}' "$$" > "$GANTRY_OUTPUTS"
 )SH");
@@ -85,7 +86,8 @@ printf '{"pid": "%s"}' "$$" > "$GANTRY_OUTPUTS"
     return by_holder.size() == 2 && by_holder.begin()->second.size() == kWorkers &&
            by_holder.rbegin()->second.size() == kWorkers &&
            ProcessesWith(marker).size() == 2 * kWorkers;
-  })) << "holders: " << by_holder.size() << ", scripts: " << ProcessesWith(marker).size();
+  })) << "holders: "
+      << by_holder.size() << ", scripts: " << ProcessesWith(marker).size();
 
   // Which holder is the first replica: the one whose runs it reports through its own log.
   std::string first_holder;
@@ -120,7 +122,8 @@ printf '{"pid": "%s"}' "$$" > "$GANTRY_OUTPUTS"
     EXPECT_EQ(Str(r, "status.phase"), "Succeeded") << name;
     // The dead replica's runs ran again once (exec: idempotent by contract), the rest once.
     EXPECT_EQ(Int(r, "status.attempt"), interrupted.count(name) ? 2 : 1)
-        << name << "\nsurvivor's log:\n" << second_->Log();
+        << name << "\nsurvivor's log:\n"
+        << second_->Log();
   }
   EXPECT_EQ(runs_per_instance.size(), static_cast<size_t>(kInstances));
   for (const auto& [instance, n] : runs_per_instance) EXPECT_EQ(n, 1) << instance;

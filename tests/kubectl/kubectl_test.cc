@@ -1,12 +1,15 @@
 // The stock kubectl as a client of gantryd (issue 8): get (tables, -o wide, -A, -o yaml,
 // -l, one object, -w), client-side apply (created / unchanged / configured), server-side
 // apply (field managers, conflicts, --force-conflicts), patch (json, merge, the refused
-// strategic default), edit, label, annotate, delete, and the error lines of refusals. Each test runs against /usr/bin/kubectl
-// and the oldest kubectl.1.NN found beside the real binary; without kubectl they skip.
+// strategic default), edit, label, annotate, delete, and the error lines of refusals. Each test
+// runs against /usr/bin/kubectl and the oldest kubectl.1.NN found beside the real binary; without
+// kubectl they skip.
 //
 // No sleeps: `kubectl get -w` is read line by line until the expected line arrives; the
 // deadline on that read only bounds a failure.
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -19,9 +22,6 @@
 #include <iterator>
 #include <regex>
 #include <thread>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "gantryd_test.h"
 
@@ -134,11 +134,10 @@ spec:
   - {name: nodes, override: allowed}
 )";
 
-std::string Instance(const std::string& name, const std::string& display,
-                     const std::string& env) {
+std::string Instance(const std::string& name, const std::string& display, const std::string& env) {
   return "apiVersion: paas.gantry.dev/v1\nkind: ComputeInstance\nmetadata:\n  name: " + name +
-         "\n  namespace: default\n  labels: {env: " + env + "}\nspec:\n  displayName: " +
-         display + "\n  profileRef: {name: h100-x8}\n  variables: {nodes: \"2\"}\n";
+         "\n  namespace: default\n  labels: {env: " + env + "}\nspec:\n  displayName: " + display +
+         "\n  profileRef: {name: h100-x8}\n  variables: {nodes: \"2\"}\n";
 }
 
 class KubectlTest : public GantrydTest, public ::testing::WithParamInterface<std::string> {
@@ -162,17 +161,18 @@ class KubectlTest : public GantrydTest, public ::testing::WithParamInterface<std
   }
 
   void WriteKubeconfig(const std::string& path, const std::string& token) {
-    std::ofstream(path) << "apiVersion: v1\nkind: Config\nclusters:\n- name: gantry\n  cluster: {server: "
-                        << HttpsUrl() << ", certificate-authority: " << gantryd_->data_dir()
-                        << "/tls.crt}\nusers:\n- name: me\n  user: {token: " << token
-                        << "}\ncontexts:\n- name: gantry\n  context: "
-                           "{cluster: gantry, user: me, namespace: default}\ncurrent-context: gantry\n";
+    std::ofstream(path)
+        << "apiVersion: v1\nkind: Config\nclusters:\n- name: gantry\n  cluster: {server: "
+        << HttpsUrl() << ", certificate-authority: " << gantryd_->data_dir()
+        << "/tls.crt}\nusers:\n- name: me\n  user: {token: " << token
+        << "}\ncontexts:\n- name: gantry\n  context: "
+           "{cluster: gantry, user: me, namespace: default}\ncurrent-context: gantry\n";
   }
 
   std::vector<std::string> Argv(std::vector<std::string> args) {
     // Own cache dir: discovery caches must not leak between servers on reused ports.
-    args.insert(args.begin(), {GetParam(), "--kubeconfig", dir_ + "/config", "--cache-dir",
-                               dir_ + "/cache"});
+    args.insert(args.begin(),
+                {GetParam(), "--kubeconfig", dir_ + "/config", "--cache-dir", dir_ + "/cache"});
     return args;
   }
   Result Kubectl(std::vector<std::string> args) { return RunProcess(Argv(std::move(args))); }
@@ -193,8 +193,8 @@ class KubectlTest : public GantrydTest, public ::testing::WithParamInterface<std
   Result ApplyFixture() {
     Result r = Kubectl({"apply", "-f", Write("platform.yaml", kPlatform)});
     if (r.code != 0) return r;
-    Write("ci.yaml", Instance("prod", "GPU prod", "prod") + "---\n" +
-                         Instance("dev", "GPU dev", "dev"));
+    Write("ci.yaml",
+          Instance("prod", "GPU prod", "prod") + "---\n" + Instance("dev", "GPU dev", "dev"));
     return Kubectl({"apply", "-f", dir_ + "/ci.yaml"});
   }
 
@@ -294,9 +294,8 @@ spec:
               ElementsAre("nb", "Team notebook", "jupyter", "prod", "Not Deployed"));
   r = Kubectl({"get", "serviceinstances", "-o", "wide"});
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_THAT(Rows(r.output)[0],
-              ElementsAre("NAME", "DISPLAY NAME", "PROFILE", "COMPUTE", "STATUS", "AGE",
-                          "REVISION", "REASON", "OUTPUTS", "SHARING"));
+  EXPECT_THAT(Rows(r.output)[0], ElementsAre("NAME", "DISPLAY NAME", "PROFILE", "COMPUTE", "STATUS",
+                                             "AGE", "REVISION", "REASON", "OUTPUTS", "SHARING"));
 
   // Deployed onto its deployed compute instance: describe lists the service's runs; the
   // compute instance is not deleted from under it, except with --cascade=foreground.
@@ -310,8 +309,12 @@ spec:
     }
     return phase;
   };
-  ASSERT_EQ(api().Post(NsPath("default", "serviceinstances", "nb") + "/deploy", json::object{}).status, 202);
-  ASSERT_EQ(api().Post(NsPath("default", "computeinstances", "prod") + "/deploy", json::object{}).status, 202);
+  ASSERT_EQ(
+      api().Post(NsPath("default", "serviceinstances", "nb") + "/deploy", json::object{}).status,
+      202);
+  ASSERT_EQ(
+      api().Post(NsPath("default", "computeinstances", "prod") + "/deploy", json::object{}).status,
+      202);
   ASSERT_EQ(wait_phase("serviceinstances", "nb", "Success"), "Success");
   r = Kubectl({"describe", "si", "nb"});
   ASSERT_EQ(r.code, 0) << r.output;
@@ -449,15 +452,18 @@ TEST_P(KubectlTest, InvalidManifestShowsTheFieldCauses) {
 
 TEST_P(KubectlTest, DiffShowsWhatApplyWouldChangeAndWritesNothing) {
   ASSERT_EQ(ApplyFixture().code, 0);
-  std::string before = KubectlOut({"get", "ci", "prod", "-o", "jsonpath={.metadata.resourceVersion}"});
+  std::string before =
+      KubectlOut({"get", "ci", "prod", "-o", "jsonpath={.metadata.resourceVersion}"});
   Result same = Kubectl({"diff", "-f", dir_ + "/ci.yaml"});
   EXPECT_EQ(same.code, 0) << same.output;  // no differences
   EXPECT_EQ(same.output, "");
-  Result changed = Kubectl({"diff", "-f", Write("prod2.yaml", Instance("prod", "Renamed", "prod"))});
+  Result changed =
+      Kubectl({"diff", "-f", Write("prod2.yaml", Instance("prod", "Renamed", "prod"))});
   EXPECT_EQ(changed.code, 1) << changed.output;  // differences found
   EXPECT_THAT(changed.output, HasSubstr("-  displayName: GPU prod"));
   EXPECT_THAT(changed.output, HasSubstr("+  displayName: Renamed"));
-  EXPECT_EQ(KubectlOut({"get", "ci", "prod", "-o", "jsonpath={.metadata.resourceVersion}"}), before);
+  EXPECT_EQ(KubectlOut({"get", "ci", "prod", "-o", "jsonpath={.metadata.resourceVersion}"}),
+            before);
   // A server-side apply dry run reports the conflict a real one would meet, and with
   // --force-conflicts succeeds; neither writes. A dry-run delete leaves the object.
   Result ssa = Kubectl({"apply", "--server-side", "--dry-run=server", "-f", dir_ + "/prod2.yaml"});
@@ -516,12 +522,14 @@ TEST_P(KubectlTest, WatchPrintsChanges) {
 TEST_P(KubectlTest, TokensOfGantryUsersAndTheirRoles) {
   ASSERT_EQ(ApplyFixture().code, 0);
   // A member of project default, with a token of their own.
-  api().MustCreate(ClusterPath("users"), json::object{{"metadata", json::object{{"name", "mia"}}},
-                                                      {"spec", json::object{{"password", "mia-password-1"}}}});
+  api().MustCreate(ClusterPath("users"),
+                   json::object{{"metadata", json::object{{"name", "mia"}}},
+                                {"spec", json::object{{"password", "mia-password-1"}}}});
   api().MustCreate(NsPath("default", "rolebindings"),
                    json::object{{"metadata", json::object{{"name", "mia"}}},
                                 {"spec", json::object{{"user", "mia"}, {"role", "member"}}}});
-  Resp t = api().Post(ClusterPath("users", "mia") + "/tokens", json::object{{"description", "kubectl"}});
+  Resp t =
+      api().Post(ClusterPath("users", "mia") + "/tokens", json::object{{"description", "kubectl"}});
   ASSERT_EQ(t.status, 201) << t.raw;
   std::string token(t.obj().at("token").as_string());
 
@@ -530,8 +538,9 @@ TEST_P(KubectlTest, TokensOfGantryUsersAndTheirRoles) {
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("prod"));
   r = Kubectl({"--token", token, "apply", "-f",
-                Write("cp.yaml", "apiVersion: paas.gantry.dev/v1\nkind: ComputeProfile\nmetadata: "
-                                 "{name: mine}\nspec: {templateRef: {name: train}}\n")});
+               Write("cp.yaml",
+                     "apiVersion: paas.gantry.dev/v1\nkind: ComputeProfile\nmetadata: "
+                     "{name: mine}\nspec: {templateRef: {name: train}}\n")});
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("Error from server (Forbidden)"));
   EXPECT_THAT(r.output, HasSubstr("needs the paas-admin or org-admin role"));
@@ -552,7 +561,9 @@ TEST_P(KubectlTest, TokensOfGantryUsersAndTheirRoles) {
 
 TEST_P(KubectlTest, DescribeShowsTheInstancesRunsAsEvents) {
   ASSERT_EQ(ApplyFixture().code, 0);
-  ASSERT_EQ(api().Post(NsPath("default", "computeinstances", "prod") + "/deploy", json::object{}).status, 202);
+  ASSERT_EQ(
+      api().Post(NsPath("default", "computeinstances", "prod") + "/deploy", json::object{}).status,
+      202);
   std::string phase;
   for (int i = 0; i < 1200 && phase != "Success"; ++i) {
     Resp r = api().Get(NsPath("default", "computeinstances", "prod"));
@@ -618,9 +629,10 @@ TEST_P(KubectlTest, ServerSideApplyCreatesThenIsUnchangedThenApplies) {
 
   // Validation is the same as for every other write.
   r = Kubectl({"apply", "--server-side", "-f",
-               Write("bad.yaml", "apiVersion: paas.gantry.dev/v1\nkind: ComputeInstance\n"
-                                 "metadata: {name: prod}\nspec:\n  profileRef: {name: h100-x8}\n"
-                                 "  variables: {nodes: many}\n")});
+               Write("bad.yaml",
+                     "apiVersion: paas.gantry.dev/v1\nkind: ComputeInstance\n"
+                     "metadata: {name: prod}\nspec:\n  profileRef: {name: h100-x8}\n"
+                     "  variables: {nodes: many}\n")});
   EXPECT_EQ(r.code, 1) << r.output;
   // (kubectl prints a single cause on the same line.)
   EXPECT_THAT(r.output, HasSubstr("The ComputeInstance \"prod\" is invalid: "
@@ -647,8 +659,8 @@ TEST_P(KubectlTest, ServerSideApplyConflictsWithAnotherManagerUnlessForced) {
   EXPECT_EQ(KUBECTL_FIELD("prod", ".spec.displayName"), "GPU-edited");
 
   // The same value as the other manager's is no conflict: both own it.
-  r = Kubectl({"apply", "--server-side", "-f",
-               Write("same.yaml", Instance("prod", "GPU-edited", "prod"))});
+  r = Kubectl(
+      {"apply", "--server-side", "-f", Write("same.yaml", Instance("prod", "GPU-edited", "prod"))});
   EXPECT_EQ(r.code, 0) << r.output;
 
   r = Kubectl({"apply", "--server-side", "--force-conflicts", "-f", dir_ + "/prod.yaml"});
@@ -658,7 +670,8 @@ TEST_P(KubectlTest, ServerSideApplyConflictsWithAnotherManagerUnlessForced) {
   EXPECT_THAT(r.output, Not(HasSubstr("manager: kubectl-edit")));
 
   // Another manager's change again, then a plain apply of the same file: refused once more.
-  r = Kubectl({"patch", "ci", "prod", "--type=merge", "-p", R"({"spec":{"displayName":"patched"}})"});
+  r = Kubectl(
+      {"patch", "ci", "prod", "--type=merge", "-p", R"({"spec":{"displayName":"patched"}})"});
   ASSERT_EQ(r.code, 0) << r.output;
   r = Kubectl({"apply", "--server-side", "-f", dir_ + "/prod.yaml"});
   EXPECT_EQ(r.code, 1) << r.output;
@@ -687,7 +700,8 @@ TEST_P(KubectlTest, PatchJsonMergeAndTheStrategicDefault) {
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("spec.bogus: unknown field \"bogus\""));
 
-  r = Kubectl({"patch", "ci", "prod", "--type=merge", "-p", R"({"spec":{"displayName":"merged"}})"});
+  r = Kubectl(
+      {"patch", "ci", "prod", "--type=merge", "-p", R"({"spec":{"displayName":"merged"}})"});
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(KUBECTL_FIELD("prod", ".spec.displayName"), "merged");
 
@@ -729,18 +743,19 @@ TEST_P(KubectlTest, ApplyExamplesTwiceCreatesThenLeavesThemUnchanged) {
 TEST_P(KubectlTest, DeletingAnInstanceInProgressIsAConflict) {
   // A deploy that lasts until the gate file is removed. Outside the data directory, which
   // is closed to the workload user when gantryd runs as root.
-  std::string gate = (fs::temp_directory_path() /
-                      ("gantry-kubectl-gate-" + std::to_string(::getpid()) + "-" +
-                       fs::path(dir_).parent_path().filename().string()))
-                         .string();
+  std::string gate =
+      (fs::temp_directory_path() / ("gantry-kubectl-gate-" + std::to_string(::getpid()) + "-" +
+                                    fs::path(dir_).parent_path().filename().string()))
+          .string();
   std::ofstream(gate) << "";
   std::string platform = kPlatform;
   platform.replace(platform.find(R"(["true"])"), 8,
                    "[\"/bin/sh\", \"-c\", \"while [ -e " + gate + " ]; do sleep 0.05; done\"]");
   ASSERT_EQ(Kubectl({"apply", "-f", Write("platform.yaml", platform)}).code, 0);
   ASSERT_EQ(Kubectl({"apply", "-f", Write("slow.yaml", Instance("slow", "Slow", "dev"))}).code, 0);
-  ASSERT_EQ(api().Post(NsPath("default", "computeinstances", "slow") + "/deploy", json::object{}).status,
-            202);
+  ASSERT_EQ(
+      api().Post(NsPath("default", "computeinstances", "slow") + "/deploy", json::object{}).status,
+      202);
   std::string phase;
   for (int i = 0; i < 1200 && phase != "InProgress"; ++i) {
     phase = KUBECTL_FIELD("slow", ".status.phase");
