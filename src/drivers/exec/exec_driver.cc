@@ -60,6 +60,34 @@ absl::StatusOr<std::string> ReadOutputsFile(const std::string& path, const Sandb
   return text;
 }
 
+// The program's stdin: {action, instance, variables, resources, previousOutputs, compute,
+// run: {name, attempt}}.
+std::string ProgramInput(const DeployRequest& request) {
+  json::object vars;
+  for (const auto& [k, v] : request.variables) vars[k] = v;
+  json::object input{
+      {"action", request.action},
+      {"instance", request.instance},
+      {"variables", std::move(vars)},
+      {"resources", request.resources},
+      {"previousOutputs", request.previous_outputs},
+      {"compute", request.compute},
+      {"run", json::object{{"name", request.run_name}, {"attempt", request.attempt}}}};
+  return json::serialize(input);
+}
+
+// The outputs file's text ("" when there is none) as outputs of string values.
+absl::StatusOr<json::object> ParseOutputs(const std::string& text, const std::string& program) {
+  json::object outputs;
+  if (text.empty()) return outputs;
+  boost::system::error_code jec;
+  json::value v = json::parse(text, jec);
+  if (jec || !v.is_object())
+    return absl::AbortedError("the outputs file written by " + program + " is not a JSON object");
+  for (const auto& kv : v.get_object()) outputs[kv.key()] = Str(kv.value());
+  return outputs;
+}
+
 }  // namespace
 
 ExecConfig CheckExecConfig(const json::object& config, ConfigProblems* problems) {
@@ -131,18 +159,7 @@ absl::StatusOr<json::object> ExecDriver::Run(const DeployRequest& request, RunCo
     for (const auto& kv : labels->get_object()) spec.env[EnvName(kv.key())] = Str(kv.value());
 
   for (const auto& [k, v] : ComputeEnvironment(request)) spec.env[k] = v;
-
-  json::object vars;
-  for (const auto& [k, v] : request.variables) vars[k] = v;
-  json::object input{
-      {"action", request.action},
-      {"instance", request.instance},
-      {"variables", std::move(vars)},
-      {"resources", request.resources},
-      {"previousOutputs", request.previous_outputs},
-      {"compute", request.compute},
-      {"run", json::object{{"name", request.run_name}, {"attempt", request.attempt}}}};
-  spec.stdin_data = json::serialize(input);
+  spec.stdin_data = ProgramInput(request);
 
   std::deque<std::string> tail;
   ProcessHooks hooks;
@@ -155,7 +172,7 @@ absl::StatusOr<json::object> ExecDriver::Run(const DeployRequest& request, RunCo
   hooks.on_started = [&](int pid, long long start) {
     context.SaveDriverState(json::object{{"pgid", pid}, {"startTime", start}});
   };
-  auto result = RunProcess(spec, hooks);
+  auto result = RunProcess(spec, hooks, launcher_);
   if (!result.ok()) {
     std::filesystem::remove(outputs_path, ec);
     return result.status();
@@ -169,22 +186,10 @@ absl::StatusOr<json::object> ExecDriver::Run(const DeployRequest& request, RunCo
     return absl::AbortedError(spec.argv[0] + " " + request.action + " " + how +
                               (last.empty() ? "" : ": " + last));
   }
-  json::object outputs;
   auto read = ReadOutputsFile(outputs_path, sandbox_);
   std::filesystem::remove(outputs_path, ec);
   if (!read.ok() && !absl::IsNotFound(read.status())) return read.status();
-  if (read.ok()) {
-    const std::string& text = *read;
-    if (!text.empty()) {
-      boost::system::error_code jec;
-      json::value v = json::parse(text, jec);
-      if (jec || !v.is_object())
-        return absl::AbortedError("the outputs file written by " + spec.argv[0] +
-                                  " is not a JSON object");
-      for (const auto& kv : v.get_object()) outputs[kv.key()] = Str(kv.value());
-    }
-  }
-  return outputs;
+  return ParseOutputs(read.ok() ? *read : std::string(), spec.argv[0]);
 }
 
 absl::StatusOr<json::object> ExecDriver::Apply(const DeployRequest& request, RunContext& context) {

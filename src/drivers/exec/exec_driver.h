@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "drivers/common/config_problems.h"
+#include "drivers/common/process.h"
 #include "drivers/common/sandbox.h"
 #include "drivers/driver.h"
 
@@ -47,8 +48,9 @@ boost::json::object ExecConfigSchema();
 class ExecDriver final : public Driver {
  public:
   // `sandbox`: who programs run as and where their workload directory is (default: as
-  // gantryd, in the state directory).
-  explicit ExecDriver(Sandbox sandbox = {}) : sandbox_(std::move(sandbox)) {}
+  // gantryd, in the state directory). `launcher` starts them; it must outlive the driver.
+  explicit ExecDriver(Sandbox sandbox = {}, ProcessLauncher& launcher = DefaultProcessLauncher())
+      : sandbox_(std::move(sandbox)), launcher_(launcher) {}
   std::string_view Name() const override { return "exec"; }
   Capabilities Caps() const override { return {.runs_on_gantryd_host = true}; }
   // What a run would refuse (CheckExecConfig).
@@ -63,7 +65,9 @@ class ExecDriver final : public Driver {
  private:
   absl::StatusOr<boost::json::object> Run(const DeployRequest& request, RunContext& context);
 
-  const Sandbox sandbox_;  // constant after construction
+  // Constant after construction.
+  const Sandbox sandbox_;
+  ProcessLauncher& launcher_;
 };
 
 }  // namespace gantry::drivers::exec

@@ -18,7 +18,9 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
+#include "common/fake_clock.h"
 #include "drivers/common/proc_info.h"
 #include "drivers/common/process.h"
 #include "drivers/local/readiness_probe.h"
@@ -594,6 +596,83 @@ TEST_F(LocalDriverTest, BadConfigAndMissingProgram) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(out.status().message(),
             "spec.local.args[0]: ${GANTRY_PORT_HTTP} is not set in the workload's environment");
+}
+
+// The restart backoff and the 10-minute stable-run reset of the restart count follow the
+// injected clock: with a FakeClock, ten minutes of stable running pass without waiting.
+TEST_F(LocalDriverTest, RestartCountResetsAfterTenMinutesOfStableRunning) {
+  FakeClock clock;
+  LocalDriver driver(options_, clock, DefaultProcessLauncher());
+  Events events;
+  driver.SetObserver(&events);
+  FakeContext ctx;
+  const std::string stop = dir_ + "/stop";
+  // Runs until the test creates `stop`, then takes it away and fails.
+  std::string script = Script("steady.sh", "while [ ! -e " + stop +
+                                               " ]; do sleep 0.01; done\n"
+                                               "rm -f " +
+                                               stop + "\nexit 3");
+  auto r = Request("steady", json::object{{"command", json::array{script}},
+                                          {"restartPolicy", "Always"},
+                                          {"maxRestarts", 1}});
+  auto out = driver.Apply(r, ctx);
+  ASSERT_TRUE(out.ok()) << out.status();
+  Pid(*out);
+  auto crash = [&] { std::ofstream(stop) << "x"; };
+  auto count = [&](WorkloadEvent::Kind kind, int n) {
+    return events.WaitFor([&](const auto& e) { return Count(e, kind) >= n; });
+  };
+
+  crash();  // the first restart in a row, after the initial backoff of fake time
+  ASSERT_TRUE(count(WorkloadEvent::Kind::kRestarting, 1));
+  EXPECT_THAT(events.events().back().message, HasSubstr("exited with code 3; restart 1 in 0.05s"));
+  clock.Advance(milliseconds(49));
+  std::this_thread::sleep_for(milliseconds(100));  // a few supervisor ticks: not yet
+  EXPECT_EQ(Count(events.events(), WorkloadEvent::Kind::kRunning), 0);
+  clock.Advance(milliseconds(1));
+  ASSERT_TRUE(count(WorkloadEvent::Kind::kRunning, 1));
+
+  clock.Advance(std::chrono::minutes(10));  // stable: the count starts afresh
+  crash();
+  ASSERT_TRUE(count(WorkloadEvent::Kind::kRestarting, 2));
+  EXPECT_THAT(events.events().back().message, HasSubstr("exited with code 3; restart 2 in 0.05s"));
+  EXPECT_EQ(events.events().back().restart_count, 2);
+  clock.Advance(milliseconds(50));
+  ASSERT_TRUE(count(WorkloadEvent::Kind::kRunning, 2));
+
+  crash();  // within ten minutes of the restart: maxRestarts 1 is used up
+  ASSERT_TRUE(count(WorkloadEvent::Kind::kFailed, 1));
+  WorkloadEvent last = events.events().back();
+  EXPECT_EQ(last.reason, "CrashLoopBackOff");
+  EXPECT_THAT(last.message, HasSubstr("after 1 restarts in a row (maxRestarts 1)"));
+  EXPECT_EQ(last.restart_count, 2);
+  FakeContext d;
+  EXPECT_TRUE(driver.Destroy(r, d).ok());
+}
+
+// The driver starts workloads through the launcher it is given.
+class FailingLauncher : public ProcessLauncher {
+ public:
+  absl::StatusOr<Spawn> Start(const ChildSpec& spec) override {
+    ++starts;
+    last_argv = spec.argv;
+    return absl::UnavailableError("no more processes");
+  }
+  int starts = 0;
+  std::vector<std::string> last_argv;
+};
+
+TEST_F(LocalDriverTest, StartsWorkloadsThroughTheInjectedLauncher) {
+  FakeClock clock;
+  FailingLauncher launcher;
+  LocalDriver driver(options_, clock, launcher);
+  FakeContext ctx;
+  auto r = Request("nolaunch", json::object{{"command", json::array{"sleep", "60"}}});
+  auto out = driver.Apply(r, ctx);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status(), absl::UnavailableError("no more processes"));
+  EXPECT_EQ(launcher.starts, 1);
+  EXPECT_EQ(launcher.last_argv, (std::vector<std::string>{"sleep", "60"}));
 }
 
 }  // namespace
