@@ -1,6 +1,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <filesystem>
+
+#include "drivers/common/fake_process_launcher.h"
 #include "drivers/exec/exec_driver.h"
 
 namespace gantry::drivers::exec {
@@ -64,6 +68,31 @@ TEST(ConfigProblemsTest, CausesDropTheLeadingFieldName) {
   EXPECT_EQ(causes[1].message, "\"q\" is not valid");
   EXPECT_EQ(causes[2].message, "spec.x needs c");
   EXPECT_EQ(causes[3].message, "spec.x.dd is longer");
+}
+
+// The driver starts its program through the launcher it is given, with the action appended.
+TEST(ExecDriverTest, StartsProgramsThroughTheInjectedLauncher) {
+  struct NoContext : RunContext {
+    void Log(std::string_view) override {}
+    bool Canceled() const override { return false; }
+    void SaveDriverState(const json::object&) override {}
+  } context;
+  FakeProcessLauncher launcher;
+  launcher.FailWith(absl::UnavailableError("no more processes"));
+  ExecDriver driver({}, launcher);
+  DeployRequest request;
+  request.action = "apply";
+  request.run_uid = "run-1";
+  request.config = json::parse(R"({"command": ["/opt/deploy.sh", "-v"]})").as_object();
+  char dir[] = "/tmp/gantry-exec-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  request.state_dir = std::string(dir) + "/state";
+  EXPECT_EQ(driver.Apply(request, context).status(), absl::UnavailableError("no more processes"));
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(launcher.started().size(), 1u);
+  EXPECT_EQ(launcher.started()[0].argv,
+            (std::vector<std::string>{"/opt/deploy.sh", "-v", "apply"}));
+  EXPECT_TRUE(launcher.started()[0].die_with_parent);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "common/fake_clock.h"
+#include "drivers/common/fake_process_launcher.h"
 #include "drivers/common/proc_info.h"
 #include "drivers/common/process.h"
 #include "drivers/local/readiness_probe.h"
@@ -651,28 +652,19 @@ TEST_F(LocalDriverTest, RestartCountResetsAfterTenMinutesOfStableRunning) {
 }
 
 // The driver starts workloads through the launcher it is given.
-class FailingLauncher : public ProcessLauncher {
- public:
-  absl::StatusOr<Spawn> Start(const ChildSpec& spec) override {
-    ++starts;
-    last_argv = spec.argv;
-    return absl::UnavailableError("no more processes");
-  }
-  int starts = 0;
-  std::vector<std::string> last_argv;
-};
-
 TEST_F(LocalDriverTest, StartsWorkloadsThroughTheInjectedLauncher) {
   FakeClock clock;
-  FailingLauncher launcher;
+  FakeProcessLauncher launcher;
+  launcher.FailWith(absl::UnavailableError("no more processes"));
   LocalDriver driver(options_, clock, launcher);
   FakeContext ctx;
   auto r = Request("nolaunch", json::object{{"command", json::array{"sleep", "60"}}});
   auto out = driver.Apply(r, ctx);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status(), absl::UnavailableError("no more processes"));
-  EXPECT_EQ(launcher.starts, 1);
-  EXPECT_EQ(launcher.last_argv, (std::vector<std::string>{"sleep", "60"}));
+  ASSERT_EQ(launcher.started().size(), 1u);
+  EXPECT_EQ(launcher.started()[0].argv, (std::vector<std::string>{"sleep", "60"}));
+  EXPECT_TRUE(launcher.started()[0].new_session);  // it outlives gantryd
 }
 
 }  // namespace

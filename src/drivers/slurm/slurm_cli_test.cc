@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "drivers/common/fake_process_launcher.h"
+
 namespace gantry::drivers::slurm {
 namespace {
 
@@ -39,6 +41,21 @@ TEST(SlurmCliTest, AMissingToolIsUnavailable) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(r.status().message(), "cannot run no-such-slurm-tool-x: No such file or directory");
+}
+
+
+// Slurm's commands are started by the launcher the SlurmCli is given.
+TEST(SlurmCliTest, StartsCommandsThroughTheInjectedLauncher) {
+  FakeProcessLauncher launcher;
+  launcher.FailWith(absl::UnavailableError("no more processes"));
+  SlurmCli cli("", std::chrono::seconds(30), launcher);
+  auto jobs = cli.Jobs({7});
+  EXPECT_EQ(jobs.status(), absl::UnavailableError("the Slurm cluster (default slurm.conf) "
+                                                  "cannot be used: no more processes"));
+  ASSERT_EQ(launcher.started().size(), 1u);
+  EXPECT_EQ(launcher.started()[0].argv,
+            (std::vector<std::string>{"squeue", "--json", "--jobs=7,7"}));
+  EXPECT_FALSE(launcher.started()[0].die_with_parent);
 }
 
 }  // namespace
