@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <functional>
 #include <set>
 
 namespace gantry::drivers::local {
@@ -375,9 +376,12 @@ absl::StatusOr<LocalConfig> ParseLocalConfig(const json::object& config) {
   return c;
 }
 
-absl::StatusOr<std::string> ExpandVariables(std::string_view text,
-                                            const std::map<std::string, std::string>& env,
-                                            std::string_view field) {
+namespace {
+
+// ExpandVariables over `lookup` (nullptr: the variable is not set).
+absl::StatusOr<std::string> Expand(
+    std::string_view text, const std::function<const std::string*(const std::string&)>& lookup,
+    std::string_view field) {
   std::string out;
   size_t i = 0;
   while (i < text.size()) {
@@ -395,13 +399,40 @@ absl::StatusOr<std::string> ExpandVariables(std::string_view text,
       return Bad(std::string(field) +
                  ": \"${\" is not closed by \"}\" (write \"$${\" for a literal \"${\")");
     std::string name(text.substr(i + 2, close - i - 2));
-    auto it = env.find(name);
-    if (it == env.end())
+    const std::string* value = lookup(name);
+    if (!value)
       return Bad(std::string(field) + ": ${" + name + "} is not set in the workload's environment");
-    out += it->second;
+    out += *value;
     i = close + 1;
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ExpandVariables(std::string_view text,
+                                            const std::map<std::string, std::string>& env,
+                                            std::string_view field) {
+  return Expand(
+      text,
+      [&env](const std::string& name) -> const std::string* {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : &it->second;
+      },
+      field);
+}
+
+void CheckVariableSyntax(const LocalConfig& c, ConfigProblems* problems) {
+  static const std::string kAnyValue;
+  auto check = [&](const std::string& text, const std::string& field) {
+    auto expanded = Expand(
+        text, [](const std::string&) { return &kAnyValue; }, problems->Full(field));
+    if (!expanded.ok()) problems->Add(field, std::string(expanded.status().message()));
+  };
+  for (size_t i = 0; i < c.command.size(); ++i)
+    check(c.command[i], "command[" + std::to_string(i) + "]");
+  for (size_t i = 0; i < c.args.size(); ++i) check(c.args[i], "args[" + std::to_string(i) + "]");
+  for (const auto& [name, value] : c.env) check(value, "env." + name);
 }
 
 json::object LocalConfigSchema() {

@@ -61,6 +61,12 @@ absl::StatusOr<LocalConfig> ParseLocalConfig(const boost::json::object& config);
 // meaningful when no problem was recorded.
 LocalConfig CheckLocalConfig(const boost::json::object& config, ConfigProblems* problems);
 
+// Records every "${" that is not closed in command, args and env values (field
+// "args[0]", ...): what ExpandVariables would refuse whatever the environment. Which
+// variables are set is only known at deploy time (gantryd's environment, the compute
+// instance's outputs), so unknown names are not refused here.
+void CheckVariableSyntax(const LocalConfig& config, ConfigProblems* problems);
+
 // The OpenAPI v3 schema of spec.local (what ParseLocalConfig accepts).
 boost::json::object LocalConfigSchema();
 

@@ -177,5 +177,16 @@ TEST(LocalConfigTest, SchemaDescribesWhatTheParserAccepts) {
   EXPECT_EQ(props.at("readiness").at("properties").as_object().size(), 4u);
 }
 
+TEST(LocalConfigTest, ValidateConfigRefusesAnUnclosedVariable) {
+  EXPECT_THAT(
+      Causes(R"({"command": ["a", "${HOME}"], "args": ["$${x", "${PORT"],
+                         "env": {"A": "${B", "C": "${GANTRY_PORT_HTTP}"}})"),
+      testing::ElementsAre(
+          Cause("args[1]", "\"${\" is not closed by \"}\" (write \"$${\" for a literal \"${\")",
+                "FieldValueInvalid"),
+          Cause("env.A", "\"${\" is not closed by \"}\" (write \"$${\" for a literal \"${\")",
+                "FieldValueInvalid")));
+}
+
 }  // namespace
 }  // namespace gantry::drivers::local

@@ -103,7 +103,10 @@ absl::Status LocalDriver::StopPrevious(const std::string& key, const std::string
 void LocalDriver::ValidateConfig(const json::object& config,
                                  std::vector<FieldCause>* causes) const {
   ConfigProblems problems("spec.local");
-  CheckLocalConfig(config, &problems);
+  LocalConfig parsed = CheckLocalConfig(config, &problems);
+  // A deploy expands ${VAR} after it stopped the previous workload: what it would refuse
+  // there whatever the environment is refused at save time too.
+  if (problems.ok()) CheckVariableSyntax(parsed, &problems);
   problems.AppendCauses(causes);
 }
 

@@ -94,7 +94,8 @@ class LocalDriver final : public Driver {
   Capabilities Caps() const override {
     return {.host_bound = true, .runs_on_gantryd_host = true, .long_running = true};
   }
-  // Every problem ParseLocalConfig would refuse a deploy with (CheckLocalConfig).
+  // Every problem ParseLocalConfig would refuse a deploy with (CheckLocalConfig), and an
+  // unclosed "${" that BuildLaunch would refuse (CheckVariableSyntax).
   void ValidateConfig(const boost::json::object& config,
                       std::vector<FieldCause>* causes) const override;
   boost::json::object ConfigSchema() const override { return LocalConfigSchema(); }
