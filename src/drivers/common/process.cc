@@ -93,8 +93,7 @@ struct ChildPlan {
   ChildExit(127);
 }
 
-// Session or group, fds 0-2, every other fd close-on-exec, default signal dispositions,
-// empty signal mask (the parent blocked every signal around the clone).
+// dup2 (arm64 has only dup3, which refuses from == to).
 __attribute__((no_sanitize_address)) void ChildDup(int from, int to) {
 #ifdef SYS_dup2
   ::syscall(SYS_dup2, from, to);
@@ -103,6 +102,8 @@ __attribute__((no_sanitize_address)) void ChildDup(int from, int to) {
 #endif
 }
 
+// Session or group, fds 0-2, every other fd close-on-exec, default signal dispositions,
+// empty signal mask (the parent blocked every signal around the clone).
 __attribute__((no_sanitize_address)) void ChildSetUpProcess(const ChildPlan& plan) {
   if (plan.new_session) {
     ::syscall(SYS_setsid);
@@ -113,7 +114,8 @@ __attribute__((no_sanitize_address)) void ChildSetUpProcess(const ChildPlan& pla
   ChildDup(plan.stdout_fd >= 0 ? plan.stdout_fd : plan.null_fd, 1);
   ChildDup(plan.stderr_fd >= 0 ? plan.stderr_fd : plan.null_fd, 2);
   ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
-  // The kernel's struct sigaction: handler, flags, restorer, mask (8 bytes on Linux).
+  // The kernel's struct sigaction on x86-64 and arm64: handler, flags, restorer, mask (64
+  // signals). Only SIG_IGN would survive the execve; handlers are reset by it anyway.
   struct {
     void (*handler)(int);
     unsigned long flags;
