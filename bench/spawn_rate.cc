@@ -42,15 +42,13 @@ int main(int argc, char** argv) {
     auto r = gantry::drivers::RunProcess(spec, hooks);
     if (!r.ok() || r->exit_code != 0) ++failures;
   }
-  const double s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   {
     std::lock_guard<std::mutex> lock(mu);
     done = true;
   }
   cv.notify_all();
   for (auto& t : idle) t.join();
-  std::printf("runs=%d failures=%d seconds=%.3f per_second=%.1f\n", count, failures, s,
-              count / s);
+  std::printf("runs=%d failures=%d seconds=%.3f per_second=%.1f\n", count, failures, s, count / s);
   return failures ? 1 : 0;
 }

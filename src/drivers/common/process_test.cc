@@ -145,7 +145,8 @@ TEST(ProcessTest, TimeoutAndCancelKillTheGroup) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(RunAndCollect(spec).result.status().code(), absl::StatusCode::kDeadlineExceeded);
   spec.timeout = std::chrono::seconds(30);
-  EXPECT_EQ(RunAndCollect(spec, [] { return true; }).result.status(), absl::CancelledError("canceled"));
+  EXPECT_EQ(RunAndCollect(spec, [] { return true; }).result.status(),
+            absl::CancelledError("canceled"));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 

@@ -82,8 +82,7 @@ inline constexpr char kDefaultWorkloadUser[] = "gantry-workload";
 // (--workload-dir, "" = DATA_DIR.workloads beside the data directory). As any other user:
 // none (children keep gantryd's uid and use their state directories; docs/security.md says
 // what that leaves open). NOT_FOUND / INVALID_ARGUMENT from LookUpWorkloadUser.
-absl::StatusOr<Sandbox> SandboxForGantryd(const std::string& user,
-                                          const std::string& workload_dir,
+absl::StatusOr<Sandbox> SandboxForGantryd(const std::string& user, const std::string& workload_dir,
                                           const std::string& data_dir);
 
 // Prepares the root of the workload directories at start-up: created, owned by gantryd,

@@ -16,14 +16,13 @@
 // Thread-safety: plain functions over values.
 #pragma once
 
+#include <boost/json.hpp>
 #include <chrono>
 #include <map>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "drivers/common/config_problems.h"
@@ -46,8 +45,8 @@ struct LocalConfig {
   std::vector<std::string> command;  // not empty
   std::vector<std::string> args;
   std::vector<std::pair<std::string, std::string>> env;  // in the template's order
-  std::string working_dir;           // "" = the instance's state directory
-  std::vector<std::string> ports;    // port names, unique (also once upper-cased)
+  std::string working_dir;                               // "" = the instance's state directory
+  std::vector<std::string> ports;  // port names, unique (also once upper-cased)
   Readiness readiness;
   RestartPolicy restart_policy = RestartPolicy::kOnFailure;
   int max_restarts = 5;

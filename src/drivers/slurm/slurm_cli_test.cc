@@ -10,7 +10,9 @@
 namespace gantry::drivers::slurm {
 namespace {
 
-bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool Has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // What sbatch (and with --export=ALL the job) is started with: the allow-list and what the
 // driver sets, never gantryd's credentials.
@@ -42,7 +44,6 @@ TEST(SlurmCliTest, AMissingToolIsUnavailable) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(r.status().message(), "cannot run no-such-slurm-tool-x: No such file or directory");
 }
-
 
 // Slurm's commands are started by the launcher the SlurmCli is given.
 TEST(SlurmCliTest, StartsCommandsThroughTheInjectedLauncher) {

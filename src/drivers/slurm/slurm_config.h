@@ -25,13 +25,12 @@
 // Thread-safety: plain functions over values.
 #pragma once
 
+#include <boost/json.hpp>
 #include <map>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "drivers/common/config_problems.h"
@@ -46,7 +45,7 @@ struct SlurmConfig {
   std::string script;                // either script ...
   std::vector<std::string> command;  // ... or command
   std::vector<std::pair<std::string, std::string>> env;
-  std::string working_dir;           // "" = the instance's state directory
+  std::string working_dir;  // "" = the instance's state directory
 };
 
 // Parses and validates spec.slurm; unknown fields are refused (a typo would otherwise be
