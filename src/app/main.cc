@@ -365,10 +365,13 @@ int main(int argc, char** argv) {
   local_options.sandbox = *sandbox;
   gantry::drivers::slurm::SlurmDriverOptions slurm_options;
   slurm_options.sandbox = *sandbox;
+  gantry::drivers::SystemProcessLauncher launcher;  // the one way drivers start programs
   gantry::drivers::DriverRegistry drivers;
-  drivers.Register(std::make_unique<gantry::drivers::exec::ExecDriver>(*sandbox));
-  drivers.Register(std::make_unique<gantry::drivers::local::LocalDriver>(local_options));
-  drivers.Register(std::make_unique<gantry::drivers::slurm::SlurmDriver>(slurm_options));
+  drivers.Register(std::make_unique<gantry::drivers::exec::ExecDriver>(*sandbox, launcher));
+  drivers.Register(
+      std::make_unique<gantry::drivers::local::LocalDriver>(local_options, clock, launcher));
+  drivers.Register(
+      std::make_unique<gantry::drivers::slurm::SlurmDriver>(slurm_options, launcher));
   gantry::engine::EngineOptions engine_options;
   engine_options.workers = workers;
   if (host_id.empty()) {

@@ -35,7 +35,8 @@ class IsolationTest : public LocalTest {
     return WriteScript("probe.sh", "D='" + dir() + "'\n" + R"SH(
 out="$D/.probe-$GANTRY_INSTANCE.tmp"
 id -u > "$out"
-for f in ')SH" + data + "/secret.key' '" + data + "/gantry.db' '/proc/" + pid + R"SH(/environ'; do
+for f in ')SH" + data + "/secret.key' '" +
+                                       data + "/gantry.db' '/proc/" + pid + R"SH(/environ'; do
   if cat "$f" > /dev/null 2>&1; then echo "read $f" >> "$out"; else echo "denied $f" >> "$out"; fi
 done
 touch "$GANTRY_STATE_DIR/mine" 2>/dev/null && echo wrote >> "$out"
@@ -59,8 +60,8 @@ exec tail -f /dev/null "$D/probe.sh"
     EXPECT_FALSE(EnvValue(env, "PATH").empty()) << env;
     EXPECT_EQ(EnvValue(env, "GANTRY_INSTANCE"), name) << env;
     const std::string state_dir = EnvValue(env, "GANTRY_STATE_DIR");
-    EXPECT_TRUE(Contains(probe, "wrote")) << "GANTRY_STATE_DIR " << state_dir
-                                          << " is not writable: " << probe;
+    EXPECT_TRUE(Contains(probe, "wrote"))
+        << "GANTRY_STATE_DIR " << state_dir << " is not writable: " << probe;
     if (::geteuid() != 0) return;
     EXPECT_NE(probe.substr(0, probe.find('\n')), "0") << "the child runs as root: " << probe;
     EXPECT_FALSE(Contains(probe, "read ")) << probe;
@@ -74,8 +75,7 @@ exec tail -f /dev/null "$D/probe.sh"
 
 TEST_F(IsolationTest, GantrydForgetsItsCredentialsOnceRead) {
   // Read by us (root or gantryd's own user): what any child of the same uid could read.
-  const std::string environ =
-      ReadFile("/proc/" + std::to_string(gantryd_->pid()) + "/environ");
+  const std::string environ = ReadFile("/proc/" + std::to_string(gantryd_->pid()) + "/environ");
   EXPECT_FALSE(environ.empty());
   EXPECT_FALSE(Contains(environ, kBootstrapToken));
   EXPECT_FALSE(Contains(environ, kAdminPassword));
@@ -85,14 +85,13 @@ TEST_F(IsolationTest, GantrydForgetsItsCredentialsOnceRead) {
 
 TEST_F(IsolationTest, LocalWorkloadGetsNoCredentialsAndCannotReadTheDataDirectory) {
   json::object local{{"command", json::array{"/bin/sh", ProbeScript()}}};
-  api().MustCreate(NsPath("default", "environmenttemplates"),
-                   json::object{{"apiVersion", "paas.gantry.dev/v1"},
-                                {"kind", "EnvironmentTemplate"},
-                                {"metadata", {{"name", "probe"}}},
-                                {"spec",
-                                 {{"displayName", "Probe"},
-                                  {"driver", "local"},
-                                  {"local", std::move(local)}}}});
+  api().MustCreate(
+      NsPath("default", "environmenttemplates"),
+      json::object{
+          {"apiVersion", "paas.gantry.dev/v1"},
+          {"kind", "EnvironmentTemplate"},
+          {"metadata", {{"name", "probe"}}},
+          {"spec", {{"displayName", "Probe"}, {"driver", "local"}, {"local", std::move(local)}}}});
   CreateLocalProfile("probe", "probe", json::object{{"cpu", 1}});
   api().CreateInstance("default", "nosy", "probe");
   Deploy("nosy");

@@ -192,16 +192,19 @@ TEST_F(LocalDriverTest, ServiceOnLocalComputeSeesItsGpusAndEndpoint) {
   ASSERT_EQ(gpu_list.size(), 3u) << json::serialize(compute);  // "i,j"
 
   CreateLocalTemplate("svc", /*http=*/false);
-  api().MustCreate(NsPath("default", "serviceprofiles"),
-                   json::object{{"metadata", json::object{{"name", "jupyter"}}},
-                                {"spec", json::object{{"serviceType", "notebook"},
-                                                      {"templateRef", json::object{{"name", "svc"}}}}}});
-  api().MustCreate(NsPath("default", "serviceinstances"),
-                   json::object{{"metadata", json::object{{"name", "lab"}}},
-                                {"spec", json::object{{"profileRef", json::object{{"name", "jupyter"}}},
-                                                      {"computeRef", json::object{{"name", "gpu-box"}}}}}});
-  ASSERT_EQ(api().Post(NsPath("default", "serviceinstances", "lab") + "/deploy", json::object{}).status,
-            202);
+  api().MustCreate(
+      NsPath("default", "serviceprofiles"),
+      json::object{{"metadata", json::object{{"name", "jupyter"}}},
+                   {"spec", json::object{{"serviceType", "notebook"},
+                                         {"templateRef", json::object{{"name", "svc"}}}}}});
+  api().MustCreate(
+      NsPath("default", "serviceinstances"),
+      json::object{{"metadata", json::object{{"name", "lab"}}},
+                   {"spec", json::object{{"profileRef", json::object{{"name", "jupyter"}}},
+                                         {"computeRef", json::object{{"name", "gpu-box"}}}}}});
+  ASSERT_EQ(
+      api().Post(NsPath("default", "serviceinstances", "lab") + "/deploy", json::object{}).status,
+      202);
   ASSERT_TRUE(PollUntil([&] {
     return Str(api().Get(NsPath("default", "serviceinstances", "lab")).obj(), "status.phase") ==
            "Success";
@@ -209,15 +212,17 @@ TEST_F(LocalDriverTest, ServiceOnLocalComputeSeesItsGpusAndEndpoint) {
   std::string env = WorkloadEnv("lab");
   EXPECT_EQ(EnvValue(env, "CUDA_VISIBLE_DEVICES"), gpu_list) << env;
   EXPECT_EQ(EnvValue(env, "GANTRY_COMPUTE_GPUS"), gpu_list) << env;
-  EXPECT_EQ(EnvValue(env, "GANTRY_COMPUTE_ENDPOINT"), Str(compute, "status.outputs.endpoint")) << env;
+  EXPECT_EQ(EnvValue(env, "GANTRY_COMPUTE_ENDPOINT"), Str(compute, "status.outputs.endpoint"))
+      << env;
   EXPECT_EQ(EnvValue(env, "GANTRY_COMPUTE_NAME"), "gpu-box") << env;
   EXPECT_EQ(Int(GetNode(api()), "status.allocated.h100"), 2);  // the compute instance's only
   json::object service = api().Get(NsPath("default", "serviceinstances", "lab")).obj();
   int service_pid = DriverPid(service);
   ASSERT_GT(service_pid, 0) << json::serialize(service);
 
-  ASSERT_EQ(api().Post(NsPath("default", "computeinstances", "gpu-box") + "/destroy?cascade=true",
-                       json::object{})
+  ASSERT_EQ(api()
+                .Post(NsPath("default", "computeinstances", "gpu-box") + "/destroy?cascade=true",
+                      json::object{})
                 .status,
             202);
   WaitPhase("gpu-box", "NotDeployed");

@@ -39,8 +39,9 @@ class ReplicasLocalTest : public LocalTest {
     if (HasFatalFailure()) return;
     host_ = "host-b";
     second_ = std::make_unique<GantrydProcess>(Args());
-    std::filesystem::copy_file(gantryd_->data_dir() + "/secret.key", second_->data_dir() + "/secret.key",
-                  std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(gantryd_->data_dir() + "/secret.key",
+                               second_->data_dir() + "/secret.key",
+                               std::filesystem::copy_options::overwrite_existing);
   }
   void TearDown() override {
     second_.reset();

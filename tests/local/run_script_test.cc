@@ -142,7 +142,8 @@ class RunScriptTest : public ::testing::Test {
     built_ = SteadyClock::now();
     port_ = FreePort();
     ASSERT_GT(port_, 0);
-    do tls_port_ = FreePort(); while (tls_port_ == port_);
+    do tls_port_ = FreePort();
+    while (tls_port_ == port_);
     ASSERT_GT(tls_port_, 0);
   }
 
@@ -262,9 +263,10 @@ class RunScriptTest : public ::testing::Test {
     if (const char* ci = std::getenv("GANTRY_CI_RUN_PACKAGES"); ci && *ci) {
       int count = 0, seconds = 0;
       if (std::sscanf(ci, "packages (run): installed %d in %d s", &count, &seconds) == 2)
-        std::printf("[newcomer]   this CI run's package step installed the run command's %d "
-                    "packages in %d s: with them, %.0f s from a fresh package state\n",
-                    count, seconds, total + seconds);
+        std::printf(
+            "[newcomer]   this CI run's package step installed the run command's %d "
+            "packages in %d s: with them, %.0f s from a fresh package state\n",
+            count, seconds, total + seconds);
       else
         std::printf("[newcomer]   this CI run's package step: %s (no fresh package state)\n", ci);
     }
@@ -301,13 +303,15 @@ TEST_F(RunScriptTest, NewcomerRunsTheScriptDeploysTheNotebookAndOpensItsEndpoint
   const std::string password = Slurp(root_ + "/.gantry/admin-password");
   ASSERT_GE(password.size(), 16u);
   EXPECT_NE(out.find("user admin, password " + password.substr(0, password.find('\n'))),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("Logged in to " + server + " as admin"), std::string::npos) << out;
   {
     client::HttpClient raw(server);
-    auto login = raw.Send("POST", "/auth/login",
-                          json::serialize(json::object{{"username", "admin"},
-                                                       {"password", password.substr(0, password.find('\n'))}}));
+    auto login = raw.Send(
+        "POST", "/auth/login",
+        json::serialize(json::object{{"username", "admin"},
+                                     {"password", password.substr(0, password.find('\n'))}}));
     ASSERT_TRUE(login.ok());
     EXPECT_EQ(login->status, 200) << login->body;
   }

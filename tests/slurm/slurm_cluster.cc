@@ -287,7 +287,8 @@ bool SlurmCluster::CancelAll() const {
   Run({"scancel", "--partition", kPartition});
   auto deadline = Clock::now() + std::chrono::seconds(120);
   while (Clock::now() < deadline) {
-    CommandOutput r = Run({"squeue", "-h", "-t", "PENDING,RUNNING,COMPLETING,SUSPENDED,CONFIGURING", "-o", "%i"});
+    CommandOutput r =
+        Run({"squeue", "-h", "-t", "PENDING,RUNNING,COMPLETING,SUSPENDED,CONFIGURING", "-o", "%i"});
     if (r.exit_code != 0) return false;  // the controller is down: nothing to wait for
     if (r.out.find_first_not_of(" \n") == std::string::npos) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -29,7 +29,7 @@ struct CommandOutput {
 
 class SlurmCluster {
  public:
-  static constexpr int kGpus = 4;        // h100s of gnode1
+  static constexpr int kGpus = 4;  // h100s of gnode1
   static constexpr char kNode[] = "gnode1";
   static constexpr char kPartition[] = "gpu";
   static constexpr char kClusterName[] = "gantrytest";

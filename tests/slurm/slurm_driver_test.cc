@@ -148,8 +148,8 @@ exit 3
       return (state.empty() || state == "CANCELLED" || state == "FAILED" || state == "COMPLETED") &&
              ProcessesWith(marker).empty();
     });
-    EXPECT_TRUE(ok) << "job " << job << " is " << state << "; processes left: "
-                    << ::testing::PrintToString(ProcessesWith(marker));
+    EXPECT_TRUE(ok) << "job " << job << " is " << state
+                    << "; processes left: " << ::testing::PrintToString(ProcessesWith(marker));
     return ok;
   }
 
@@ -223,13 +223,15 @@ TEST_F(SlurmDriverTest, PendingBehindALargerJobShowsSlurmsReasonAndStartsByItsel
 
   Deploy("small");
   json::object o = WaitInstance(
-      "small", [](const json::object& i) {
+      "small",
+      [](const json::object& i) {
         return Str(i, "status.phase") == "Waiting" && Str(i, "status.reason") == "Resources";
       },
       "small Waiting with Slurm's reason Resources");
   std::string message = Str(o, "status.message");
-  EXPECT_TRUE(Has(message, " is PENDING in partition gpu (reason Resources: the resources the "
-                           "job asks for are in use)"))
+  EXPECT_TRUE(Has(message,
+                  " is PENDING in partition gpu (reason Resources: the resources the "
+                  "job asks for are in use)"))
       << message;
   EXPECT_EQ(Str(GetRun("small-1"), "status.phase"), "Running");
   std::string small_job = Int(GetRun("small-1"), "status.driverState.jobId") > 0
@@ -259,9 +261,12 @@ TEST_F(SlurmDriverTest, DestroyOfAPendingInstanceCancelsItsJob) {
   api().CreateInstance("default", "second", "all");
   DeployRunning("first");
   Deploy("second");
-  WaitInstance("second", [](const json::object& i) {
-    return Str(i, "status.phase") == "Waiting" && Str(i, "status.reason") == "Resources";
-  }, "second Waiting for Resources");
+  WaitInstance(
+      "second",
+      [](const json::object& i) {
+        return Str(i, "status.phase") == "Waiting" && Str(i, "status.reason") == "Resources";
+      },
+      "second Waiting for Resources");
   std::string job = std::to_string(Int(GetRun("second-1"), "status.driverState.jobId"));
 
   Resp r = Action("second", "destroy");
@@ -286,9 +291,9 @@ TEST_F(SlurmDriverTest, JobsEndingOutsideGantryFailTheInstanceWithinSeconds) {
   auto t0 = Clock::now();
   CommandOutput out = cluster_->Run({"scancel", a});
   ASSERT_EQ(out.exit_code, 0) << out.out;
-  json::object o = WaitInstance("cancelled", [](const json::object& i) {
-    return Str(i, "status.phase") == "Failed";
-  }, "cancelled Failed");
+  json::object o = WaitInstance(
+      "cancelled", [](const json::object& i) { return Str(i, "status.phase") == "Failed"; },
+      "cancelled Failed");
   double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   std::cout << "[ measured ] scancel outside Gantry -> instance Failed in " << seconds << " s\n";
   EXPECT_LT(seconds, 30) << "the supervisor polls every 2 s";
@@ -298,9 +303,9 @@ TEST_F(SlurmDriverTest, JobsEndingOutsideGantryFailTheInstanceWithinSeconds) {
   EXPECT_EQ(Str(Condition(o, "Ready"), "status"), "False");
 
   Touch("fail-failing");
-  o = WaitInstance("failing", [](const json::object& i) {
-    return Str(i, "status.phase") == "Failed";
-  }, "failing Failed");
+  o = WaitInstance(
+      "failing", [](const json::object& i) { return Str(i, "status.phase") == "Failed"; },
+      "failing Failed");
   EXPECT_EQ(Str(o, "status.reason"), "JobFailed");
   EXPECT_TRUE(Has(Str(o, "status.message"), "Slurm job " + b + " ended FAILED (exit code 3)"))
       << Str(o, "status.message");
@@ -331,9 +336,9 @@ TEST_F(SlurmDriverTest, Kill9OfGantrydReadoptsItsJobsById) {
   ASSERT_TRUE(gantryd_->Restart().ok()) << gantryd_->Log();
   Reconnect();
 
-  json::object o = WaitInstance("lost", [](const json::object& i) {
-    return Str(i, "status.phase") == "Failed";
-  }, "lost Failed after the restart");
+  json::object o = WaitInstance(
+      "lost", [](const json::object& i) { return Str(i, "status.phase") == "Failed"; },
+      "lost Failed after the restart");
   EXPECT_EQ(Str(o, "status.reason"), "JobCancelled");
   o = Get("kept");
   EXPECT_EQ(Str(o, "status.phase"), "Success");
@@ -343,9 +348,9 @@ TEST_F(SlurmDriverTest, Kill9OfGantrydReadoptsItsJobsById) {
 
   // The re-adopted job is supervised: cancelling it outside Gantry shows.
   ASSERT_EQ(cluster_->Run({"scancel", kept}).exit_code, 0);
-  o = WaitInstance("kept", [](const json::object& i) {
-    return Str(i, "status.phase") == "Failed";
-  }, "kept Failed");
+  o = WaitInstance(
+      "kept", [](const json::object& i) { return Str(i, "status.phase") == "Failed"; },
+      "kept Failed");
   EXPECT_EQ(Str(o, "status.reason"), "JobCancelled");
 }
 
@@ -356,18 +361,24 @@ TEST_F(SlurmDriverTest, Kill9WhileAJobIsPendingResumesThatJobInsteadOfSubmitting
   api().CreateInstance("default", "next", "all");
   DeployRunning("big");
   Deploy("next");
-  WaitInstance("next", [](const json::object& i) {
-    return Str(i, "status.phase") == "Waiting" && Str(i, "status.reason") == "Resources";
-  }, "next Waiting for Resources");
+  WaitInstance(
+      "next",
+      [](const json::object& i) {
+        return Str(i, "status.phase") == "Waiting" && Str(i, "status.reason") == "Resources";
+      },
+      "next Waiting for Resources");
   std::string job = std::to_string(Int(GetRun("next-1"), "status.driverState.jobId"));
 
   gantryd_->Kill9();
   ASSERT_TRUE(gantryd_->Restart().ok()) << gantryd_->Log();
   Reconnect();
   // The interrupted deploy is queued again and waits for the same job.
-  WaitInstance("next", [](const json::object& i) {
-    return Str(i, "status.phase") == "Waiting" && Str(i, "status.reason") == "Resources";
-  }, "next Waiting for Resources again");
+  WaitInstance(
+      "next",
+      [](const json::object& i) {
+        return Str(i, "status.phase") == "Waiting" && Str(i, "status.reason") == "Resources";
+      },
+      "next Waiting for Resources again");
   EXPECT_EQ(Int(GetRun("next-1"), "status.attempt"), 2);
   std::string log = RunLog("next-1");
   EXPECT_TRUE(Has(log, "resuming Slurm job " + job + " (PENDING), submitted by an earlier attempt"))
@@ -392,21 +403,25 @@ TEST_F(SlurmDriverTest, ClusterDownIsAClearErrorAndADeployedJobShowsIt) {
   json::object o = WaitPhase("late", "Failed");
   EXPECT_EQ(Str(o, "status.reason"), "DriverUnavailable");
   std::string message = Str(o, "status.message");
-  EXPECT_TRUE(Has(message, "the Slurm cluster (slurm.conf " + cluster_->conf() + ") does not answer"))
+  EXPECT_TRUE(
+      Has(message, "the Slurm cluster (slurm.conf " + cluster_->conf() + ") does not answer"))
       << message;
   EXPECT_TRUE(Has(message, "Unable to contact slurm controller")) << message;
 
   // The deployed instance stays deployed, not Ready, with the reason.
-  o = WaitInstance("up", [](const json::object& i) {
-    return Str(Condition(i, "Ready"), "reason") == "SlurmUnavailable";
-  }, "up not Ready: SlurmUnavailable");
+  o = WaitInstance(
+      "up",
+      [](const json::object& i) {
+        return Str(Condition(i, "Ready"), "reason") == "SlurmUnavailable";
+      },
+      "up not Ready: SlurmUnavailable");
   EXPECT_EQ(Str(o, "status.phase"), "Success");
   EXPECT_EQ(Str(Condition(o, "Ready"), "status"), "False");
 
   ASSERT_TRUE(cluster_->StartController().ok()) << cluster_->Logs();
-  o = WaitInstance("up", [](const json::object& i) {
-    return Str(Condition(i, "Ready"), "status") == "True";
-  }, "up Ready again");
+  o = WaitInstance(
+      "up", [](const json::object& i) { return Str(Condition(i, "Ready"), "status") == "True"; },
+      "up Ready again");
   EXPECT_EQ(Str(o, "status.phase"), "Success");
   EXPECT_EQ(cluster_->JobState(job), "RUNNING");
   EXPECT_EQ(Action("up", "destroy").status, 202);

@@ -12,10 +12,10 @@
 namespace gantry::drivers {
 
 struct ProcStat {
-  char state = '?';          // R, S, D, Z, T, ... (field 3)
-  int ppid = 0;              // field 4
-  int pgrp = 0;              // field 5
-  long long start_time = -1; // field 22, clock ticks since boot
+  char state = '?';           // R, S, D, Z, T, ... (field 3)
+  int ppid = 0;               // field 4
+  int pgrp = 0;               // field 5
+  long long start_time = -1;  // field 22, clock ticks since boot
 };
 
 // Parses /proc/PID/stat; false when the process does not exist (or cannot be read).

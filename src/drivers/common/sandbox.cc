@@ -54,7 +54,7 @@ std::string FirstUnreachable(const std::filesystem::path& dir, const WorkloadUse
     if (::stat(at.c_str(), &st) != 0) return at.string();
     bool in_group = false;
     for (gid_t g : user.groups) in_group = in_group || g == st.st_gid;
-    mode_t need = st.st_uid == user.uid ? S_IXUSR
+    mode_t need = st.st_uid == user.uid               ? S_IXUSR
                   : in_group || st.st_gid == user.gid ? S_IXGRP
                                                       : S_IXOTH;
     if (!(st.st_mode & need)) return at.string();
@@ -147,8 +147,7 @@ absl::StatusOr<std::string> PrepareWorkloadDir(const Sandbox& sandbox,
   return dir;
 }
 
-absl::StatusOr<Sandbox> SandboxForGantryd(const std::string& user,
-                                          const std::string& workload_dir,
+absl::StatusOr<Sandbox> SandboxForGantryd(const std::string& user, const std::string& workload_dir,
                                           const std::string& data_dir) {
   Sandbox sandbox;
   if (::geteuid() != 0) return sandbox;
@@ -176,11 +175,9 @@ absl::Status PrepareWorkloadRoot(const Sandbox& sandbox) {
                                          ec.message());
   struct stat st {};
   if (::lstat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return absl::FailedPreconditionError("the workload directory " + root +
-                                         " is not a directory");
+    return absl::FailedPreconditionError("the workload directory " + root + " is not a directory");
   if (st.st_uid != ::geteuid() && ::chown(root.c_str(), ::geteuid(), ::getegid()) != 0)
-    return absl::FailedPreconditionError("cannot take ownership of " + root + ": " +
-                                         Errno(errno));
+    return absl::FailedPreconditionError("cannot take ownership of " + root + ": " + Errno(errno));
   if (::chmod(root.c_str(), 0711) != 0)
     return absl::FailedPreconditionError("cannot set the mode of " + root + ": " + Errno(errno));
   if (!sandbox.user) return absl::OkStatus();

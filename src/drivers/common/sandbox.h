@@ -11,7 +11,7 @@
 //     template's env go on top.
 //   - Sandbox::user: when gantryd runs as root, the unprivileged account (--workload-user,
 //     by default gantry-workload, else nobody) every child switches to before exec
-//     (SpawnChild in process.h); HOME, USER and LOGNAME are then that account's.
+//     (the ProcessLauncher in process.h); HOME, USER and LOGNAME are then that account's.
 //   - Sandbox::workload_root: where a workload's own directory (GANTRY_STATE_DIR, the default
 //     working directory) lives when the data directory is closed to it: WORKLOAD_ROOT/UID,
 //     owned by the workload user, mode 0700. Driver-private files (local-driver.json,
@@ -82,8 +82,7 @@ inline constexpr char kDefaultWorkloadUser[] = "gantry-workload";
 // (--workload-dir, "" = DATA_DIR.workloads beside the data directory). As any other user:
 // none (children keep gantryd's uid and use their state directories; docs/security.md says
 // what that leaves open). NOT_FOUND / INVALID_ARGUMENT from LookUpWorkloadUser.
-absl::StatusOr<Sandbox> SandboxForGantryd(const std::string& user,
-                                          const std::string& workload_dir,
+absl::StatusOr<Sandbox> SandboxForGantryd(const std::string& user, const std::string& workload_dir,
                                           const std::string& data_dir);
 
 // Prepares the root of the workload directories at start-up: created, owned by gantryd,

@@ -8,9 +8,8 @@
 // caller (a driver writes an instance's record from one thread at a time).
 #pragma once
 
-#include <string>
-
 #include <boost/json.hpp>
+#include <string>
 
 namespace gantry::drivers {
 

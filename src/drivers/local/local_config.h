@@ -16,6 +16,7 @@
 // Thread-safety: plain functions over values.
 #pragma once
 
+#include <boost/json.hpp>
 #include <chrono>
 #include <map>
 #include <string>
@@ -23,9 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include <boost/json.hpp>
-
 #include "absl/status/statusor.h"
+#include "drivers/common/config_problems.h"
 
 namespace gantry::drivers::local {
 
@@ -45,8 +45,8 @@ struct LocalConfig {
   std::vector<std::string> command;  // not empty
   std::vector<std::string> args;
   std::vector<std::pair<std::string, std::string>> env;  // in the template's order
-  std::string working_dir;           // "" = the instance's state directory
-  std::vector<std::string> ports;    // port names, unique (also once upper-cased)
+  std::string working_dir;                               // "" = the instance's state directory
+  std::vector<std::string> ports;  // port names, unique (also once upper-cased)
   Readiness readiness;
   RestartPolicy restart_policy = RestartPolicy::kOnFailure;
   int max_restarts = 5;
@@ -55,6 +55,19 @@ struct LocalConfig {
 // Parses and validates spec.local. FAILED_PRECONDITION naming the field on any mistake,
 // including unknown fields (a typo would otherwise be silently ignored).
 absl::StatusOr<LocalConfig> ParseLocalConfig(const boost::json::object& config);
+// The same check recording every problem (prefix "spec.local") instead of stopping at the
+// first: what LocalDriver::ValidateConfig reports at save time. The returned config is only
+// meaningful when no problem was recorded.
+LocalConfig CheckLocalConfig(const boost::json::object& config, ConfigProblems* problems);
+
+// Records every "${" that is not closed in command, args and env values (field
+// "args[0]", ...): what ExpandVariables would refuse whatever the environment. Which
+// variables are set is only known at deploy time (gantryd's environment, the compute
+// instance's outputs), so unknown names are not refused here.
+void CheckVariableSyntax(const LocalConfig& config, ConfigProblems* problems);
+
+// The OpenAPI v3 schema of spec.local (what ParseLocalConfig accepts).
+boost::json::object LocalConfigSchema();
 
 // The environment variable that carries port `name`: GANTRY_PORT_<NAME>, upper-cased, with
 // every character other than a letter or digit turned into '_'.

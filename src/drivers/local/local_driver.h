@@ -21,6 +21,13 @@
 // OnFailure, or more than maxRestarts restarts in a row end in kFailed (reason
 // WorkloadExited or CrashLoopBackOff). A workload that stayed up 10 minutes starts its
 // backoff and its maxRestarts count afresh; the reported restart count keeps growing.
+// Those times (backoff, stable run, readiness deadlines) are read from the injected Clock's
+// SteadyNow(), so a test with a FakeClock moves them without waiting; how often the
+// supervisor looks (poll_interval) and the waits for processes to die are real time.
+// Workloads are started by the injected ProcessLauncher.
+//
+// Files: local_driver.cc (Apply, Destroy, Recover, Adopt), supervisor.cc (the supervisor
+// thread), workload.h (one workload's process, log and state).
 //
 // Driver state (saved through the RunContext, in events, and in STATE_DIR/local-driver.json
 // for Destroy): {pid, startTime, ports: {name: port}, gpus: [...], restartCount}. The pid is
@@ -41,12 +48,18 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "common/clock.h"
+#include "drivers/common/process.h"
 #include "drivers/common/sandbox.h"
 #include "drivers/driver.h"
 #include "drivers/local/local_config.h"
 #include "drivers/local/port_allocator.h"
 
 namespace gantry::drivers::local {
+
+struct Launch;  // workload.h
+struct Spawned;
+class LogFollower;
 
 struct LocalDriverOptions {
   int port_min = 20000;
@@ -68,8 +81,10 @@ struct LocalDriverOptions {
 class LocalDriver final : public Driver {
  public:
   // Starts the supervisor thread. Options out of range (ports outside 1..65535, min > max)
-  // are clamped.
+  // are clamped. `clock` times restarts and readiness, `launcher` starts workloads; both
+  // must outlive the driver. The first form uses the system's clock and launcher.
   explicit LocalDriver(LocalDriverOptions options = {});
+  LocalDriver(LocalDriverOptions options, const Clock& clock, ProcessLauncher& launcher);
   // Shutdown(); workloads keep running.
   ~LocalDriver() override;
   LocalDriver(const LocalDriver&) = delete;
@@ -79,6 +94,11 @@ class LocalDriver final : public Driver {
   Capabilities Caps() const override {
     return {.host_bound = true, .runs_on_gantryd_host = true, .long_running = true};
   }
+  // Every problem ParseLocalConfig would refuse a deploy with (CheckLocalConfig), and an
+  // unclosed "${" that BuildLaunch would refuse (CheckVariableSyntax).
+  void ValidateConfig(const boost::json::object& config,
+                      std::vector<FieldCause>* causes) const override;
+  boost::json::object ConfigSchema() const override { return LocalConfigSchema(); }
 
   // FAILED_PRECONDITION for a bad spec.local (the message names the field) or a program
   // that cannot be run; RESOURCE_EXHAUSTED when no port is free; ABORTED when the workload
@@ -103,9 +123,30 @@ class LocalDriver final : public Driver {
 
  private:
   struct Workload;
+  // A readiness probe the supervisor runs unlocked.
+  struct Probe {
+    std::shared_ptr<Workload> w;
+    int pid, port;
+    Readiness readiness;
+  };
+
+  // Apply's parts: waits until the started workload is ready (OK at once without a check);
+  // sets *exited when it exited meanwhile (it is then already reaped).
+  absl::Status AwaitReady(const LocalConfig& config, const DeployRequest& request, int port,
+                          const Spawned& spawned, const Launch& launch, LogFollower& follower,
+                          RunContext& context, bool* exited);
+  // Hands the ready workload to the supervisor.
+  void Supervise(const DeployRequest& request, const LocalConfig& config, const Launch& launch,
+                 const std::map<std::string, int>& ports, const Spawned& spawned,
+                 std::chrono::steady_clock::time_point started_at);
 
   void SupervisorLoop();
   void Tick();
+  // Tick's look at one running or starting workload: reports an exit, or kills one not ready
+  // in time, or queues its readiness probe.
+  void CheckRunning(const std::shared_ptr<Workload>& wp, std::chrono::steady_clock::time_point now,
+                    std::vector<WorkloadEvent>& events, std::vector<Probe>& probes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies the restart policy to `w`, which just exited (`how` says how, for messages).
   void HandleExit(Workload& w, int exit_code, const std::string& how,
                   std::vector<WorkloadEvent>& events) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -119,6 +160,8 @@ class LocalDriver final : public Driver {
 
   // Constant after construction.
   const LocalDriverOptions options_;
+  const Clock& clock_;
+  ProcessLauncher& launcher_;
 
   PortAllocator ports_;  // thread-safe itself
   std::atomic<WorkloadObserver*> observer_{nullptr};

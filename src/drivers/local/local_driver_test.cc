@@ -18,7 +18,10 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
+#include "common/fake_clock.h"
+#include "drivers/common/fake_process_launcher.h"
 #include "drivers/common/proc_info.h"
 #include "drivers/common/process.h"
 #include "drivers/local/readiness_probe.h"
@@ -27,10 +30,10 @@ namespace gantry::drivers::local {
 namespace {
 
 namespace json = boost::json;
-using ::testing::HasSubstr;
-using ::testing::Not;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr auto kDeadline = seconds(60);  // generous: only reached when something is broken
 
@@ -238,8 +241,9 @@ TEST_F(LocalDriverTest, WorkloadSeesItsGpusAndEnvironment) {
 
 TEST_F(LocalDriverTest, TwoWorkloadsGetDistinctPorts) {
   LocalDriver driver(options_);
-  json::object config{{"command", json::array{"sleep", "600"}},
-                      {"ports", json::array{json::object{{"name", "a"}}, json::object{{"name", "b"}}}}};
+  json::object config{
+      {"command", json::array{"sleep", "600"}},
+      {"ports", json::array{json::object{{"name", "a"}}, json::object{{"name", "b"}}}}};
   auto r1 = Request("one", config), r2 = Request("two", config);
   FakeContext c1, c2;
   auto o1 = driver.Apply(r1, c1);
@@ -261,7 +265,8 @@ TEST_F(LocalDriverTest, TwoWorkloadsGetDistinctPorts) {
 
 TEST_F(LocalDriverTest, ExitBeforeReadyFailsWithLogLines) {
   LocalDriver driver(options_);
-  std::string script = Script("crash.sh", "echo starting up\necho 'boom: no model file' >&2\nexit 3");
+  std::string script =
+      Script("crash.sh", "echo starting up\necho 'boom: no model file' >&2\nexit 3");
   json::object config{{"command", json::array{script}},
                       {"ports", json::array{json::object{{"name", "http"}}}},
                       {"readiness", json::object{{"httpPath", "/"}}}};
@@ -284,7 +289,8 @@ TEST_F(LocalDriverTest, ReadinessTimeoutStopsTheWorkload) {
   auto out = driver.Apply(Request("slow", config), ctx);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_THAT(out.status().message(), HasSubstr("the workload was not ready within 1s (GET http://127.0.0.1:"));
+  EXPECT_THAT(out.status().message(),
+              HasSubstr("the workload was not ready within 1s (GET http://127.0.0.1:"));
   int pid = static_cast<int>(ctx.state().at("pid").as_int64());
   started_.push_back(pid);
   EXPECT_TRUE(GroupGone(pid));
@@ -317,7 +323,8 @@ TEST_F(LocalDriverTest, AlwaysRestartsAfterKillAndCounts) {
       json::parse(std::string(out->at("ports").as_string())).as_object().at("http").as_int64());
 
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
-  ASSERT_TRUE(events.WaitFor([](const auto& e) { return Count(e, WorkloadEvent::Kind::kRunning) >= 1; }));
+  ASSERT_TRUE(
+      events.WaitFor([](const auto& e) { return Count(e, WorkloadEvent::Kind::kRunning) >= 1; }));
   auto e = events.events();
   ASSERT_GE(e.size(), 2u);
   EXPECT_EQ(e[0].kind, WorkloadEvent::Kind::kRestarting);
@@ -326,7 +333,8 @@ TEST_F(LocalDriverTest, AlwaysRestartsAfterKillAndCounts) {
   EXPECT_EQ(e[0].ns, "team");
   EXPECT_EQ(e[0].name, "always");
   EXPECT_EQ(e[0].instance_uid, "uid-always");
-  EXPECT_THAT(e[0].message, HasSubstr("the workload was killed by signal 9 (SIGKILL); restart 1 in"));
+  EXPECT_THAT(e[0].message,
+              HasSubstr("the workload was killed by signal 9 (SIGKILL); restart 1 in"));
   EXPECT_EQ(e[1].kind, WorkloadEvent::Kind::kRunning);
   EXPECT_EQ(e[1].restart_count, 1);
   int pid2 = static_cast<int>(e[1].driver_state.at("pid").as_int64());
@@ -337,7 +345,8 @@ TEST_F(LocalDriverTest, AlwaysRestartsAfterKillAndCounts) {
   EXPECT_TRUE(ProbeHttp(port, "/", milliseconds(5000)).ok());  // ready again, same port
 
   ASSERT_EQ(::kill(pid2, SIGKILL), 0);
-  ASSERT_TRUE(events.WaitFor([](const auto& e) { return Count(e, WorkloadEvent::Kind::kRunning) >= 2; }));
+  ASSERT_TRUE(
+      events.WaitFor([](const auto& e) { return Count(e, WorkloadEvent::Kind::kRunning) >= 2; }));
   e = events.events();
   EXPECT_EQ(e.back().restart_count, 2);
   int pid3 = static_cast<int>(e.back().driver_state.at("pid").as_int64());
@@ -355,13 +364,15 @@ TEST_F(LocalDriverTest, NeverReportsFailed) {
   driver.SetObserver(&events);
   FakeContext ctx;
   std::string script = Script("never.sh", "echo serving\nexec sleep 600");
-  auto r = Request("never", json::object{{"command", json::array{script}}, {"restartPolicy", "Never"}});
+  auto r =
+      Request("never", json::object{{"command", json::array{script}}, {"restartPolicy", "Never"}});
   auto out = driver.Apply(r, ctx);
   ASSERT_TRUE(out.ok()) << out.status();
   int pid = Pid(*out);
   // The script has printed before it execs sleep; wait for that line so the tail is stable.
   auto deadline = std::chrono::steady_clock::now() + kDeadline;
-  while (ReadFile(r.state_dir + "/workload.log").empty() && std::chrono::steady_clock::now() < deadline)
+  while (ReadFile(r.state_dir + "/workload.log").empty() &&
+         std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(milliseconds(10));
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
   ASSERT_TRUE(events.WaitFor([](const auto& e) { return !e.empty(); }));
@@ -387,7 +398,8 @@ TEST_F(LocalDriverTest, MaxRestartsEndsInCrashLoopBackOff) {
   auto out = driver.Apply(r, ctx);
   ASSERT_TRUE(out.ok()) << out.status();
   Pid(*out);
-  ASSERT_TRUE(events.WaitFor([](const auto& e) { return Count(e, WorkloadEvent::Kind::kFailed) >= 1; }));
+  ASSERT_TRUE(
+      events.WaitFor([](const auto& e) { return Count(e, WorkloadEvent::Kind::kFailed) >= 1; }));
   auto e = events.events();
   EXPECT_EQ(Count(e, WorkloadEvent::Kind::kRestarting), 2);
   EXPECT_EQ(e.back().kind, WorkloadEvent::Kind::kFailed);
@@ -418,14 +430,16 @@ TEST_F(LocalDriverTest, OnFailureDoesNotRestartACleanExit) {
   auto e = events.events();
   EXPECT_EQ(e[0].kind, WorkloadEvent::Kind::kFailed);
   EXPECT_EQ(e[0].reason, "WorkloadExited");
-  EXPECT_THAT(e[0].message, HasSubstr("exited with code 0 (restartPolicy OnFailure restarts only failures)"));
+  EXPECT_THAT(e[0].message,
+              HasSubstr("exited with code 0 (restartPolicy OnFailure restarts only failures)"));
 }
 
 TEST_F(LocalDriverTest, DestroyLeavesNoProcessOfTheGroup) {
   options_.stop_grace = seconds(1);
   LocalDriver driver(options_);
   // Ignores SIGTERM (and so do its children): Destroy must escalate to SIGKILL.
-  std::string script = Script("stubborn.sh", "trap '' TERM\nsleep 600 &\nsleep 600 &\necho up\nwait");
+  std::string script =
+      Script("stubborn.sh", "trap '' TERM\nsleep 600 &\nsleep 600 &\necho up\nwait");
   auto r = Request("stubborn", json::object{{"command", json::array{script}}});
   FakeContext ctx;
   auto out = driver.Apply(r, ctx);
@@ -486,7 +500,8 @@ TEST_F(LocalDriverTest, AnotherDriverAdoptsAfterShutdown) {
   EXPECT_EQ(second.SupervisedPidForTest("uid-adopt"), pid);
   // Its exits now follow the restart policy.
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
-  ASSERT_TRUE(events.WaitFor([](const auto& e) { return Count(e, WorkloadEvent::Kind::kRunning) >= 1; }));
+  ASSERT_TRUE(
+      events.WaitFor([](const auto& e) { return Count(e, WorkloadEvent::Kind::kRunning) >= 1; }));
   int pid2 = second.SupervisedPidForTest("uid-adopt");
   started_.push_back(pid2);
   EXPECT_NE(pid2, pid);
@@ -515,18 +530,23 @@ TEST_F(LocalDriverTest, AdoptsAProcessThatIsNotItsChild) {
   std::filesystem::create_directories(r.state_dir);
   // python starts the server in a new session and exits: the server is reparented.
   std::string pid_file = dir_ + "/orphan.pid";
-  std::string cmd = "python3 -c \"import subprocess,sys; p=subprocess.Popen(['python3','-m','http.server',"
-                    "'--bind','127.0.0.1','" + std::to_string(port) + "'], start_new_session=True, "
-                    "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); open('" + pid_file +
-                    "','w').write(str(p.pid))\"";
+  std::string cmd =
+      "python3 -c \"import subprocess,sys; p=subprocess.Popen(['python3','-m','http.server',"
+      "'--bind','127.0.0.1','" +
+      std::to_string(port) +
+      "'], start_new_session=True, "
+      "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); open('" +
+      pid_file + "','w').write(str(p.pid))\"";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   int pid = std::stoi(ReadFile(pid_file));
   started_.push_back(pid);
   ProcStat s;
   ASSERT_TRUE(ReadProcStat(pid, &s));
   ASSERT_NE(s.ppid, ::getpid());
-  json::object state{{"pid", pid}, {"startTime", s.start_time},
-                     {"ports", json::object{{"http", port}}}, {"gpus", json::array{}},
+  json::object state{{"pid", pid},
+                     {"startTime", s.start_time},
+                     {"ports", json::object{{"http", port}}},
+                     {"gpus", json::array{}},
                      {"restartCount", 4}};
 
   LocalDriver driver(options_);
@@ -534,7 +554,8 @@ TEST_F(LocalDriverTest, AdoptsAProcessThatIsNotItsChild) {
   driver.SetObserver(&events);
   ASSERT_TRUE(driver.Adopt(r, state));
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
-  ASSERT_TRUE(events.WaitFor([](const auto& e) { return Count(e, WorkloadEvent::Kind::kRunning) >= 1; }));
+  ASSERT_TRUE(
+      events.WaitFor([](const auto& e) { return Count(e, WorkloadEvent::Kind::kRunning) >= 1; }));
   auto e = events.events();
   EXPECT_EQ(e[0].kind, WorkloadEvent::Kind::kRestarting);
   EXPECT_EQ(e[0].restart_count, 5);
@@ -584,7 +605,8 @@ TEST_F(LocalDriverTest, BadConfigAndMissingProgram) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(out.status().message(),
             "spec.local.restartPolicy must be one of Always, OnFailure, Never (got Sometimes)");
-  out = driver.Apply(Request("missing", json::object{{"command", json::array{"no-such-program-x"}}}), ctx);
+  out = driver.Apply(
+      Request("missing", json::object{{"command", json::array{"no-such-program-x"}}}), ctx);
   EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(out.status().message(),
             "cannot run no-such-program-x (spec.local.command): No such file or directory");
@@ -594,6 +616,74 @@ TEST_F(LocalDriverTest, BadConfigAndMissingProgram) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(out.status().message(),
             "spec.local.args[0]: ${GANTRY_PORT_HTTP} is not set in the workload's environment");
+}
+
+// The restart backoff and the 10-minute stable-run reset of the restart count follow the
+// injected clock: with a FakeClock, ten minutes of stable running pass without waiting.
+TEST_F(LocalDriverTest, RestartCountResetsAfterTenMinutesOfStableRunning) {
+  FakeClock clock;
+  LocalDriver driver(options_, clock, DefaultProcessLauncher());
+  Events events;
+  driver.SetObserver(&events);
+  FakeContext ctx;
+  const std::string stop = dir_ + "/stop";
+  // Runs until the test creates `stop`, then takes it away and fails.
+  std::string script = Script("steady.sh", "while [ ! -e " + stop +
+                                               " ]; do sleep 0.01; done\n"
+                                               "rm -f " +
+                                               stop + "\nexit 3");
+  auto r = Request("steady", json::object{{"command", json::array{script}},
+                                          {"restartPolicy", "Always"},
+                                          {"maxRestarts", 1}});
+  auto out = driver.Apply(r, ctx);
+  ASSERT_TRUE(out.ok()) << out.status();
+  Pid(*out);
+  auto crash = [&] { std::ofstream(stop) << "x"; };
+  auto count = [&](WorkloadEvent::Kind kind, int n) {
+    return events.WaitFor([&](const auto& e) { return Count(e, kind) >= n; });
+  };
+
+  crash();  // the first restart in a row, after the initial backoff of fake time
+  ASSERT_TRUE(count(WorkloadEvent::Kind::kRestarting, 1));
+  EXPECT_THAT(events.events().back().message, HasSubstr("exited with code 3; restart 1 in 0.05s"));
+  clock.Advance(milliseconds(49));
+  std::this_thread::sleep_for(milliseconds(100));  // a few supervisor ticks: not yet
+  EXPECT_EQ(Count(events.events(), WorkloadEvent::Kind::kRunning), 0);
+  clock.Advance(milliseconds(1));
+  ASSERT_TRUE(count(WorkloadEvent::Kind::kRunning, 1));
+
+  clock.Advance(std::chrono::minutes(10));  // stable: the count starts afresh
+  crash();
+  ASSERT_TRUE(count(WorkloadEvent::Kind::kRestarting, 2));
+  EXPECT_THAT(events.events().back().message, HasSubstr("exited with code 3; restart 2 in 0.05s"));
+  EXPECT_EQ(events.events().back().restart_count, 2);
+  clock.Advance(milliseconds(50));
+  ASSERT_TRUE(count(WorkloadEvent::Kind::kRunning, 2));
+
+  crash();  // within ten minutes of the restart: maxRestarts 1 is used up
+  ASSERT_TRUE(count(WorkloadEvent::Kind::kFailed, 1));
+  WorkloadEvent last = events.events().back();
+  EXPECT_EQ(last.reason, "CrashLoopBackOff");
+  EXPECT_THAT(last.message, HasSubstr("after 1 restarts in a row (maxRestarts 1)"));
+  EXPECT_EQ(last.restart_count, 2);
+  FakeContext d;
+  EXPECT_TRUE(driver.Destroy(r, d).ok());
+}
+
+// The driver starts workloads through the launcher it is given.
+TEST_F(LocalDriverTest, StartsWorkloadsThroughTheInjectedLauncher) {
+  FakeClock clock;
+  FakeProcessLauncher launcher;
+  launcher.FailWith(absl::UnavailableError("no more processes"));
+  LocalDriver driver(options_, clock, launcher);
+  FakeContext ctx;
+  auto r = Request("nolaunch", json::object{{"command", json::array{"sleep", "60"}}});
+  auto out = driver.Apply(r, ctx);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status(), absl::UnavailableError("no more processes"));
+  ASSERT_EQ(launcher.started().size(), 1u);
+  EXPECT_EQ(launcher.started()[0].argv, (std::vector<std::string>{"sleep", "60"}));
+  EXPECT_TRUE(launcher.started()[0].new_session);  // it outlives gantryd
 }
 
 }  // namespace

@@ -45,8 +45,8 @@ absl::StatusOr<std::map<std::string, int>> PortAllocator::Allocate(
     }
     if (!found) {
       for (const auto& [n, port] : given) held_.erase(port);
-      return absl::ResourceExhaustedError("no free TCP port left in " + std::to_string(min_) +
-                                          "-" + std::to_string(max_) + " for port " + name);
+      return absl::ResourceExhaustedError("no free TCP port left in " + std::to_string(min_) + "-" +
+                                          std::to_string(max_) + " for port " + name);
     }
     held_[found] = owner;
     given[name] = found;

@@ -73,8 +73,8 @@ absl::Status ProbeHttp(int port, std::string_view path, std::chrono::millisecond
   std::string why;
   int fd = Connect(port, deadline, &why);
   if (fd < 0) return absl::UnavailableError(why);
-  std::string request = "GET " + std::string(path) + " HTTP/1.0\r\nHost: 127.0.0.1:" +
-                        std::to_string(port) +
+  std::string request = "GET " + std::string(path) +
+                        " HTTP/1.0\r\nHost: 127.0.0.1:" + std::to_string(port) +
                         "\r\nUser-Agent: gantry-readiness\r\nConnection: close\r\n\r\n";
   size_t sent = 0;
   std::string response;
@@ -109,10 +109,13 @@ absl::Status ProbeHttp(int port, std::string_view path, std::chrono::millisecond
         size_t sp = line.find(' ');
         if (sp != std::string::npos) code = std::atoi(line.c_str() + sp + 1);
       }
-      if (code >= 200 && code < 400) result = absl::OkStatus();
-      else if (code > 0) result = absl::UnavailableError("answered " + std::to_string(code));
-      else result = absl::UnavailableError(line.empty() ? "closed without answering"
-                                                        : "did not answer with HTTP");
+      if (code >= 200 && code < 400)
+        result = absl::OkStatus();
+      else if (code > 0)
+        result = absl::UnavailableError("answered " + std::to_string(code));
+      else
+        result = absl::UnavailableError(line.empty() ? "closed without answering"
+                                                     : "did not answer with HTTP");
       break;
     }
   }

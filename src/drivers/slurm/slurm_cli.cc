@@ -28,79 +28,94 @@ std::string LastLines(const std::string& text, int n = 3) {
     if (!line.empty()) lines.push_back(line.size() > 300 ? line.substr(0, 300) + "..." : line);
   }
   std::string out;
-  for (size_t i = lines.size() > static_cast<size_t>(n) ? lines.size() - n : 0; i < lines.size(); ++i)
+  for (size_t i = lines.size() > static_cast<size_t>(n) ? lines.size() - n : 0; i < lines.size();
+       ++i)
     out += (out.empty() ? "" : "; ") + lines[i];
   return out;
 }
 
 // Words Slurm uses when it cannot reach its controller (or the controller is overloaded).
 bool Unreachable(const std::string& text) {
-  for (const char* w : {"Unable to contact slurm controller", "Socket timed out",
-                        "Connection refused", "Zero Bytes were transmitted",
-                        "Communication connection failure", "Slurm backup controller in standby",
-                        "Unable to establish controller machine", "Failed while looking for jobs",
-                        "Could not establish a configuration source"})
+  for (const char* w :
+       {"Unable to contact slurm controller", "Socket timed out", "Connection refused",
+        "Zero Bytes were transmitted", "Communication connection failure",
+        "Slurm backup controller in standby", "Unable to establish controller machine",
+        "Failed while looking for jobs", "Could not establish a configuration source"})
     if (text.find(w) != std::string::npos) return true;
   return false;
 }
 
 }  // namespace
 
-absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
-                                         const std::map<std::string, std::string>& env,
-                                         const std::string& stdin_data,
-                                         const std::string& working_dir, milliseconds timeout) {
-  if (argv.empty()) return absl::InvalidArgumentError("no program to run");
-  drivers::ChildSpec child;
-  child.argv = argv;
-  // Slurm's tools find their cluster through SLURM_CONF; nothing else of gantryd's goes along
-  // (with --export=ALL this is also the job's environment).
-  child.env = EnvStrings(ChildEnvironment(env, nullptr, {"SLURM_CONF"}));
-  child.working_dir = working_dir;
-  child.die_with_parent = false;
+namespace {
+
+// A started command: its pid and the parent's ends of its pipes (-1 once closed).
+struct Started {
+  pid_t pid = -1;
+  int in_fd = -1, out_fd = -1, err_fd = -1;
+};
+
+absl::Status PipeError() {
+  return absl::UnavailableError(std::string("cannot create pipes: ") + std::strerror(errno));
+}
+
+absl::StatusOr<Started> StartCommand(const drivers::ChildSpec& base, ProcessLauncher& launcher) {
+  drivers::ChildSpec child = base;
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0) return absl::UnavailableError(std::strerror(errno));
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    absl::Status s = PipeError();
     for (int fd : in_pipe) ::close(fd);
-    return absl::UnavailableError(std::string("cannot create pipes: ") + std::strerror(errno));
+    return s;
   }
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    absl::Status s = PipeError();
     for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1]}) ::close(fd);
-    return absl::UnavailableError(std::string("cannot create pipes: ") + std::strerror(errno));
+    return s;
   }
   child.stdin_fd = in_pipe[0];
   child.stdout_fd = out_pipe[1];
   child.stderr_fd = err_pipe[1];
-  auto spawned = drivers::SpawnChild(child);
+  auto spawned = launcher.Start(child);
   for (int fd : {in_pipe[0], out_pipe[1], err_pipe[1]}) ::close(fd);
   if (!spawned.ok() || spawned->pid <= 0) {
     for (int fd : {in_pipe[1], out_pipe[0], err_pipe[0]}) ::close(fd);
     if (!spawned.ok()) return spawned.status();
-    return absl::UnavailableError("cannot run " + argv[0] +
-                                  (working_dir.empty() ? "" : " in " + working_dir) + ": " +
-                                  std::strerror(spawned->error));
+    return absl::UnavailableError("cannot run " + child.argv[0] +
+                                  (child.working_dir.empty() ? "" : " in " + child.working_dir) +
+                                  ": " + std::strerror(spawned->error));
   }
-  const pid_t pid = spawned->pid;
+  return Started{spawned->pid, in_pipe[1], out_pipe[0], err_pipe[0]};
+}
 
-  CommandResult result;
+// Feeds `stdin_data` and reads stdout and stderr until both are closed; false when the
+// deadline passed first. Closes every fd of `p`.
+bool Exchange(Started& p, const std::string& stdin_data, Clock::time_point deadline,
+              CommandResult* result) {
   size_t written = 0;
-  int in_fd = in_pipe[1];
   if (stdin_data.empty()) {
-    ::close(in_fd);
-    in_fd = -1;
+    ::close(p.in_fd);
+    p.in_fd = -1;
   } else {
-    ::fcntl(in_fd, F_SETFL, O_NONBLOCK);
+    ::fcntl(p.in_fd, F_SETFL, O_NONBLOCK);
   }
-  int out_fd = out_pipe[0], err_fd = err_pipe[0];
-  const auto deadline = Clock::now() + timeout;
   bool timed_out = false;
-  while (out_fd >= 0 || err_fd >= 0) {
+  while (p.out_fd >= 0 || p.err_fd >= 0) {
     pollfd fds[3];
     int n = 0;
     int idx_in = -1, idx_out = -1, idx_err = -1;
-    if (in_fd >= 0) { idx_in = n; fds[n++] = {in_fd, POLLOUT, 0}; }
-    if (out_fd >= 0) { idx_out = n; fds[n++] = {out_fd, POLLIN, 0}; }
-    if (err_fd >= 0) { idx_err = n; fds[n++] = {err_fd, POLLIN, 0}; }
+    if (p.in_fd >= 0) {
+      idx_in = n;
+      fds[n++] = {p.in_fd, POLLOUT, 0};
+    }
+    if (p.out_fd >= 0) {
+      idx_out = n;
+      fds[n++] = {p.out_fd, POLLIN, 0};
+    }
+    if (p.err_fd >= 0) {
+      idx_err = n;
+      fds[n++] = {p.err_fd, POLLIN, 0};
+    }
     auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       timed_out = true;
@@ -110,16 +125,16 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
     if (r < 0 && errno != EINTR) break;
     if (r <= 0) continue;
     if (idx_in >= 0 && fds[idx_in].revents) {
-      ssize_t w = ::write(in_fd, stdin_data.data() + written, stdin_data.size() - written);
+      ssize_t w = ::write(p.in_fd, stdin_data.data() + written, stdin_data.size() - written);
       if (w > 0) written += static_cast<size_t>(w);
       if (w < 0 && errno != EAGAIN && errno != EINTR) written = stdin_data.size();
       if (written >= stdin_data.size()) {
-        ::close(in_fd);
-        in_fd = -1;
+        ::close(p.in_fd);
+        p.in_fd = -1;
       }
     }
-    for (auto [idx, fd, sink] : {std::tuple{idx_out, &out_fd, &result.out},
-                                 std::tuple{idx_err, &err_fd, &result.err}}) {
+    for (auto [idx, fd, sink] : {std::tuple{idx_out, &p.out_fd, &result->out},
+                                 std::tuple{idx_err, &p.err_fd, &result->err}}) {
       if (idx < 0 || !fds[idx].revents) continue;
       char buf[16384];
       ssize_t rd = ::read(*fd, buf, sizeof buf);
@@ -131,25 +146,49 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
       }
     }
   }
-  for (int fd : {in_fd, out_fd, err_fd})
+  for (int fd : {p.in_fd, p.out_fd, p.err_fd})
     if (fd >= 0) ::close(fd);
-  if (timed_out) ::kill(-pid, SIGKILL);
+  return !timed_out;
+}
+
+}  // namespace
+
+absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                         const std::map<std::string, std::string>& env,
+                                         const std::string& stdin_data,
+                                         const std::string& working_dir, milliseconds timeout,
+                                         ProcessLauncher& launcher) {
+  if (argv.empty()) return absl::InvalidArgumentError("no program to run");
+  drivers::ChildSpec child;
+  child.argv = argv;
+  // Slurm's tools find their cluster through SLURM_CONF; nothing else of gantryd's goes along
+  // (with --export=ALL this is also the job's environment).
+  child.env = EnvStrings(ChildEnvironment(env, nullptr, {"SLURM_CONF"}));
+  child.working_dir = working_dir;
+  child.die_with_parent = false;
+  auto started = StartCommand(child, launcher);
+  if (!started.ok()) return started.status();
+  const pid_t pid = started->pid;
+  CommandResult result;
+  bool finished = Exchange(*started, stdin_data, Clock::now() + timeout, &result);
+  if (!finished) ::kill(-pid, SIGKILL);
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
-  if (timed_out)
+  if (!finished)
     return absl::DeadlineExceededError(argv[0] + " did not finish within " +
                                        std::to_string(timeout.count() / 1000) + "s");
   result.exit_code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
   return result;
 }
 
-SlurmCli::SlurmCli(std::string slurm_conf, milliseconds timeout)
-    : slurm_conf_(std::move(slurm_conf)), timeout_(timeout) {}
+SlurmCli::SlurmCli(std::string slurm_conf, milliseconds timeout, ProcessLauncher& launcher)
+    : slurm_conf_(std::move(slurm_conf)), timeout_(timeout), launcher_(launcher) {}
 
 std::string SlurmCli::Describe() const {
   return "the Slurm cluster (" +
-         (slurm_conf_.empty() ? std::string("default slurm.conf") : "slurm.conf " + slurm_conf_) + ")";
+         (slurm_conf_.empty() ? std::string("default slurm.conf") : "slurm.conf " + slurm_conf_) +
+         ")";
 }
 
 absl::StatusOr<CommandResult> SlurmCli::Run(const std::vector<std::string>& argv,
@@ -164,9 +203,10 @@ absl::StatusOr<CommandResult> SlurmCli::Run(const std::vector<std::string>& argv
                                            std::strerror(errno));
     e["SLURM_CONF"] = slurm_conf_;
   }
-  auto r = RunCommand(argv, e, stdin_data, working_dir, timeout_);
+  auto r = RunCommand(argv, e, stdin_data, working_dir, timeout_, launcher_);
   if (!r.ok())
-    return absl::UnavailableError(Describe() + " cannot be used: " + std::string(r.status().message()));
+    return absl::UnavailableError(Describe() +
+                                  " cannot be used: " + std::string(r.status().message()));
   return r;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "drivers/common/process.h"
 #include "drivers/slurm/slurm_json.h"
 
 namespace gantry::drivers::slurm {
@@ -27,7 +28,7 @@ struct CommandResult {
   std::string out, err;
 };
 
-// Runs `argv` (argv[0] looked up in PATH) through SpawnChild with the allow-listed
+// Runs `argv` (argv[0] looked up in PATH), started by `launcher`, with the allow-listed
 // ChildEnvironment (gantryd's PATH, locale, SLURM_CONF ...) plus `env`, `stdin_data` on
 // stdin, from `working_dir` ("" = inherit). UNAVAILABLE when it cannot be started;
 // DEADLINE_EXCEEDED (the process is killed) after `timeout`.
@@ -35,13 +36,16 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                          const std::map<std::string, std::string>& env,
                                          const std::string& stdin_data,
                                          const std::string& working_dir,
-                                         std::chrono::milliseconds timeout);
+                                         std::chrono::milliseconds timeout,
+                                         ProcessLauncher& launcher = DefaultProcessLauncher());
 
 class SlurmCli {
  public:
   // `slurm_conf`: the cluster's slurm.conf, "" for the environment's default.
+  // `launcher` starts sbatch, squeue and scancel; it must outlive the SlurmCli.
   explicit SlurmCli(std::string slurm_conf,
-                    std::chrono::milliseconds timeout = std::chrono::seconds(60));
+                    std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                    ProcessLauncher& launcher = DefaultProcessLauncher());
 
   // sbatch --parsable ARGS (the script on stdin when not empty) with `env` added to the
   // job's environment. Returns the job id.
@@ -66,6 +70,7 @@ class SlurmCli {
 
   const std::string slurm_conf_;
   const std::chrono::milliseconds timeout_;
+  ProcessLauncher& launcher_;
 };
 
 }  // namespace gantry::drivers::slurm

@@ -5,10 +5,14 @@
 
 #include <string>
 
+#include "drivers/common/fake_process_launcher.h"
+
 namespace gantry::drivers::slurm {
 namespace {
 
-bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool Has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // What sbatch (and with --export=ALL the job) is started with: the allow-list and what the
 // driver sets, never gantryd's credentials.
@@ -39,6 +43,20 @@ TEST(SlurmCliTest, AMissingToolIsUnavailable) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(r.status().message(), "cannot run no-such-slurm-tool-x: No such file or directory");
+}
+
+// Slurm's commands are started by the launcher the SlurmCli is given.
+TEST(SlurmCliTest, StartsCommandsThroughTheInjectedLauncher) {
+  FakeProcessLauncher launcher;
+  launcher.FailWith(absl::UnavailableError("no more processes"));
+  SlurmCli cli("", std::chrono::seconds(30), launcher);
+  auto jobs = cli.Jobs({7});
+  EXPECT_EQ(jobs.status(), absl::UnavailableError("the Slurm cluster (default slurm.conf) "
+                                                  "cannot be used: no more processes"));
+  ASSERT_EQ(launcher.started().size(), 1u);
+  EXPECT_EQ(launcher.started()[0].argv,
+            (std::vector<std::string>{"squeue", "--json", "--jobs=7,7"}));
+  EXPECT_FALSE(launcher.started()[0].die_with_parent);
 }
 
 }  // namespace

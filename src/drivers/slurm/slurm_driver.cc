@@ -33,7 +33,8 @@ int64_t Int(const json::object& o, std::string_view key) {
   if (v->is_uint64()) return static_cast<int64_t>(v->get_uint64());
   if (v->is_string()) {
     std::string s(v->get_string());
-    if (!s.empty() && s.size() < 19 && std::all_of(s.begin(), s.end(), ::isdigit)) return std::stoll(s);
+    if (!s.empty() && s.size() < 19 && std::all_of(s.begin(), s.end(), ::isdigit))
+      return std::stoll(s);
   }
   return 0;
 }
@@ -78,8 +79,10 @@ std::string PendingMessage(const SlurmJob& j) {
 
 std::string EndMessage(const SlurmJob& j) {
   std::string msg = "Slurm job " + std::to_string(j.job_id) + " ended " + j.state;
-  if (j.exit_signal != 0) msg += " (signal " + std::to_string(j.exit_signal) + ")";
-  else msg += " (exit code " + std::to_string(j.exit_code) + ")";
+  if (j.exit_signal != 0)
+    msg += " (signal " + std::to_string(j.exit_signal) + ")";
+  else
+    msg += " (exit code " + std::to_string(j.exit_code) + ")";
   if (!j.reason.empty() && j.reason != "None") msg += ", reason " + j.reason;
   if (!j.nodes.empty()) msg += ", on " + j.nodes;
   return msg;
@@ -107,6 +110,28 @@ bool Nap(milliseconds d, RunContext* context) {
   return true;
 }
 
+// The job's environment: spec.slurm.env, GANTRY_VAR_<NAME> per variable, and what gantry
+// sets (it wins); HOME, USER and LOGNAME of the job's user when there is one.
+std::map<std::string, std::string> JobEnvironment(const DeployRequest& request,
+                                                  const SlurmConfig& config,
+                                                  const std::string& workload_dir,
+                                                  const WorkloadUser* user) {
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : config.env) env[k] = v;
+  for (const auto& [k, v] : request.variables) env[EnvName("GANTRY_VAR_", k)] = v;
+  env["GANTRY_INSTANCE"] = Str(request.instance, "name");
+  env["GANTRY_PROJECT"] = Str(request.instance, "project");
+  for (const auto& [k, v] : ComputeEnvironment(request)) env[k] = v;
+  env["GANTRY_INSTANCE_UID"] = Str(request.instance, "uid");
+  env["GANTRY_RUN"] = request.run_name;
+  env["GANTRY_STATE_DIR"] = workload_dir;
+  if (user) {  // what the job's user would see, not gantryd's
+    env["HOME"] = user->home;
+    env["USER"] = env["LOGNAME"] = user->name;
+  }
+  return env;
+}
+
 }  // namespace
 
 struct SlurmDriver::Tracked {
@@ -119,7 +144,8 @@ struct SlurmDriver::Tracked {
   std::string reported_reason;
 };
 
-SlurmDriver::SlurmDriver(SlurmDriverOptions options) : options_(options) {
+SlurmDriver::SlurmDriver(SlurmDriverOptions options, ProcessLauncher& launcher)
+    : options_(options), launcher_(launcher) {
   supervisor_ = std::thread([this] { SupervisorLoop(); });
 }
 
@@ -139,7 +165,7 @@ void SlurmDriver::Shutdown() {
 void SlurmDriver::SetObserver(WorkloadObserver* observer) { observer_.store(observer); }
 
 SlurmCli SlurmDriver::Cli(const std::string& slurm_conf) const {
-  return SlurmCli(slurm_conf, options_.command_timeout);
+  return SlurmCli(slurm_conf, options_.command_timeout, launcher_);
 }
 
 void SlurmDriver::Untrack(const std::string& key) {
@@ -186,86 +212,89 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
   if (!config.ok()) return config.status();
   auto gres = GresForResources(request.resources);
   if (!gres.ok()) return gres.status();
-  const std::string key = InstanceKey(request);
+  const SlurmCli cli = Cli(config->slurm_conf);
+  Untrack(InstanceKey(request));
+  auto job_id = ResumeOrReplace(request, *config, context);
+  if (!job_id.ok()) return job_id.status();
+  if (*job_id == 0) job_id = Submit(request, *config, *gres, cli, context);
+  if (!job_id.ok()) return job_id.status();
+  return AwaitRunning(request, *config, cli, *job_id, context);
+}
+
+// What this instance ran before: the job an interrupted attempt of this very run submitted
+// is resumed (its id returned); any other job of the instance is replaced (0 returned).
+absl::StatusOr<int64_t> SlurmDriver::ResumeOrReplace(const DeployRequest& request,
+                                                     const SlurmConfig& config,
+                                                     RunContext& context) {
+  json::object previous = ReadStateFile(request.state_dir, kStateFile);
+  const int64_t prev = Int(previous, "jobId");
+  if (prev <= 0) return 0;
+  const SlurmCli prev_cli = Cli(Str(previous, "slurmConf"));
+  if (Str(previous, "runUid") == request.run_uid &&
+      Str(previous, "slurmConf") == config.slurm_conf) {
+    auto listing = prev_cli.Jobs({prev});
+    if (!listing.ok()) return listing.status();
+    const SlurmJob* j = FindJob(*listing, prev);
+    if (j && !IsTerminalState(j->state)) {
+      context.Log("resuming Slurm job " + std::to_string(prev) + " (" + j->state +
+                  "), submitted by an earlier attempt of this run");
+      return prev;
+    }
+  }
+  context.Log("cancelling Slurm job " + std::to_string(prev) + " of the previous deploy");
+  absl::Status s = CancelAndWait(prev_cli, prev, &context);
+  if (!s.ok()) return s;
+  RemoveStateFile(request.state_dir, kStateFile);
+  return 0;
+}
+
+// sbatch of the instance's job, its id saved as the driver state.
+absl::StatusOr<int64_t> SlurmDriver::Submit(const DeployRequest& request, const SlurmConfig& config,
+                                            const std::string& gres, const SlurmCli& cli,
+                                            RunContext& context) {
   const std::string project = Str(request.instance, "project");
   const std::string name = Str(request.instance, "name");
   const std::string uid = Str(request.instance, "uid");
-  const SlurmCli cli = Cli(config->slurm_conf);
-  Untrack(key);
-
-  // What this instance ran before: the job an interrupted attempt of this very run submitted
-  // is resumed; any other job of the instance is replaced.
-  int64_t job_id = 0;
-  json::object previous = ReadStateFile(request.state_dir, kStateFile);
-  if (int64_t prev = Int(previous, "jobId"); prev > 0) {
-    const SlurmCli prev_cli = Cli(Str(previous, "slurmConf"));
-    bool resumed = false;
-    if (Str(previous, "runUid") == request.run_uid && Str(previous, "slurmConf") == config->slurm_conf) {
-      auto listing = prev_cli.Jobs({prev});
-      if (!listing.ok()) return listing.status();
-      const SlurmJob* j = FindJob(*listing, prev);
-      if (j && !IsTerminalState(j->state)) {
-        context.Log("resuming Slurm job " + std::to_string(prev) + " (" + j->state +
-                    "), submitted by an earlier attempt of this run");
-        job_id = prev;
-        resumed = true;
-      }
-    }
-    if (!resumed) {
-      context.Log("cancelling Slurm job " + std::to_string(prev) + " of the previous deploy");
-      absl::Status s = CancelAndWait(prev_cli, prev, &context);
-      if (!s.ok()) return s;
-      RemoveStateFile(request.state_dir, kStateFile);
-    }
+  std::error_code ec;
+  std::filesystem::create_directories(request.state_dir, ec);
+  auto workload_dir = PrepareWorkloadDir(options_.sandbox, request.state_dir);
+  if (!workload_dir.ok()) return workload_dir.status();
+  std::string working_dir = config.working_dir.empty() ? *workload_dir
+                            : config.working_dir[0] == '/'
+                                ? config.working_dir
+                                : *workload_dir + "/" + config.working_dir;
+  json::object comment;
+  if (const json::value* l = request.instance.if_contains("labels"); l && l->is_object())
+    comment = l->get_object();
+  comment["paas.gantry.dev/instance"] = project + "/" + name;
+  comment["paas.gantry.dev/uid"] = uid;
+  const std::string job_name = project + "." + name;
+  const WorkloadUser* user = options_.sandbox.user ? &*options_.sandbox.user : nullptr;
+  SbatchCall call =
+      BuildSbatch(config, job_name, json::serialize(comment), working_dir, gres, user);
+  std::map<std::string, std::string> env = JobEnvironment(request, config, *workload_dir, user);
+  std::string line = "sbatch";
+  for (const auto& a : call.args) line += " " + ShellQuote(a);
+  if (!call.stdin_script.empty()) line += " < (spec.slurm.script)";
+  context.Log(line + (config.slurm_conf.empty() ? "" : "  [SLURM_CONF=" + config.slurm_conf + "]"));
+  auto submitted = cli.Submit(call.args, call.stdin_script, env, *workload_dir);
+  if (!submitted.ok()) {
+    context.Log(std::string(submitted.status().message()));
+    return submitted.status();
   }
+  json::object state = StateJson(*submitted, config.slurm_conf, request.run_uid);
+  context.SaveDriverState(state);
+  WriteStateFile(request.state_dir, kStateFile, state);
+  context.Log("submitted Slurm job " + std::to_string(*submitted) + " as " + job_name);
+  return *submitted;
+}
 
-  if (job_id == 0) {
-    std::error_code ec;
-    std::filesystem::create_directories(request.state_dir, ec);
-    auto workload_dir = PrepareWorkloadDir(options_.sandbox, request.state_dir);
-    if (!workload_dir.ok()) return workload_dir.status();
-    std::string working_dir = config->working_dir.empty() ? *workload_dir
-                              : config->working_dir[0] == '/'
-                                  ? config->working_dir
-                                  : *workload_dir + "/" + config->working_dir;
-    json::object comment;
-    if (const json::value* l = request.instance.if_contains("labels"); l && l->is_object())
-      comment = l->get_object();
-    comment["paas.gantry.dev/instance"] = project + "/" + name;
-    comment["paas.gantry.dev/uid"] = uid;
-    const std::string job_name = project + "." + name;
-    const WorkloadUser* user = options_.sandbox.user ? &*options_.sandbox.user : nullptr;
-    SbatchCall call =
-        BuildSbatch(*config, job_name, json::serialize(comment), working_dir, *gres, user);
-    std::map<std::string, std::string> env;
-    for (const auto& [k, v] : config->env) env[k] = v;
-    for (const auto& [k, v] : request.variables) env[EnvName("GANTRY_VAR_", k)] = v;
-    env["GANTRY_INSTANCE"] = name;
-    env["GANTRY_PROJECT"] = project;
-    for (const auto& [k, v] : ComputeEnvironment(request)) env[k] = v;
-    env["GANTRY_INSTANCE_UID"] = uid;
-    env["GANTRY_RUN"] = request.run_name;
-    env["GANTRY_STATE_DIR"] = *workload_dir;
-    if (user) {  // what the job's user would see, not gantryd's
-      env["HOME"] = user->home;
-      env["USER"] = env["LOGNAME"] = user->name;
-    }
-    std::string line = "sbatch";
-    for (const auto& a : call.args) line += " " + ShellQuote(a);
-    if (!call.stdin_script.empty()) line += " < (spec.slurm.script)";
-    context.Log(line + (config->slurm_conf.empty() ? "" : "  [SLURM_CONF=" + config->slurm_conf + "]"));
-    auto submitted = cli.Submit(call.args, call.stdin_script, env, *workload_dir);
-    if (!submitted.ok()) {
-      context.Log(std::string(submitted.status().message()));
-      return submitted.status();
-    }
-    job_id = *submitted;
-    json::object state = StateJson(job_id, config->slurm_conf, request.run_uid);
-    context.SaveDriverState(state);
-    WriteStateFile(request.state_dir, kStateFile, state);
-    context.Log("submitted Slurm job " + std::to_string(job_id) + " as " + job_name);
-  }
-
+// Waits until the job runs (its outputs, and it is supervised from then on), ends, or the
+// deploy's timeout or a cancellation gives up on it (the job is cancelled then).
+absl::StatusOr<json::object> SlurmDriver::AwaitRunning(const DeployRequest& request,
+                                                       const SlurmConfig& config,
+                                                       const SlurmCli& cli, int64_t job_id,
+                                                       RunContext& context) {
   const std::string id = std::to_string(job_id);
   int64_t timeout_s = Int(request.config, "timeoutSeconds");
   const auto timeout = timeout_s > 0 ? std::chrono::seconds(timeout_s) : request.timeout;
@@ -276,9 +305,9 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
     absl::Status s = CancelAndWait(cli, job_id, &context);
     if (!s.ok()) {
       context.Log("the job could not be cancelled: " + std::string(s.message()));
-      return absl::Status(why.code(), std::string(why.message()) +
-                                          "; cancelling the job failed too: " +
-                                          std::string(s.message()));
+      return absl::Status(why.code(),
+                          std::string(why.message()) +
+                              "; cancelling the job failed too: " + std::string(s.message()));
     }
     RemoveStateFile(request.state_dir, kStateFile);
     return absl::Status(why.code(), std::string(why.message()) + "; the job was cancelled");
@@ -301,20 +330,10 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
     } else if (IsRunningState(j->state)) {
       context.SetWaiting("", "");
       context.Log("Slurm job " + id + " is " + j->state + " on " + j->nodes +
-                  (j->gres_detail.empty() ? std::string() : " with " + std::string(Outputs(*j).at("gpus").as_string())));
-      auto t = std::make_shared<Tracked>();
-      t->key = key;
-      t->ns = project;
-      t->name = name;
-      t->uid = uid;
-      t->state_dir = request.state_dir;
-      t->slurm_conf = config->slurm_conf;
-      t->job_id = job_id;
-      t->run_uid = request.run_uid;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        jobs_[key] = t;
-      }
+                  (j->gres_detail.empty()
+                       ? std::string()
+                       : " with " + std::string(Outputs(*j).at("gpus").as_string())));
+      Track(request, config, job_id);
       return Outputs(*j);
     } else if (IsTerminalState(j->state)) {
       RemoveStateFile(request.state_dir, kStateFile);
@@ -331,6 +350,20 @@ absl::StatusOr<json::object> SlurmDriver::Apply(const DeployRequest& request, Ru
           "s (spec.slurm.timeoutSeconds)" + (last_logged.empty() ? "" : ": " + last_logged)));
     Nap(options_.wait_poll, &context);
   }
+}
+
+void SlurmDriver::Track(const DeployRequest& request, const SlurmConfig& config, int64_t job_id) {
+  auto t = std::make_shared<Tracked>();
+  t->key = InstanceKey(request);
+  t->ns = Str(request.instance, "project");
+  t->name = Str(request.instance, "name");
+  t->uid = Str(request.instance, "uid");
+  t->state_dir = request.state_dir;
+  t->slurm_conf = config.slurm_conf;
+  t->job_id = job_id;
+  t->run_uid = request.run_uid;
+  std::lock_guard<std::mutex> lock(mu_);
+  jobs_[t->key] = t;
 }
 
 absl::Status SlurmDriver::Destroy(const DeployRequest& request, RunContext& context) {
@@ -354,6 +387,13 @@ absl::Status SlurmDriver::Destroy(const DeployRequest& request, RunContext& cont
 }
 
 bool SlurmDriver::Recover(const json::object& state) { return true; }
+
+void SlurmDriver::ValidateConfig(const json::object& config,
+                                 std::vector<FieldCause>* causes) const {
+  ConfigProblems problems("spec.slurm");
+  CheckSlurmConfig(config, &problems);
+  problems.AppendCauses(causes);
+}
 
 bool SlurmDriver::Adopt(const DeployRequest& request, const json::object& state) {
   int64_t job_id = Int(state, "jobId");
@@ -402,7 +442,8 @@ void SlurmDriver::Tick() {
     for (const auto& t : tracked) {
       auto it = jobs_.find(t->key);
       if (it == jobs_.end() || it->second != t) continue;  // destroyed or redeployed meanwhile
-      auto report = [&](WorkloadEvent::Kind kind, const std::string& reason, const std::string& msg) {
+      auto report = [&](WorkloadEvent::Kind kind, const std::string& reason,
+                        const std::string& msg) {
         if (kind == t->reported && reason == t->reported_reason) return;
         t->reported = kind;
         t->reported_reason = reason;
@@ -429,13 +470,15 @@ void SlurmDriver::Tick() {
                    " (it ended long enough ago to be purged, or its record was lost)");
         jobs_.erase(it);
       } else if (IsTerminalState(j->state)) {
-        report(WorkloadEvent::Kind::kFailed, EndReason(j->state), EndMessage(*j) + " outside Gantry");
+        report(WorkloadEvent::Kind::kFailed, EndReason(j->state),
+               EndMessage(*j) + " outside Gantry");
         jobs_.erase(it);
       } else if (IsRunningState(j->state)) {
         report(WorkloadEvent::Kind::kRunning, "Running",
                "Slurm job " + id + " is " + j->state + " on " + j->nodes);
       } else if (j->state == "SUSPENDED") {
-        report(WorkloadEvent::Kind::kRestarting, "JobSuspended", "Slurm job " + id + " is SUSPENDED");
+        report(WorkloadEvent::Kind::kRestarting, "JobSuspended",
+               "Slurm job " + id + " is SUSPENDED");
       } else {
         report(WorkloadEvent::Kind::kRestarting, "JobRequeued",
                PendingMessage(*j) + " again (requeued)");

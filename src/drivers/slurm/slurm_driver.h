@@ -52,6 +52,7 @@
 #include "drivers/common/sandbox.h"
 #include "drivers/driver.h"
 #include "drivers/slurm/slurm_cli.h"
+#include "drivers/slurm/slurm_config.h"
 
 namespace gantry::drivers::slurm {
 
@@ -71,8 +72,10 @@ struct SlurmDriverOptions {
 
 class SlurmDriver final : public Driver {
  public:
-  // Starts the supervisor thread.
-  explicit SlurmDriver(SlurmDriverOptions options = {});
+  // Starts the supervisor thread. `launcher` starts Slurm's commands; it must outlive the
+  // driver.
+  explicit SlurmDriver(SlurmDriverOptions options = {},
+                       ProcessLauncher& launcher = DefaultProcessLauncher());
   // Shutdown(); jobs keep running.
   ~SlurmDriver() override;
   SlurmDriver(const SlurmDriver&) = delete;
@@ -80,6 +83,10 @@ class SlurmDriver final : public Driver {
 
   std::string_view Name() const override { return "slurm"; }
   Capabilities Caps() const override { return {.long_running = true}; }
+  // Every problem ParseSlurmConfig would refuse a deploy with (CheckSlurmConfig).
+  void ValidateConfig(const boost::json::object& config,
+                      std::vector<FieldCause>* causes) const override;
+  boost::json::object ConfigSchema() const override { return SlurmConfigSchema(); }
 
   absl::StatusOr<boost::json::object> Apply(const DeployRequest& request,
                                             RunContext& context) override;
@@ -98,6 +105,17 @@ class SlurmDriver final : public Driver {
  private:
   struct Tracked;
 
+  // Apply's parts (slurm_driver.cc says what each does).
+  absl::StatusOr<int64_t> ResumeOrReplace(const DeployRequest& request, const SlurmConfig& config,
+                                          RunContext& context);
+  absl::StatusOr<int64_t> Submit(const DeployRequest& request, const SlurmConfig& config,
+                                 const std::string& gres, const SlurmCli& cli, RunContext& context);
+  absl::StatusOr<boost::json::object> AwaitRunning(const DeployRequest& request,
+                                                   const SlurmConfig& config, const SlurmCli& cli,
+                                                   int64_t job_id, RunContext& context);
+  // Supervises the running job from now on.
+  void Track(const DeployRequest& request, const SlurmConfig& config, int64_t job_id);
+
   void SupervisorLoop();
   void Tick();
   SlurmCli Cli(const std::string& slurm_conf) const;
@@ -107,6 +125,7 @@ class SlurmDriver final : public Driver {
 
   // Constant after construction.
   const SlurmDriverOptions options_;
+  ProcessLauncher& launcher_;
 
   std::atomic<WorkloadObserver*> observer_{nullptr};
 

@@ -1,8 +1,7 @@
 #include "drivers/slurm/slurm_json.h"
 
-#include <boost/json.hpp>
-
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cctype>
 
 namespace gantry::drivers::slurm {
@@ -30,7 +29,8 @@ int64_t Num(const json::value* v, int64_t fallback = 0) {
     const json::object& o = v->get_object();
     const json::value* set = o.if_contains("set");
     if (set && set->is_bool() && !set->get_bool()) return fallback;
-    if (const json::value* inf = o.if_contains("infinite"); inf && inf->is_bool() && inf->get_bool())
+    if (const json::value* inf = o.if_contains("infinite");
+        inf && inf->is_bool() && inf->get_bool())
       return fallback;
     return Num(o.if_contains("number"), fallback);
   }
@@ -98,7 +98,8 @@ SlurmJob ParseJob(const json::object& j) {
 absl::StatusOr<JobListing> ParseJobListing(std::string_view text) {
   boost::system::error_code ec;
   json::value doc = json::parse(text, ec);
-  if (ec) return absl::InvalidArgumentError("Slurm's JSON output cannot be parsed: " + ec.message());
+  if (ec)
+    return absl::InvalidArgumentError("Slurm's JSON output cannot be parsed: " + ec.message());
   if (!doc.is_object()) return absl::InvalidArgumentError("Slurm's JSON output is not an object");
   const json::object& root = doc.get_object();
   JobListing out;

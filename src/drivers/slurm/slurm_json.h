@@ -32,7 +32,7 @@ struct SlurmJob {
   std::string reason;       // state_reason: Resources, Priority, None, NonZeroExitCode, ...
   std::string description;  // state_description (often empty)
   std::string cluster, partition, account, qos, user, comment;
-  std::string nodes;        // the node list, e.g. "gnode[1-2]"; "" while pending
+  std::string nodes;  // the node list, e.g. "gnode[1-2]"; "" while pending
   int64_t node_count = 0;
   std::vector<std::string> gres_detail;  // per allocated node, e.g. "gpu:h100:2(IDX:0-1)"
   std::string tres_per_node;             // what was asked, e.g. "gres:gpu:h100:2"

@@ -107,7 +107,8 @@ TEST(SlurmJsonTest, NewerShape) {
 }
 
 TEST(SlurmJsonTest, MalformedOutputIsAnErrorNotACrash) {
-  for (const char* bad : {"", "not json", "[]", "{\"jobs\": 3}", "{}", "{\"jobs\": [1, \"x\", null]"}) {
+  for (const char* bad :
+       {"", "not json", "[]", "{\"jobs\": 3}", "{}", "{\"jobs\": [1, \"x\", null]"}) {
     auto l = ParseJobListing(bad);
     EXPECT_FALSE(l.ok()) << bad;
   }

@@ -1,0 +1,54 @@
+// bench/spawn_rate.cc: how many programs per second drivers/common/process.cc starts and
+// reaps (RunProcess of `true`, one after the other), from a process that looks like
+// gantryd: a few idle threads and RSS_MB of touched heap (fork's cost grows with both).
+//
+//   g++ -O2 -std=c++20 -Isrc bench/spawn_rate.cc src/drivers/common/process.cc
+//       src/drivers/common/sandbox.cc -labsl_status -labsl_statusor -lpthread -o /tmp/spawn_rate
+//   /tmp/spawn_rate [COUNT=500] [RSS_MB=256] [THREADS=8]
+//
+// Prints: runs=COUNT seconds=S per_second=R
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "drivers/common/process.h"
+
+int main(int argc, char** argv) {
+  const int count = argc > 1 ? std::atoi(argv[1]) : 500;
+  const size_t rss_mb = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 256;
+  const int threads = argc > 3 ? std::atoi(argv[3]) : 8;
+  std::vector<char> heap(rss_mb << 20);
+  std::memset(heap.data(), 1, heap.size());  // touched: its page tables are real
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::vector<std::thread> idle;
+  for (int i = 0; i < threads; ++i)
+    idle.emplace_back([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return done; });
+    });
+  gantry::drivers::ProcessSpec spec;
+  spec.argv = {"true"};
+  gantry::drivers::ProcessHooks hooks;
+  int failures = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < count; ++i) {
+    auto r = gantry::drivers::RunProcess(spec, hooks);
+    if (!r.ok() || r->exit_code != 0) ++failures;
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  for (auto& t : idle) t.join();
+  std::printf("runs=%d failures=%d seconds=%.3f per_second=%.1f\n", count, failures, s, count / s);
+  return failures ? 1 : 0;
+}
