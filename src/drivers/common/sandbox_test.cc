@@ -31,7 +31,8 @@ TEST(ChildEnvironmentTest, KeepsTheAllowListAndWhatIsSetOnly) {
 }
 
 TEST(ChildEnvironmentTest, AWorkloadUserGetsItsOwnHome) {
-  WorkloadUser user{.name = "nobody", .uid = 65534, .gid = 65534, .home = "/nonexistent"};
+  WorkloadUser user{
+      .name = "nobody", .uid = 65534, .gid = 65534, .groups = {65534}, .home = "/nonexistent"};
   auto env = ChildEnvironment({}, &user);
   EXPECT_EQ(env["HOME"], "/nonexistent");
   EXPECT_EQ(env["USER"], "nobody");
