@@ -6,7 +6,7 @@
 #   GANTRY_BENCH_REV=HEAD bench/run_all.sh  # everything, about 6-8 minutes on 2 cores
 #   BENCH_ONLY=get,create bench/run_all.sh
 #
-# Benchmarks (BENCH_ONLY names): get, create, list (includes memory), deploy.
+# Benchmarks (BENCH_ONLY names): get, create, list (includes memory), deploy, spawn.
 # Knobs (environment):
 #   GANTRYD           gantryd binary (default: build-bench/src/app/gantryd, built if missing)
 #   GANTRY_BENCH_REV  build and measure this commit instead of the working tree (e.g. HEAD):
@@ -36,7 +36,7 @@ N_DEPLOYS=${BENCH_DEPLOYS:-1000}
 DEPLOY_SYNC=${BENCH_DEPLOY_SYNC:-FULL}
 ROUNDS=${BENCH_ROUNDS:-4}
 SECONDS_RUN=${BENCH_SECONDS:-10}
-ONLY=${BENCH_ONLY:-get,create,list,deploy}
+ONLY=${BENCH_ONLY:-get,create,list,deploy,spawn}
 TOOLS=$BUILD/bench-tools
 API=/apis/paas.gantry.dev/v1/namespaces/default
 
@@ -431,6 +431,30 @@ if want deploy; then
   record deploy "single deploy p50 overhead ms" "$over" "0" "-" "<=20ms" "$(yesno le "$over" 20)"
   record deploy "single deploy POST->Success p99 ms" "$(field p99_ms "$line")" "$(field p99_ms "$ref")" "-" "-" "-"
   stop_gantryd
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 6. The ProcessLauncher alone: RunProcess(true) from a process with gantryd's shape (idle
+# threads, touched heap); references: fork+exec and posix_spawn from the same process.
+if want spawn; then
+  if [[ ! -x $TOOLS/spawn_rate || $ROOT/bench/spawn_rate.cc -nt $TOOLS/spawn_rate ||
+        $ROOT/src/drivers/common/process.cc -nt $TOOLS/spawn_rate ]]; then
+    log "compiling bench/spawn_rate.cc"
+    g++ -std=c++20 -O2 -pthread -I"$ROOT/src" -o "$TOOLS/spawn_rate" "$ROOT/bench/spawn_rate.cc" \
+      "$ROOT/src/drivers/common/process.cc" "$ROOT/src/drivers/common/sandbox.cc" \
+      -labsl_status -labsl_statusor -labsl_strings
+  fi
+  for mb in 16 1024; do
+    log "6. spawn: 500 x RunProcess(true) from a process with ${mb} MiB of heap and 8 threads"
+    line=$("$TOOLS/spawn_rate" 500 "$mb" 8)
+    echo "   $line" >&2
+    record spawn "RunProcess/s, ${mb} MiB heap" "$(field per_second "$line")" \
+      "$(field fork_per_second "$line")" \
+      "$(ratio "$(field per_second "$line")" "$(field fork_per_second "$line")")" "-" "-"
+    record spawn "  vs posix_spawn" "$(field per_second "$line")" \
+      "$(field posix_spawn_per_second "$line")" \
+      "$(ratio "$(field per_second "$line")" "$(field posix_spawn_per_second "$line")")" "-" "-"
+  done
 fi
 
 log "results"
