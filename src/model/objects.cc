@@ -338,10 +338,13 @@ Quota DecodeQuota(const json::object& project) {
   const json::object& quota = ObjectAt(ObjectAt(project, "spec"), "quota");
   q.instances = GetInt(quota, "instances", -1);
   for (const auto& [type, v] : ObjectAt(quota, "gpus")) {
-    if (v.is_number())
-      q.gpus[type] = v.to_number<int64_t>();
-    else if (v.is_string())
+    boost::system::error_code ec;
+    if (v.is_number()) {
+      int64_t n = v.to_number<int64_t>(ec);
+      if (!ec) q.gpus[type] = n;  // a fraction is no limit the engine understands
+    } else if (v.is_string()) {
       q.gpus[type] = std::atoll(std::string(v.get_string()).c_str());
+    }
   }
   return q;
 }
