@@ -204,6 +204,13 @@ const model::Instance* AdmissionSnapshot::Compute(const std::string& ns,
   return it == computes.end() ? nullptr : &it->second;
 }
 
+const model::Instance* AdmissionSnapshot::Service(const std::string& ns,
+                                                  const std::string& name) const {
+  for (const auto& s : services)
+    if (s.metadata.ns == ns && s.metadata.name == name) return &s;
+  return nullptr;
+}
+
 std::vector<const model::Instance*> AdmissionSnapshot::ServicesOn(const std::string& ns,
                                                                   const std::string& name) const {
   std::vector<const model::Instance*> out;

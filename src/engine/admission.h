@@ -33,7 +33,8 @@
 
 namespace gantry::engine {
 
-// What the dispatcher reads once per pass.
+// What the dispatcher reads once per pass. It updates `computes` with each instance it
+// claims in the pass, so that later runs of the pass see it (quotas).
 struct AdmissionSnapshot {
   bool sole_owner = true;  // EngineOptions::sole_owner
   std::string host;        // this replica's host
@@ -45,6 +46,7 @@ struct AdmissionSnapshot {
   std::map<int, std::string> gpu_owners;                          // index -> owner key
 
   const model::Instance* Compute(const std::string& ns, const std::string& name) const;
+  const model::Instance* Service(const std::string& ns, const std::string& name) const;
   // The service instances whose spec.computeRef names compute instance ns/name.
   std::vector<const model::Instance*> ServicesOn(const std::string& ns,
                                                  const std::string& name) const;

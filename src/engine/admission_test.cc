@@ -106,8 +106,8 @@ void Deployed(AdmissionSnapshot& s, const std::string& name, const std::string& 
   s.computes.insert_or_assign({"p", name}, std::move(i));
 }
 
-const std::vector<Case>& Cases() {
-  static const std::vector<Case> cases = {
+std::vector<Case> CapacityCases() {
+  return {
       {"NoGpusAdmitted", [](AdmissionSnapshot&) {}, {{"a"}}, {{D::kAdmit, ""}}},
       {"GpusOfTheTypeAssignedLowestFirst",
        [](AdmissionSnapshot& s) {
@@ -155,6 +155,11 @@ const std::vector<Case>& Cases() {
        [](AdmissionSnapshot&) {},
        {{"a", RunAction::kApply, "h100", 4, false}},
        {{D::kAdmit, ""}}},
+  };
+}
+
+std::vector<Case> QuotaCases() {
+  return {
       {"InstanceQuota",
        [](AdmissionSnapshot& s) {
          s.quotas["p"].instances = 1;
@@ -194,6 +199,11 @@ const std::vector<Case>& Cases() {
        },
        {{"a"}},
        {{D::kAdmit, ""}}},
+  };
+}
+
+std::vector<Case> ServiceAndHostCases() {
+  return {
       {"ServiceWaitsForItsCompute",
        [](AdmissionSnapshot& s) {
          model::Instance c = MakeInstance(kComputeInstanceKind, "p", "gpu-1", Phase::kInProgress);
@@ -243,7 +253,13 @@ const std::vector<Case>& Cases() {
        {{"a", RunAction::kDestroy}, {"a", RunAction::kDestroy, "", 0, false}},
        {{D::kSkip, ""}, {D::kAdmit, ""}}},
   };
-  return cases;
+}
+
+std::vector<Case> Cases() {
+  std::vector<Case> all;
+  for (auto part : {CapacityCases, QuotaCases, ServiceAndHostCases})
+    for (auto& c : part()) all.push_back(std::move(c));
+  return all;
 }
 
 class AdmissionTest : public ::testing::TestWithParam<Case> {};

@@ -89,6 +89,7 @@ struct Condition {
   std::string type;
   bool ok = false;  // status "True" / "False"
   std::string reason, message, last_transition_time;
+  bool operator==(const Condition&) const = default;
 };
 
 struct InstanceStatus {
