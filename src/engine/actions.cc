@@ -100,8 +100,11 @@ absl::Status Engine::CascadeToServices(const std::vector<json::object>& services
     } else {
       done = Queue(kServiceInstanceKind, sns, sname, RunAction::kDestroy, remove, false);
       // A deploy still queued (waiting for this compute instance) is simply canceled.
-      if (done.ok() && remove && model::GetString(*done, "status.phase") == "NotDeployed")
-        done = RemoveRecord(kServiceInstanceKind, sns, sname);
+      if (done.ok() && remove) {
+        auto now = model::DecodeInstance(*done);
+        if (now.ok() && now->status.phase == Phase::kNotDeployed)
+          done = RemoveRecord(kServiceInstanceKind, sns, sname);
+      }
     }
     if (!done.ok() && !absl::IsNotFound(done.status()))
       return ConflictError("cannot destroy service instance " + sns + "/" + sname +
@@ -121,14 +124,12 @@ absl::StatusOr<json::object> Engine::RemoveRecord(const std::string& kind, const
                                " instance " + name + " is deployed; destroy it first",
                            "Conflict");
     ASSIGN_OR_RETURN(auto runs, RunsOf(kind, ns, name));
-    std::vector<store::Write> writes;
-    for (const auto& r : runs)
-      writes.push_back({store::Write::Op::kDelete, model::kRunKind, r, 0, 0});
+    std::vector<store::Write> writes = DeletesOf(runs);
     writes.push_back(
         {store::Write::Op::kDelete, kind, instance.raw, instance.metadata.resource_version, 0});
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) {
-      for (const auto& r : runs) logs_.Remove(model::GetString(r, "metadata.uid"));
+      for (const auto& r : runs) logs_.Remove(r.metadata.uid);
       if (kind == kServiceInstanceKind) ReleaseCreatedCompute(instance);
       return std::move(stored->back());
     }
@@ -137,20 +138,27 @@ absl::StatusOr<json::object> Engine::RemoveRecord(const std::string& kind, const
   }
 }
 
-absl::StatusOr<std::vector<json::object>> Engine::RunsOf(const std::string& kind,
-                                                         const std::string& ns,
-                                                         const std::string& name) {
+absl::StatusOr<std::vector<model::Run>> Engine::RunsOf(const std::string& kind,
+                                                       const std::string& ns,
+                                                       const std::string& name) {
   store::ListOptions q;
   q.kind = model::kRunKind;
   q.ns = ns;
   q.fields = {{"spec.instanceRef.name", true, name}};
   ASSIGN_OR_RETURN(auto page, store_.List(q));
-  std::vector<json::object> out;
+  std::vector<model::Run> out;
   for (auto& r : page.items) {
     auto run = model::DecodeRun(r);
-    if (run.ok() && run->instance_kind == kind) out.push_back(std::move(r));
+    if (run.ok() && run->instance_kind == kind) out.push_back(*std::move(run));
   }
   return out;
+}
+
+std::vector<store::Write> Engine::DeletesOf(const std::vector<model::Run>& runs) {
+  std::vector<store::Write> writes;
+  for (const auto& r : runs)
+    writes.push_back({store::Write::Op::kDelete, model::kRunKind, r.raw, 0, 0});
+  return writes;
 }
 
 void Engine::ReleaseCreatedCompute(const model::Instance& service) {

@@ -132,9 +132,9 @@ std::optional<Admission> CheckQuota(const AdmissionSnapshot& s, const std::strin
   for (const auto& [key, i] : s.computes) {
     if (key.first != ns || !HoldsQuota(s, i)) continue;
     ++deployed;
-    static const json::object kNone;
-    const json::object& r = i.status.resources ? *i.status.resources : kNone;
-    if (model::GetString(r, "gpu.type") == type) used += model::GetInt(r, "gpu.count", 0);
+    const model::Resources held =
+        model::ParseResources(i.status.resources.value_or(json::object{}));
+    if (held.gpu_type == type) used += held.gpu_count;
   }
   if (max_instances >= 0 && deployed + 1 > max_instances)
     return Decided(Decision::kWait, "QuotaExceeded",

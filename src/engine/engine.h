@@ -138,10 +138,11 @@ class Engine : public drivers::WorkloadObserver {
   // Removes a NotDeployed instance and its runs.
   absl::StatusOr<boost::json::object> RemoveRecord(const std::string& kind, const std::string& ns,
                                                    const std::string& name);
-  // The runs of one instance (as stored).
-  absl::StatusOr<std::vector<boost::json::object>> RunsOf(const std::string& kind,
-                                                          const std::string& ns,
-                                                          const std::string& name);
+  // The runs of one instance.
+  absl::StatusOr<std::vector<model::Run>> RunsOf(const std::string& kind, const std::string& ns,
+                                                 const std::string& name);
+  // Deletes of `runs` (with the instance, in one transaction).
+  static std::vector<store::Write> DeletesOf(const std::vector<model::Run>& runs);
   // Cancel of a run the driver holds waiting (Running): the driver sees the cancellation.
   absl::StatusOr<boost::json::object> CancelRunning(const model::Instance& instance,
                                                     const model::Run& run, bool last_try);

@@ -304,7 +304,7 @@ absl::Status Engine::FinishOnce(const model::Run& claimed, const model::RunOutco
   writes.push_back(internal::UpdateOf(*run));
   auto instance = internal::InstanceOf(store_, claimed);
   const bool remove = ok && destroy && claimed.delete_instance;
-  std::vector<json::object> runs_to_remove;
+  std::vector<model::Run> runs_to_remove;
   std::string owner;
   // GPUs are held from the claim of a deploy until a destroy succeeds or the deploy fails.
   const bool release_gpus = instance.ok() && ok == destroy;
@@ -314,9 +314,7 @@ absl::Status Engine::FinishOnce(const model::Run& claimed, const model::RunOutco
       if (auto runs = RunsOf(claimed.instance_kind, claimed.metadata.ns, claimed.instance_name);
           runs.ok())
         runs_to_remove = *std::move(runs);
-      writes.clear();
-      for (const auto& r : runs_to_remove)
-        writes.push_back({store::Write::Op::kDelete, model::kRunKind, r, 0, 0});
+      writes = DeletesOf(runs_to_remove);
       writes.push_back({store::Write::Op::kDelete, instance->kind, instance->raw,
                         instance->metadata.resource_version, 0});
     } else {
@@ -332,7 +330,7 @@ absl::Status Engine::FinishOnce(const model::Run& claimed, const model::RunOutco
   if (release_gpus || remove) gpus_.Release(owner);
   metrics_.Add("gantry_runs_total", {{"action", std::string(model::RunActionName(claimed.action))},
                                      {"phase", std::string(model::RunPhaseName(run->phase))}});
-  for (const auto& r : runs_to_remove) logs_.Remove(model::GetString(r, "metadata.uid"));
+  for (const auto& r : runs_to_remove) logs_.Remove(r.metadata.uid);
   if (remove && instance.ok() && outcome.service) ReleaseCreatedCompute(*instance);
   if (!remove && claimed.instance_kind == kComputeInstanceKind && stored->size() > 1)
     if (auto now_instance = model::DecodeInstance(stored->back()); now_instance.ok())

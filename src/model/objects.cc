@@ -313,8 +313,12 @@ json::object EncodeInstance(const Instance& instance) {
 }
 
 Resources DecodeResources(const json::object& profile_spec) {
+  return ParseResources(ObjectAt(profile_spec, "resources"));
+}
+
+Resources ParseResources(const json::object& resources) {
   Resources r;
-  r.raw = ObjectAt(profile_spec, "resources");
+  r.raw = resources;
   r.gpu_type = GetString(r.raw, "gpu.type");
   r.gpu_count = static_cast<int>(GetInt(r.raw, "gpu.count", 0));
   return r;

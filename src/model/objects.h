@@ -138,6 +138,8 @@ struct Resources {
   int gpu_count = 0;
 };
 Resources DecodeResources(const boost::json::object& profile_spec);
+// The same from a resources object itself (an instance's status.resources).
+Resources ParseResources(const boost::json::object& resources);
 
 // The template revision's parts the engine reads.
 struct TemplateSpec {
