@@ -60,12 +60,13 @@ bool Engine::DispatchPass(size_t free_slots) {
     return false;
   }
   AdmissionPass pass(*snapshot);
+  Targets targets;
   size_t claimed = 0;
   for (const auto& stored : page->items) {
     if (!running_ || claimed >= free_slots) break;
     auto run = model::DecodeRun(stored);
     if (!run.ok()) continue;
-    QueuedRun queued = Resolve(*snapshot, *std::move(run));
+    QueuedRun queued = Resolve(*snapshot, *std::move(run), &targets);
     Admission a = Admit(*snapshot, queued, &pass);
     switch (a.decision) {
       case Decision::kAdmit:
@@ -118,19 +119,24 @@ absl::StatusOr<AdmissionSnapshot> Engine::TakeSnapshot() {
   return s;
 }
 
-QueuedRun Engine::Resolve(const AdmissionSnapshot& snapshot, model::Run run) {
+QueuedRun Engine::Resolve(const AdmissionSnapshot& snapshot, model::Run run, Targets* targets) {
   QueuedRun q;
   q.instance = run.instance_kind == kServiceInstanceKind
                    ? snapshot.Service(run.metadata.ns, run.instance_name)
                    : snapshot.Compute(run.metadata.ns, run.instance_name);
   if (q.instance && NeedsTarget(snapshot, run)) {
-    auto deployment = ResolveRun(store_, q.instance->raw, run.raw);
-    if (deployment.ok()) {
-      Target t;
-      if (const drivers::Driver* d = drivers_.Find(deployment->driver)) t.caps = d->Caps();
-      t.resources = model::DecodeResources(deployment->profile.spec);
-      q.target = std::move(t);
+    auto key = std::make_tuple(q.instance->kind, q.instance->profile_ns, q.instance->profile_name,
+                               run.profile_revision, run.template_revision);
+    auto [it, added] = targets->try_emplace(std::move(key));
+    if (added) {
+      if (auto deployment = ResolveRun(store_, q.instance->raw, run.raw); deployment.ok()) {
+        Target t;
+        if (const drivers::Driver* d = drivers_.Find(deployment->driver)) t.caps = d->Caps();
+        t.resources = model::DecodeResources(deployment->profile.spec);
+        it->second = std::move(t);
+      }
     }
+    q.target = it->second;
   }
   q.run = std::move(run);
   return q;

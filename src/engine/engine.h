@@ -40,6 +40,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -159,7 +160,11 @@ class Engine : public drivers::WorkloadObserver {
   bool DispatchPass(size_t free_slots);
   // What admission reads, once per pass (engine/admission.h).
   absl::StatusOr<AdmissionSnapshot> TakeSnapshot();
-  QueuedRun Resolve(const AdmissionSnapshot& snapshot, model::Run run);
+  // What one pass resolved already: revisions are immutable, so runs pinning the same
+  // profile and template revisions share one resolution.
+  using Targets = std::map<std::tuple<std::string, std::string, std::string, int64_t, int64_t>,
+                           std::optional<Target>>;
+  QueuedRun Resolve(const AdmissionSnapshot& snapshot, model::Run run, Targets* targets);
   void NoteWaiting(const QueuedRun& queued, const Admission& a);
   // Tries to claim `queued`; true when this replica now owns it. The claimed compute
   // instance replaces its entry in `snapshot`.

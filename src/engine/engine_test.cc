@@ -384,5 +384,27 @@ TEST_F(EngineUnitTest, ProjectQuotaOfDeployedInstances) {
   WaitPhase("b", "Success");
 }
 
+TEST_F(EngineUnitTest, QuotaHoldsForDeploysAdmittedInOnePass) {
+  json::object project{{"apiVersion", "paas.gantry.dev/v1"},
+                       {"kind", "Project"},
+                       {"metadata", json::object{{"name", "p"}, {"uid", "p"}}},
+                       {"spec", json::object{{"quota", json::object{{"instances", 1}}}}}};
+  Commit({store::Write::Op::kCreate, "Project", project, 0, 0});
+  CreateInstance("a");
+  CreateInstance("b");
+  fake_->SetScript("a", "apply", Script::Block());
+  EngineOptions o;
+  Engine queuer(*store_, registry_, *secrets_, *logs_, clock_, metrics_, *gpus_, o);
+  ASSERT_TRUE(queuer.Deploy("ComputeInstance", "p", "a").ok());
+  ASSERT_TRUE(queuer.Deploy("ComputeInstance", "p", "b").ok());
+  StartEngine();  // the first pass sees both queued
+  ASSERT_TRUE(fake_->WaitBlocked("a", kDeadline));
+  json::object b = WaitReason("b", "QuotaExceeded");
+  EXPECT_EQ(GetString(b, "status.phase"), "Waiting");
+  fake_->Release("a");
+  WaitPhase("a", "Success");
+  EXPECT_EQ(fake_->Calls().size(), 1u);
+}
+
 }  // namespace
 }  // namespace gantry::engine

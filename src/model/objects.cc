@@ -299,6 +299,9 @@ absl::StatusOr<Instance> DecodeInstance(const json::object& stored) {
   i.display_name = GetString(spec, "displayName");
   i.description = GetString(spec, "description");
   i.variables = ObjectAt(spec, "variables");
+  const json::object& profile = ObjectAt(spec, "profileRef");
+  i.profile_ns = GetString(profile, "namespace", i.metadata.ns);
+  i.profile_name = GetString(profile, "name");
   const json::object& ref = ObjectAt(spec, "computeRef");
   i.compute_ns = GetString(ref, "namespace", i.metadata.ns);
   i.compute_name = GetString(ref, "name");

@@ -123,6 +123,7 @@ struct Instance {
   ObjectMeta metadata;
   // spec
   std::string display_name, description;
+  std::string profile_ns, profile_name;  // spec.profileRef (ns defaults to own)
   boost::json::object variables;         // as stored (sealed values sealed)
   std::string compute_ns, compute_name;  // services: spec.computeRef (ns defaults to own)
   InstanceStatus status;

@@ -80,6 +80,8 @@ TEST(ObjectsTest, InstanceRoundTripKeepsSpecAndUnmodeledStatus) {
   ASSERT_TRUE(inst.ok()) << inst.status();
   EXPECT_EQ(inst->compute_ns, "ml");
   EXPECT_EQ(inst->compute_name, "gpu-1");
+  EXPECT_EQ(inst->profile_ns, "ml");
+  EXPECT_EQ(inst->profile_name, "p");
   EXPECT_EQ(inst->status.PhaseOr(), Phase::kSuccess);
   EXPECT_EQ(inst->status.last_run, "svc-s2");
   EXPECT_EQ(inst->status.profile_revision, 3);
