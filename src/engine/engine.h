@@ -15,6 +15,13 @@
 //   Stop               stops claiming, gives running runs the drain period, and leaves the
 //                      rest Running for the next start to recover
 //
+// The parts, one file each: actions.cc (the lifecycle actions below), dispatcher.cc (loop,
+// one AdmissionSnapshot per pass, the pure Admit of engine/admission.h, claims, workers),
+// executor.cc (Execute, Finish: the instance status a run leaves is model::ApplyOutcome),
+// recovery.cc (Recover, RecoverRun, AdoptWorkloads, heartbeat, workload events). Runs and
+// instances are typed inside (model/objects.h) and JSON only in the store. Drivers are told
+// apart by their Capabilities (driver.h), never by name.
+//
 // At most one active run per instance holds because every action changes the instance's
 // phase in the same transaction that queues or claims the run, guarded by the instance's
 // resourceVersion (model/lifecycle.h decides what is allowed).
@@ -23,16 +30,18 @@
 #pragma once
 
 #include <atomic>
+#include <boost/json.hpp>
 #include <condition_variable>
+#include <functional>
 #include <map>
-#include <set>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -40,16 +49,18 @@
 #include "common/metrics.h"
 #include "common/secrets.h"
 #include "drivers/driver.h"
+#include "engine/admission.h"
 #include "engine/inventory.h"
 #include "engine/run_log.h"
+#include "model/objects.h"
 #include "store/store.h"
 
 namespace gantry::engine {
 
 struct EngineOptions {
   int workers = 4;
-  std::string holder;                          // this replica's identity in leases
-  std::string host;                            // the host it runs on (host-bound drivers)
+  std::string holder;  // this replica's identity in leases
+  std::string host;    // the host it runs on (host-bound drivers)
   std::chrono::seconds lease{30};
   // SQLite: no other replica can hold leases, so runs left Running are recovered at start.
   // false (PostgreSQL, several replicas): only expired leases are taken over, at start and
@@ -93,16 +104,13 @@ class Engine : public drivers::WorkloadObserver {
   absl::StatusOr<boost::json::object> Cancel(const std::string& kind, const std::string& ns,
                                              const std::string& name);
   // DELETE of a deployed instance: a destroy run that removes the record when it succeeds.
-  absl::StatusOr<boost::json::object> DeleteDeployed(const std::string& kind,
-                                                     const std::string& ns,
-                                                     const std::string& name,
-                                                     bool cascade = false);
+  absl::StatusOr<boost::json::object> DeleteDeployed(const std::string& kind, const std::string& ns,
+                                                     const std::string& name, bool cascade = false);
   // DELETE of an instance: removes a NotDeployed one (with its runs) at once, or queues the
   // teardown of a deployed one (*accepted = true). A service that auto-created its compute
   // instance takes that instance with it.
   absl::StatusOr<boost::json::object> Delete(const std::string& kind, const std::string& ns,
-                                             const std::string& name, bool cascade,
-                                             bool* accepted);
+                                             const std::string& name, bool cascade, bool* accepted);
 
   // Store commit observer hook: wakes the dispatcher when runs are queued.
   void Notify();
@@ -115,64 +123,95 @@ class Engine : public drivers::WorkloadObserver {
     std::atomic<bool> cancel{false};
   };
   class Context;
-  // The dispatcher's decision on a queued run (see Admit).
-  struct Admission {
-    // kSkip: another replica's run (its instance lives on another host).
-    enum class Decision { kAdmit, kWait, kFail, kSkip } decision = Decision::kAdmit;
-    std::string reason, message;
-    std::string owner;       // GPU owner key of the instance
-    std::vector<Gpu> gpus;   // assigned (local driver)
-    bool gpus_were_held = false;
-    boost::json::object resources;  // the profile's spec.resources
-    bool host_bound = false;        // the template's driver is host-bound
-  };
-  // Capacity and quota admission of a queued run, first come first served per GPU type:
-  // a deploy that waits for GPUs of a type blocks later deploys of that type.
-  Admission Admit(const boost::json::object& run, std::set<std::string>* blocked_types);
-  void NoteWaiting(const boost::json::object& run, const Admission& a);
-  absl::Status RebuildGpuAssignments();
-  void AdoptWorkloads();
-  void AdoptWorkloads(const std::string& kind);
+  // What Execute hands the driver (executor.cc).
+  struct Prepared;
 
+  // actions.cc: the lifecycle actions.
   absl::StatusOr<boost::json::object> Queue(const std::string& kind, const std::string& ns,
-                                            const std::string& name, const std::string& action,
+                                            const std::string& name, model::RunAction action,
                                             bool delete_instance, bool cascade);
+  // What has to happen before `instance` gets a run of `action`: its services destroyed
+  // first (compute destroy), its auto-created compute instance deployed (service deploy).
+  absl::Status BeforeQueue(const model::Instance& instance, model::RunAction action,
+                           bool delete_instance, bool cascade);
   // Destroys (and with `remove`, deletes) `services` ahead of their compute instance.
   absl::Status CascadeToServices(const std::vector<boost::json::object>& services, bool remove);
   // Removes a NotDeployed instance and its runs.
   absl::StatusOr<boost::json::object> RemoveRecord(const std::string& kind, const std::string& ns,
                                                    const std::string& name);
   // The runs of one instance.
-  absl::StatusOr<std::vector<boost::json::object>> RunsOf(const std::string& kind,
-                                                          const std::string& ns,
-                                                          const std::string& name);
+  absl::StatusOr<std::vector<model::Run>> RunsOf(const std::string& kind, const std::string& ns,
+                                                 const std::string& name);
+  // Deletes of `runs` (with the instance, in one transaction).
+  static std::vector<store::Write> DeletesOf(const std::vector<model::Run>& runs);
+  // Cancel of a run the driver holds waiting (Running): the driver sees the cancellation.
+  absl::StatusOr<boost::json::object> CancelRunning(const model::Instance& instance,
+                                                    const model::Run& run, bool last_try);
   // After a service is removed: the compute instance it auto-created goes too (destroyed
   // first when deployed), unless other services run on it by now.
-  void ReleaseCreatedCompute(const boost::json::object& service);
+  void ReleaseCreatedCompute(const model::Instance& service);
   // After compute instance `compute` changed: the deployed services on it get condition
   // ComputeReady (True while it is Success, else False with its phase, reason and message).
-  void NoteComputeState(const boost::json::object& compute);
+  void NoteComputeState(const model::Instance& compute);
+
+  // dispatcher.cc: the dispatcher and the workers.
   void DispatchLoop();
+  // One look at the queue: admits, claims, and tells waiting runs why. True when it claimed.
+  bool DispatchPass(size_t free_slots);
+  // What admission reads, once per pass (engine/admission.h).
+  absl::StatusOr<AdmissionSnapshot> TakeSnapshot();
+  // What one pass resolved already: revisions are immutable, so runs pinning the same
+  // profile and template revisions share one resolution.
+  using Targets = std::map<std::tuple<std::string, std::string, std::string, int64_t, int64_t>,
+                           std::optional<Target>>;
+  QueuedRun Resolve(const AdmissionSnapshot& snapshot, model::Run run, Targets* targets);
+  void NoteWaiting(const QueuedRun& queued, const Admission& a);
+  // Tries to claim `queued`; true when this replica now owns it. The claimed compute
+  // instance replaces its entry in `snapshot`.
+  bool Claim(const QueuedRun& queued, const Admission& admission, AdmissionSnapshot* snapshot);
+  // Records the GPUs `admission` hands out in the allocator; false when it cannot.
+  bool HoldGpus(const Admission& admission);
   void WorkerLoop();
-  void HeartbeatLoop();
-  // Tries to claim `run`; true when this replica now owns it.
-  bool Claim(const boost::json::object& run, const Admission& admission);
-  void Execute(boost::json::object run);
+
+  // executor.cc: runs a claimed run through its driver and records its end.
+  void Execute(model::Run run);
+  absl::StatusOr<Prepared> Prepare(const model::Run& run);
+  // The compute instance of service `service` as its driver sees it (request.compute).
+  absl::Status AddCompute(const model::Instance& service, drivers::DeployRequest* req);
   // Writes the end of a run and the instance's resulting status, retrying on conflicts.
-  // `reason` overrides the reason derived from `result`; `driver` names the driver that ran
-  // (long-running drivers' state is kept on the instance for adoption).
-  void Finish(const boost::json::object& run, const absl::Status& result,
-              const boost::json::object& outputs, const std::string& reason = "",
-              const std::string& driver = "");
+  // `reason` overrides the reason derived from `result`; `driver` is the driver that ran
+  // (a long-running driver's state is kept on the instance for adoption).
+  void Finish(const model::Run& run, const absl::Status& result, const boost::json::object& outputs,
+              const std::string& reason = "", const drivers::Driver* driver = nullptr);
+  // One try of Finish; ABORTED when a concurrent write won.
+  absl::Status FinishOnce(const model::Run& claimed, const model::RunOutcome& outcome,
+                          const drivers::Driver* driver);
+
+  // recovery.cc: restarts, leases, long-running workloads.
+  absl::Status RebuildGpuAssignments();
+  void AdoptWorkloads();
+  void AdoptWorkload(const model::Instance& instance);
+  // The request Adopt gets for deployed `instance` (nullopt when it cannot be resolved).
+  std::optional<drivers::DeployRequest> AdoptRequest(const model::Instance& instance,
+                                                     drivers::Driver** driver);
   // Runs left Running by a dead gantryd (see EngineOptions::sole_owner).
   absl::Status Recover();
+  // Several replicas: takes over `run` when its lease expired.
+  void TakeOver(const model::Run& run, std::chrono::system_clock::time_point now);
   // Cleans up after `run` (through its driver when `cleanup`) and re-queues or fails it.
-  absl::Status RecoverRun(const boost::json::object& run, bool cleanup);
-  // The driver of a run's template revision ("" when it cannot be found).
-  std::string DriverOf(const boost::json::object& run);
+  absl::Status RecoverRun(const model::Run& run, bool cleanup);
+  // Changes the status of the instance of `run` with `mutate` (false: leave it), re-reading
+  // on conflict.
+  void UpdateInstanceOf(const model::Run& run,
+                        const std::function<bool(model::InstanceStatus&)>& mutate);
+  // The driver of a run's template revision (nullptr when it cannot be found).
+  drivers::Driver* DriverOf(const model::Run& run);
+  void HeartbeatLoop();
+
+  // engine.cc
   // Updates a run with `mutate`, re-reading on conflict.
   absl::Status UpdateRun(const std::string& ns, const std::string& name,
-                         const std::function<void(boost::json::object&)>& mutate);
+                         const std::function<void(model::Run&)>& mutate);
   std::string Now() const;
 
   // Constant after construction.
@@ -189,11 +228,11 @@ class Engine : public drivers::WorkloadObserver {
   std::atomic<bool> stopping_{false};
 
   std::mutex mu_;
-  std::condition_variable wake_;       // dispatcher: runs queued / a worker freed
-  std::condition_variable work_ready_; // workers: claimed runs to execute
-  std::condition_variable idle_;       // Stop: active runs finished
+  std::condition_variable wake_;        // dispatcher: runs queued / a worker freed
+  std::condition_variable work_ready_;  // workers: claimed runs to execute
+  std::condition_variable idle_;        // Stop: active runs finished
   bool notified_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<boost::json::object> claimed_ ABSL_GUARDED_BY(mu_);
+  std::vector<model::Run> claimed_ ABSL_GUARDED_BY(mu_);
   int busy_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::shared_ptr<Active>> active_ ABSL_GUARDED_BY(mu_);
 

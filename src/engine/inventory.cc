@@ -148,14 +148,15 @@ int GpuAllocator::Free(const std::string& type) {
   return n;
 }
 
-std::optional<std::vector<Gpu>> GpuAllocator::Assign(const std::string& owner,
-                                                     const std::string& type, int count) {
-  std::lock_guard<std::mutex> lock(mu_);
+std::optional<std::vector<Gpu>> PickGpus(const std::vector<Gpu>& gpus,
+                                         const std::map<int, std::string>& owner_of,
+                                         const std::string& owner, const std::string& type,
+                                         int count) {
   std::vector<Gpu> held, free;
-  for (const auto& g : inventory_.gpus) {
+  for (const auto& g : gpus) {
     if (!Matches(g, type)) continue;
-    auto it = owner_of_.find(g.index);
-    if (it == owner_of_.end()) free.push_back(g);
+    auto it = owner_of.find(g.index);
+    if (it == owner_of.end()) free.push_back(g);
     else if (it->second == owner) held.push_back(g);
   }
   if (static_cast<int>(held.size()) >= count) {
@@ -165,11 +166,19 @@ std::optional<std::vector<Gpu>> GpuAllocator::Assign(const std::string& owner,
   if (static_cast<int>(held.size() + free.size()) < count) return std::nullopt;
   for (const auto& g : free) {
     if (static_cast<int>(held.size()) == count) break;
-    owner_of_[g.index] = owner;
     held.push_back(g);
   }
   std::sort(held.begin(), held.end(), [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
   return held;
+}
+
+std::optional<std::vector<Gpu>> GpuAllocator::Assign(const std::string& owner,
+                                                     const std::string& type, int count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto picked = PickGpus(inventory_.gpus, owner_of_, owner, type, count);
+  if (picked)
+    for (const auto& g : *picked) owner_of_[g.index] = owner;
+  return picked;
 }
 
 std::vector<int> GpuAllocator::Restore(const std::string& owner, const std::vector<int>& indices) {

@@ -47,6 +47,15 @@ absl::StatusOr<Inventory> ParseGpuFlag(std::string_view flag);
 // is logged by the caller from `why`).
 Inventory DiscoverGpus(std::string* why);
 
+// The GPUs of `type` ("" = any) that `owner` gets when it asks for `count` of them, given who
+// holds which (index -> owner): those it holds already first, then the lowest free indices;
+// nullopt when not enough are free. Pure: GpuAllocator::Assign and the dispatcher's
+// admission (engine/admission.h) decide with it.
+std::optional<std::vector<Gpu>> PickGpus(const std::vector<Gpu>& gpus,
+                                         const std::map<int, std::string>& owner_of,
+                                         const std::string& owner, const std::string& type,
+                                         int count);
+
 class GpuAllocator {
  public:
   explicit GpuAllocator(Inventory inventory);

@@ -3,6 +3,7 @@
 #include "absl/status/statusor.h"
 #include "common/errors.h"
 #include "model/codec.h"
+#include "model/objects.h"
 
 namespace gantry::model {
 
@@ -46,6 +47,61 @@ std::string_view ActionVerb(Action a) {
     case Action::kDelete: return "deleted";
   }
   return "changed";
+}
+
+namespace {
+
+// Nothing is deployed any more.
+void ClearDeployed(InstanceStatus* st) {
+  st->outputs.reset();
+  st->deployed_generation.reset();
+  st->gpus.reset();
+  st->driver_state.reset();
+}
+
+void ApplySuccess(const RunOutcome& o, InstanceStatus* st) {
+  st->reason = "";
+  if (o.action == RunAction::kDestroy) {
+    st->phase = Phase::kNotDeployed;
+    st->message = "destroyed by run " + o.run_name;
+    ClearDeployed(st);
+    st->restart_count.reset();
+    st->SetCondition("Deployed", false, "Destroyed", *st->message, o.now);
+    return;
+  }
+  st->phase = Phase::kSuccess;
+  st->message = "deployed by run " + o.run_name;
+  st->outputs = o.outputs;
+  st->deployed_generation = o.generation;
+  st->SetCondition("Deployed", true, "RunSucceeded", *st->message, o.now);
+  if (o.service)
+    st->SetCondition("ComputeReady", true, "ComputeSucceeded",
+                     "compute instance " + o.compute_name + " is Success", o.now);
+  st->restart_count.reset();
+  st->driver_state = o.driver_state;
+}
+
+}  // namespace
+
+void ApplyOutcome(const RunOutcome& o, InstanceStatus* st) {
+  if (o.result == RunOutcome::Result::kSucceeded) return ApplySuccess(o, st);
+  const std::string action(RunActionName(o.action));
+  st->reason = o.reason;
+  if (o.action == RunAction::kApply && o.result == RunOutcome::Result::kCanceled) {
+    // Canceled while the infrastructure held it (a PENDING Slurm job): the driver removed
+    // what it had started, so nothing is deployed.
+    st->phase = Phase::kNotDeployed;
+    st->message = action + " run " + o.run_name + " was canceled: " + o.message;
+    ClearDeployed(st);
+  } else {
+    st->phase = Phase::kFailed;
+    st->message = action + " run " + o.run_name + " failed: " + o.message;
+    if (o.action == RunAction::kApply) {
+      st->gpus.reset();
+      st->driver_state.reset();
+    }
+  }
+  st->SetCondition("Deployed", false, o.reason, *st->message, o.now);
 }
 
 bool WasEverDeployed(const boost::json::object& instance) {

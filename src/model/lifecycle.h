@@ -9,6 +9,8 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -42,6 +44,35 @@ enum class Effect {
 // OK → the effect; else 409 with reason InstanceInProgress, InstanceWaiting,
 // InstanceNotDeployed, ... and a message naming the instance, its state and the run.
 absl::StatusOr<Effect> Decide(Action action, const boost::json::object& instance);
+
+struct InstanceStatus;  // model/objects.h
+enum class RunAction;   // model/objects.h
+
+// How a run ended, as far as its instance's status is concerned.
+struct RunOutcome {
+  enum class Result { kSucceeded, kFailed, kCanceled };
+  RunAction action;
+  Result result = Result::kFailed;
+  std::string run_name;
+  std::string reason;   // failed or canceled: CamelCase (DriverError, Timeout, ...)
+  std::string message;  // failed or canceled: the driver's words
+  boost::json::object outputs;  // a deploy that succeeded
+  int64_t generation = 1;       // the instance generation the run deployed
+  // Services: the compute instance they run on (condition ComputeReady).
+  bool service = false;
+  std::string compute_name;
+  // A long-running workload's driver state (pid, ports), kept on the instance for
+  // re-adoption after a restart; nullopt when the driver keeps none.
+  std::optional<boost::json::object> driver_state;
+  std::string now;  // RFC 3339
+};
+
+// The status a finished run leaves its (still existing) instance in: a deploy that
+// succeeded -> Success with outputs and deployedGeneration; a destroy that succeeded ->
+// NotDeployed; a deploy canceled while the infrastructure held it -> NotDeployed (nothing
+// deployed); anything else -> Failed with "<action> run NAME failed: MESSAGE". Condition
+// Deployed tells the same. Pure.
+void ApplyOutcome(const RunOutcome& outcome, InstanceStatus* status);
 
 // True once the instance has ever been deployed (a run was queued for it).
 bool WasEverDeployed(const boost::json::object& instance);

@@ -8,6 +8,7 @@
 #include "common/errors.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "model/objects.h"
 
 namespace gantry::model {
 namespace {
@@ -246,6 +247,108 @@ TEST(WasEverDeployed, ARunOrADeployedGenerationMeansItWas) {
   EXPECT_TRUE(WasEverDeployed(Instance("NotDeployed", "gpu-1-2", "destroy")));
   EXPECT_TRUE(WasEverDeployed(
       json::parse(R"({"status": {"phase": "Success", "deployedGeneration": 2}})").as_object()));
+}
+
+// An instance status as a deployed one has it (outputs, GPUs, driver state, restarts).
+InstanceStatus Deployed() {
+  InstanceStatus st;
+  st.phase = Phase::kInProgress;
+  st.outputs = json::object{{"endpoint", "old"}};
+  st.deployed_generation = 1;
+  st.gpus = std::vector<std::string>{"0"};
+  st.driver_state = json::object{{"pid", 1}};
+  st.restart_count = 2;
+  st.resources = json::object{{"cpu", 1}};
+  return st;
+}
+
+RunOutcome Outcome(RunAction action, RunOutcome::Result result) {
+  RunOutcome o;
+  o.action = action;
+  o.result = result;
+  o.run_name = "gpu-1-3";
+  o.generation = 4;
+  o.now = "t1";
+  if (result != RunOutcome::Result::kSucceeded) {
+    o.reason = result == RunOutcome::Result::kCanceled ? "Canceled" : "DriverError";
+    o.message = "boom";
+  }
+  return o;
+}
+
+TEST(ApplyOutcomeTest, DeploySucceeded) {
+  InstanceStatus st = Deployed();
+  RunOutcome o = Outcome(RunAction::kApply, RunOutcome::Result::kSucceeded);
+  o.outputs = json::object{{"endpoint", "new"}};
+  o.driver_state = json::object{{"pid", 9}};
+  ApplyOutcome(o, &st);
+  EXPECT_EQ(st.phase, Phase::kSuccess);
+  EXPECT_EQ(st.reason, "");
+  EXPECT_EQ(st.message, "deployed by run gpu-1-3");
+  EXPECT_EQ(*st.outputs, (json::object{{"endpoint", "new"}}));
+  EXPECT_EQ(st.deployed_generation, 4);
+  EXPECT_FALSE(st.restart_count.has_value());
+  EXPECT_EQ(*st.driver_state, (json::object{{"pid", 9}}));
+  EXPECT_EQ(st.gpus, std::vector<std::string>{"0"});  // held while deployed
+  ASSERT_EQ(st.conditions->size(), 1u);
+  EXPECT_EQ((*st.conditions)[0].type, "Deployed");
+  EXPECT_TRUE((*st.conditions)[0].ok);
+  EXPECT_EQ((*st.conditions)[0].reason, "RunSucceeded");
+}
+
+TEST(ApplyOutcomeTest, ServiceDeploySucceededWithoutDriverState) {
+  InstanceStatus st = Deployed();
+  RunOutcome o = Outcome(RunAction::kApply, RunOutcome::Result::kSucceeded);
+  o.service = true;
+  o.compute_name = "gpu-1";
+  ApplyOutcome(o, &st);
+  EXPECT_FALSE(st.driver_state.has_value());
+  ASSERT_EQ(st.conditions->size(), 2u);
+  EXPECT_EQ((*st.conditions)[1].type, "ComputeReady");
+  EXPECT_EQ((*st.conditions)[1].message, "compute instance gpu-1 is Success");
+}
+
+TEST(ApplyOutcomeTest, DestroySucceeded) {
+  InstanceStatus st = Deployed();
+  ApplyOutcome(Outcome(RunAction::kDestroy, RunOutcome::Result::kSucceeded), &st);
+  EXPECT_EQ(st.phase, Phase::kNotDeployed);
+  EXPECT_EQ(st.message, "destroyed by run gpu-1-3");
+  EXPECT_FALSE(st.outputs || st.deployed_generation || st.gpus || st.driver_state ||
+               st.restart_count);
+  EXPECT_TRUE(st.resources.has_value());  // what it last ran with stays
+  EXPECT_FALSE((*st.conditions)[0].ok);
+  EXPECT_EQ((*st.conditions)[0].reason, "Destroyed");
+}
+
+TEST(ApplyOutcomeTest, DeployCanceledLeavesNothingDeployed) {
+  InstanceStatus st = Deployed();
+  ApplyOutcome(Outcome(RunAction::kApply, RunOutcome::Result::kCanceled), &st);
+  EXPECT_EQ(st.phase, Phase::kNotDeployed);
+  EXPECT_EQ(st.reason, "Canceled");
+  EXPECT_EQ(st.message, "deploy run gpu-1-3 was canceled: boom");
+  EXPECT_FALSE(st.outputs || st.deployed_generation || st.gpus || st.driver_state);
+  EXPECT_EQ(st.restart_count, 2);
+}
+
+TEST(ApplyOutcomeTest, DeployFailedReleasesGpusKeepsOutputs) {
+  InstanceStatus st = Deployed();
+  ApplyOutcome(Outcome(RunAction::kApply, RunOutcome::Result::kFailed), &st);
+  EXPECT_EQ(st.phase, Phase::kFailed);
+  EXPECT_EQ(st.reason, "DriverError");
+  EXPECT_EQ(st.message, "deploy run gpu-1-3 failed: boom");
+  EXPECT_FALSE(st.gpus || st.driver_state);
+  EXPECT_TRUE(st.outputs.has_value());
+  EXPECT_EQ((*st.conditions)[0].message, "deploy run gpu-1-3 failed: boom");
+}
+
+TEST(ApplyOutcomeTest, DestroyFailedOrCanceledKeepsTheWorkload) {
+  for (auto result : {RunOutcome::Result::kFailed, RunOutcome::Result::kCanceled}) {
+    InstanceStatus st = Deployed();
+    ApplyOutcome(Outcome(RunAction::kDestroy, result), &st);
+    EXPECT_EQ(st.phase, Phase::kFailed);
+    EXPECT_EQ(st.message, "destroy run gpu-1-3 failed: boom");
+    EXPECT_TRUE(st.gpus && st.driver_state && st.outputs);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,250 @@
+// The dispatcher and the workers of engine.h. One pass of the dispatcher reads the queue and
+// one AdmissionSnapshot, decides on each queued run with the pure Admit (engine/admission.h),
+// claims the admitted ones (an optimistic commit: exactly one claimer wins) and tells the
+// waiting ones why they wait.
+#include <spdlog/spdlog.h>
+
+#include "common/status_macros.h"
+#include "engine/dependencies.h"
+#include "engine/deployment.h"
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
+#include "model/codec.h"
+
+namespace gantry::engine {
+
+namespace json = boost::json;
+using Decision = Admission::Decision;
+
+void Engine::DispatchLoop() {
+  while (running_) {
+    size_t free_slots;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait_for(lock, std::chrono::seconds(1), [this] {
+        return !running_ ||
+               (notified_ && busy_ + static_cast<int>(claimed_.size()) < options_.workers);
+      });
+      if (!running_) return;
+      notified_ = false;
+      int used = busy_ + static_cast<int>(claimed_.size());
+      free_slots = used < options_.workers ? static_cast<size_t>(options_.workers - used) : 0;
+    }
+    if (free_slots == 0) continue;
+    // Nothing moved: wait for a change (or the periodic look).
+    if (!DispatchPass(free_slots)) continue;
+    // More may be waiting: look again at once when something was claimed.
+    std::lock_guard<std::mutex> lock(mu_);
+    notified_ = true;
+  }
+}
+
+bool Engine::DispatchPass(size_t free_slots) {
+  store::ListOptions q;
+  q.kind = model::kRunKind;
+  q.fields = {{"status.phase", true, "Queued"}};
+  q.oldest_first = true;
+  // Enough to look past runs waiting for capacity (and tell each why it waits).
+  q.limit = 500;
+  auto page = store_.List(q);
+  metrics_.Set("gantry_run_queue_depth", {}, static_cast<double>(QueueDepth()));
+  if (!page.ok()) {
+    spdlog::warn("engine: cannot read the run queue: {}", std::string(page.status().message()));
+    return false;
+  }
+  if (page->items.empty()) return false;
+  auto snapshot = TakeSnapshot();
+  if (!snapshot.ok()) {
+    spdlog::warn("engine: cannot read what admission needs: {}",
+                 std::string(snapshot.status().message()));
+    return false;
+  }
+  AdmissionPass pass(*snapshot);
+  Targets targets;
+  size_t claimed = 0;
+  for (const auto& stored : page->items) {
+    if (!running_ || claimed >= free_slots) break;
+    auto run = model::DecodeRun(stored);
+    if (!run.ok()) continue;
+    QueuedRun queued = Resolve(*snapshot, *std::move(run), &targets);
+    Admission a = Admit(*snapshot, queued, &pass);
+    switch (a.decision) {
+      case Decision::kAdmit:
+        if (HoldGpus(a) && Claim(queued, a, &*snapshot)) {
+          ++claimed;
+        } else if (!a.gpus.empty() && !a.gpus_were_held) {
+          gpus_.Release(a.owner);
+          pass.Release(a.owner);
+        }
+        break;
+      case Decision::kWait:
+        NoteWaiting(queued, a);
+        break;
+      case Decision::kFail:
+        Finish(queued.run, absl::FailedPreconditionError(a.message), {}, a.reason);
+        break;
+      case Decision::kSkip:
+        break;
+    }
+  }
+  return claimed > 0;
+}
+
+absl::StatusOr<AdmissionSnapshot> Engine::TakeSnapshot() {
+  AdmissionSnapshot s;
+  s.sole_owner = options_.sole_owner;
+  s.host = options_.host;
+  store::ListOptions q;
+  q.kind = kComputeInstanceKind;
+  ASSIGN_OR_RETURN(auto computes, internal::ListAll(store_, q));
+  for (auto& i : internal::DecodeInstances(computes)) {
+    auto key = std::make_pair(i.metadata.ns, i.metadata.name);
+    s.computes.insert_or_assign(std::move(key), std::move(i));
+  }
+  q.kind = kServiceInstanceKind;
+  ASSIGN_OR_RETURN(auto services, internal::ListAll(store_, q));
+  s.services = internal::DecodeInstances(services);
+  q.kind = "Project";
+  ASSIGN_OR_RETURN(auto projects, internal::ListAll(store_, q));
+  for (const auto& p : projects)
+    s.quotas[model::GetString(p, "metadata.name")] = model::DecodeQuota(p);
+  q.kind = model::kRunKind;
+  q.fields = {{"status.phase", true, "Running"}};
+  ASSIGN_OR_RETURN(auto running, internal::ListAll(store_, q));
+  for (const auto& r : running)
+    if (auto run = model::DecodeRun(r); run.ok() && run->action == model::RunAction::kApply)
+      s.running_deploys.insert({run->metadata.ns, run->metadata.name});
+  s.inventory = gpus_.inventory();
+  s.gpu_owners = gpus_.Assignments();
+  return s;
+}
+
+QueuedRun Engine::Resolve(const AdmissionSnapshot& snapshot, model::Run run, Targets* targets) {
+  QueuedRun q;
+  q.instance = run.instance_kind == kServiceInstanceKind
+                   ? snapshot.Service(run.metadata.ns, run.instance_name)
+                   : snapshot.Compute(run.metadata.ns, run.instance_name);
+  if (q.instance && NeedsTarget(snapshot, run)) {
+    auto key = std::make_tuple(q.instance->kind, q.instance->profile_ns, q.instance->profile_name,
+                               run.profile_revision, run.template_revision);
+    auto [it, added] = targets->try_emplace(std::move(key));
+    if (added) {
+      if (auto deployment = ResolveRun(store_, q.instance->raw, run.raw); deployment.ok()) {
+        Target t;
+        if (const drivers::Driver* d = drivers_.Find(deployment->driver)) t.caps = d->Caps();
+        t.resources = model::DecodeResources(deployment->profile.spec);
+        it->second = std::move(t);
+      }
+    }
+    q.target = it->second;
+  }
+  q.run = std::move(run);
+  return q;
+}
+
+bool Engine::HoldGpus(const Admission& a) {
+  if (a.gpus.empty()) return true;
+  std::vector<int> indices;
+  for (const auto& g : a.gpus) indices.push_back(g.index);
+  // Only the dispatcher hands GPUs out, so the snapshot's free GPUs are still free.
+  std::vector<int> rejected = gpus_.Restore(a.owner, indices);
+  if (rejected.empty()) return true;
+  spdlog::warn("engine: GPUs of {} were taken meanwhile; it waits for the next look", a.owner);
+  return false;
+}
+
+void Engine::NoteWaiting(const QueuedRun& queued, const Admission& a) {
+  if (!queued.instance) return;
+  model::Instance instance = *queued.instance;  // as the pass read it
+  model::InstanceStatus& st = instance.status;
+  if (st.PhaseOr() != model::Phase::kWaiting || st.last_run != queued.run.metadata.name) return;
+  if (st.reason == a.reason && st.message == a.message) return;
+  st.reason = a.reason;
+  st.message = a.message;
+  std::vector<store::Write> w;
+  w.push_back(internal::UpdateOf(instance));
+  // A concurrent change wins; the next look retries.
+  internal::CommitRelaxed(store_, std::move(w)).IgnoreError();
+}
+
+bool Engine::Claim(const QueuedRun& queued, const Admission& a, AdmissionSnapshot* snapshot) {
+  model::Run run = queued.run;
+  auto instance =
+      internal::LoadInstance(store_, run.instance_kind, run.metadata.ns, run.instance_name);
+  const std::string now = Now();
+  run.phase = model::RunPhase::kRunning;
+  run.attempt = queued.run.attempt + 1;
+  run.start_time = now;
+  run.lease = model::Lease{options_.holder, options_.host, now, options_.lease.count()};
+  std::vector<std::string> indices, uuids;
+  for (const auto& g : a.gpus) {
+    indices.push_back(std::to_string(g.index));
+    uuids.push_back(g.uuid);
+  }
+  if (!a.gpus.empty()) {
+    run.gpus = indices;
+    run.gpu_uuids = uuids;
+  }
+  std::vector<store::Write> writes;
+  writes.push_back(internal::UpdateOf(run));
+  if (instance.ok()) {
+    model::InstanceStatus& st = instance->status;
+    if (run.action == model::RunAction::kApply) {
+      if (!a.resources.empty()) st.resources = a.resources;
+      if (!a.gpus.empty())
+        st.gpus = indices;
+      else
+        st.gpus.reset();
+    }
+    // Several replicas: the instance's later runs go to this host.
+    if (!options_.sole_owner && a.host_bound) st.host = options_.host;
+    st.phase = model::Phase::kInProgress;
+    st.reason = "";
+    st.message =
+        std::string(model::RunActionName(run.action)) + " run " + run.metadata.name + " is running";
+    writes.push_back(internal::UpdateOf(*instance));
+  }
+  // Relaxed: a claim lost to a power failure leaves the run Queued, and it runs then.
+  auto stored = store_.Commit(std::move(writes), store::Durability::kRelaxed);
+  if (!stored.ok()) return false;  // another claimer (or a cancel) won
+  auto claimed = model::DecodeRun((*stored)[0]);
+  if (!claimed.ok()) return false;
+  if (stored->size() > 1 && run.instance_kind == kComputeInstanceKind) {
+    if (auto now_instance = model::DecodeInstance((*stored)[1]); now_instance.ok()) {
+      now_instance->kind = kComputeInstanceKind;
+      NoteComputeState(*now_instance);
+      snapshot->computes.insert_or_assign({run.metadata.ns, run.instance_name}, *now_instance);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    claimed_.push_back(*std::move(claimed));
+  }
+  work_ready_.notify_one();
+  return true;
+}
+
+void Engine::WorkerLoop() {
+  while (true) {
+    model::Run run;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_ready_.wait(lock, [this] { return !running_ || !claimed_.empty(); });
+      if (!running_) return;
+      run = std::move(claimed_.front());
+      claimed_.erase(claimed_.begin());
+      ++busy_;
+    }
+    metrics_.Set("gantry_runs_active", {}, busy_);
+    Execute(std::move(run));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --busy_;
+      notified_ = true;
+    }
+    idle_.notify_all();
+    wake_.notify_all();
+  }
+}
+
+}  // namespace gantry::engine

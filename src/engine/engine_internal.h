@@ -1,0 +1,51 @@
+// What the parts of the Engine (engine.cc, actions.cc, dispatcher.cc, executor.cc,
+// recovery.cc) share: typed reads and writes of runs and instances, and the small rules of
+// the driver contract. Not part of the engine's interface.
+//
+// Thread-safety: free functions over a thread-safe Store.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "model/objects.h"
+#include "store/store.h"
+
+namespace gantry::engine::internal {
+
+// How often a write lost to a concurrent one is read again and retried.
+inline constexpr int kMaxRetries = 20;
+
+// A lost test-and-set (errors.h VersionConflictError): read again and retry.
+inline bool IsConflict(const absl::Status& s) { return absl::IsAborted(s); }
+
+absl::StatusOr<model::Run> LoadRun(store::Store& store, const std::string& ns,
+                                   const std::string& name);
+absl::StatusOr<model::Instance> LoadInstance(store::Store& store, const std::string& kind,
+                                             const std::string& ns, const std::string& name);
+// The instance a run acts on; NOT_FOUND also when the name now belongs to another instance.
+absl::StatusOr<model::Instance> InstanceOf(store::Store& store, const model::Run& run);
+
+// Test-and-set updates on the resourceVersion the object was read at.
+store::Write UpdateOf(const model::Run& run);
+store::Write UpdateOf(const model::Instance& instance);
+// Commits `writes` relaxed (engine bookkeeping, store.h Durability).
+absl::Status CommitRelaxed(store::Store& store, std::vector<store::Write> writes);
+
+// Decodes every object of a listing; objects that do not decode are skipped.
+std::vector<model::Instance> DecodeInstances(const std::vector<boost::json::object>& objects);
+// Every object of `q`'s listing, all pages.
+absl::StatusOr<std::vector<boost::json::object>> ListAll(store::Store& store, store::ListOptions q);
+
+// `text` with every sensitive value (3 characters or more) replaced by ******.
+std::string Scrub(std::string text, const std::vector<std::string>& secrets);
+// The run's reason for a driver's Status (driver.h's error contract).
+std::string ReasonFor(const absl::Status& s);
+// "2026-11-30T14:00:00Z" (FormatRfc3339's form); nullopt for anything else.
+std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::string& s);
+
+}  // namespace gantry::engine::internal

@@ -1,0 +1,162 @@
+// Typed views of the stored objects the deploy engine works on (ARCHITECTURE.md "Typed
+// inside, JSON at the edges"): a Run, a compute or service instance, the parts of profile
+// and template revisions the engine reads, and a project's quota.
+//
+// Each is decoded once from the stored JSON (Decode*) and encoded once on the way back
+// (Encode*). The decoded struct keeps the stored object in `raw`: encoding writes the typed
+// fields into it and leaves every field the struct does not model as it was, so a stored
+// object keeps its shape and key order. The rule for optional fields is one: std::nullopt
+// (or an empty value where the field says so) means "absent", and encoding erases it.
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <boost/json.hpp>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/lifecycle.h"
+
+namespace gantry::model {
+
+inline constexpr char kRunKind[] = "Run";
+
+// What a run does. Stored as spec.action "deploy" / "destroy".
+enum class RunAction { kApply, kDestroy };
+std::string_view RunActionName(RunAction a);  // "deploy", "destroy"
+
+// A run's status.phase.
+enum class RunPhase { kQueued, kRunning, kSucceeded, kFailed, kCanceled };
+std::string_view RunPhaseName(RunPhase p);
+// Unknown strings read as kQueued.
+RunPhase ParseRunPhase(std::string_view s);
+
+// The metadata the engine reads (never writes: the store owns resourceVersion).
+struct ObjectMeta {
+  std::string name, ns, uid;
+  int64_t resource_version = 0;
+  int64_t generation = 1;
+  boost::json::object labels, annotations;
+  // "ns/name/uid": the owner key of an instance's GPUs (engine/inventory.h).
+  std::string OwnerKey() const { return ns + "/" + name + "/" + uid; }
+};
+
+// status.lease of a Running run.
+struct Lease {
+  std::string holder, host;
+  std::string renew_time;  // RFC 3339
+  int64_t duration_seconds = 30;
+};
+
+struct Run {
+  boost::json::object raw;
+  ObjectMeta metadata;
+  // spec
+  std::string instance_kind = "ComputeInstance";  // runs made before services name none
+  std::string instance_name, instance_uid;
+  RunAction action = RunAction::kApply;
+  int64_t generation = 1;
+  int64_t profile_revision = 1, template_revision = 1;
+  Phase previous_phase = Phase::kNotDeployed;
+  bool delete_instance = false;
+  // status
+  RunPhase phase = RunPhase::kQueued;
+  int64_t attempt = 0;
+  std::optional<std::string> reason, message, start_time, completion_time;
+  std::optional<Lease> lease;
+  std::optional<std::vector<std::string>> gpus, gpu_uuids;  // indices held on this host
+  std::optional<boost::json::object> driver_state, outputs;
+};
+
+// A new Queued run of `action` on the instance (kind, name, uid, generation) pinning the
+// given revisions; `previous` is the instance's phase before the run was queued.
+Run NewRun(const std::string& name, const std::string& ns, const std::string& uid,
+           const std::string& created, const std::string& instance_kind,
+           const std::string& instance_name, const std::string& instance_uid, RunAction action,
+           int64_t generation, int64_t profile_revision, int64_t template_revision, Phase previous,
+           bool delete_instance);
+
+absl::StatusOr<Run> DecodeRun(const boost::json::object& stored);
+boost::json::object EncodeRun(const Run& run);
+
+// One entry of status.conditions.
+struct Condition {
+  std::string type;
+  bool ok = false;  // status "True" / "False"
+  std::string reason, message, last_transition_time;
+  bool operator==(const Condition&) const = default;
+};
+
+struct InstanceStatus {
+  std::optional<Phase> phase;       // absent: a new instance (NotDeployed)
+  std::optional<RunAction> action;  // of the last run
+  std::optional<std::string> reason, message;
+  std::optional<int64_t> run_count;
+  std::optional<std::string> last_run;  // status.lastRunRef.name
+  std::optional<boost::json::object> outputs;
+  std::optional<int64_t> deployed_generation;
+  std::optional<std::vector<Condition>> conditions;
+  std::optional<int64_t> restart_count;
+  std::optional<boost::json::object> driver_state;
+  std::optional<std::vector<std::string>> gpus;
+  std::optional<boost::json::object> resources;
+  std::optional<std::string> host;  // several replicas: the host of a host-bound deploy
+  // Read only (written by the API).
+  int64_t profile_revision = 1, template_revision = 1;
+  bool compute_created = false;  // a service's auto-created compute instance
+
+  Phase PhaseOr() const { return phase.value_or(Phase::kNotDeployed); }
+  // Sets condition `type` (keeping its lastTransitionTime when its status is unchanged).
+  void SetCondition(const std::string& type, bool ok, const std::string& reason,
+                    const std::string& message, const std::string& now);
+};
+
+// A ComputeInstance or ServiceInstance.
+struct Instance {
+  boost::json::object raw;
+  std::string kind;
+  ObjectMeta metadata;
+  // spec
+  std::string display_name, description;
+  std::string profile_ns, profile_name;  // spec.profileRef (ns defaults to own)
+  boost::json::object variables;         // as stored (sealed values sealed)
+  std::string compute_ns, compute_name;  // services: spec.computeRef (ns defaults to own)
+  InstanceStatus status;
+};
+
+absl::StatusOr<Instance> DecodeInstance(const boost::json::object& stored);
+boost::json::object EncodeInstance(const Instance& instance);
+
+// The profile revision's spec.resources as the engine reads it.
+struct Resources {
+  boost::json::object raw;  // handed to drivers as is
+  std::string gpu_type;     // "" = any type
+  int gpu_count = 0;
+};
+Resources DecodeResources(const boost::json::object& profile_spec);
+// The same from a resources object itself (an instance's status.resources).
+Resources ParseResources(const boost::json::object& resources);
+
+// The template revision's parts the engine reads.
+struct TemplateSpec {
+  std::string driver;
+  boost::json::object config;   // spec.<driver>
+  int64_t timeout_seconds = 0;  // config.timeoutSeconds; 0 = the engine's default
+};
+TemplateSpec DecodeTemplate(const boost::json::object& template_spec);
+
+// A project's spec.quota; -1 = no limit.
+struct Quota {
+  int64_t instances = -1;
+  std::map<std::string, int64_t> gpus;  // per GPU type
+  // The GPU limit of `type`, -1 when none.
+  int64_t GpusOf(const std::string& type) const;
+};
+Quota DecodeQuota(const boost::json::object& project);
+
+}  // namespace gantry::model
