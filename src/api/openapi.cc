@@ -1,5 +1,7 @@
 #include "api/openapi.h"
 
+#include <algorithm>
+
 #include "model/schema.h"
 
 namespace gantry::api {
@@ -103,7 +105,34 @@ json::object OpenApiIndex() {
                                             "/openapi/v3/apis/paas.gantry.dev/v1"}}}}}};
 }
 
-json::object OpenApiGroupDocument() {
+namespace {
+
+// The spec schema of a kind, with the schema each driver publishes for its configuration in
+// place of the kind's own for spec.<driver> (the values of spec.driver name the drivers).
+json::object SpecSchemaOf(const model::KindInfo& k, const drivers::DriverRegistry& drivers) {
+  json::object spec = SchemaOf(k.spec);
+  auto driver_field = std::find_if(k.spec.children.begin(), k.spec.children.end(),
+                                   [](const model::Field& f) { return f.name == "driver"; });
+  if (driver_field == k.spec.children.end()) return spec;
+  json::value* props = spec.if_contains("properties");
+  if (!props || !props->is_object()) return spec;
+  for (const std::string& name : driver_field->enum_values) {
+    const drivers::Driver* d = drivers.Find(name);
+    if (!d) continue;
+    json::object schema = d->ConfigSchema();
+    if (schema.empty()) continue;
+    json::value* own = props->get_object().if_contains(name);
+    if (!schema.contains("description") && own && own->is_object())
+      if (const json::value* text = own->get_object().if_contains("description"))
+        schema["description"] = *text;
+    props->get_object()[name] = std::move(schema);
+  }
+  return spec;
+}
+
+}  // namespace
+
+json::object OpenApiGroupDocument(const drivers::DriverRegistry& drivers) {
   json::object schemas;
   schemas["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"] = ObjectMeta();
   json::object paths;
@@ -115,7 +144,7 @@ json::object OpenApiGroupDocument() {
         {"kind", json::object{{"type", "string"}}},
         {"metadata",
          json::object{{"$ref", "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}}},
-        {"spec", SchemaOf(k.spec)},
+        {"spec", SpecSchemaOf(k, drivers)},
         {"status", SchemaOf(k.status)}};
     schemas[ref] = json::object{{"type", "object"},
                                 {"description", k.spec.description},
