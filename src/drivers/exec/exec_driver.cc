@@ -40,8 +40,8 @@ absl::StatusOr<std::string> ReadOutputsFile(const std::string& path, const Sandb
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return absl::NotFoundError("no outputs");
-    return absl::AbortedError("the outputs file " + path + " cannot be read: " +
-                              std::strerror(errno));
+    return absl::AbortedError("the outputs file " + path +
+                              " cannot be read: " + std::strerror(errno));
   }
   struct stat st {};
   bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= kMaxOutputsBytes &&
@@ -62,18 +62,53 @@ absl::StatusOr<std::string> ReadOutputsFile(const std::string& path, const Sandb
 
 }  // namespace
 
-absl::StatusOr<json::object> ExecDriver::Run(const DeployRequest& request, RunContext& context) {
-  ProcessSpec spec;
-  if (const json::value* cmd = request.config.if_contains("command"); cmd && cmd->is_array())
+ExecConfig CheckExecConfig(const json::object& config, ConfigProblems* problems) {
+  ExecConfig out;
+  if (const json::value* cmd = config.if_contains("command"); cmd && cmd->is_array())
     for (const auto& a : cmd->get_array())
-      if (a.is_string()) spec.argv.emplace_back(a.get_string());
-  if (spec.argv.empty())
-    return absl::FailedPreconditionError("the template's spec.exec.command is empty");
+      if (a.is_string()) out.command.emplace_back(a.get_string());
+  if (out.command.empty())
+    problems->Add("command", "the template's spec.exec.command is empty", "FieldValueRequired");
+  if (const json::value* wd = config.if_contains("workingDir"); wd && wd->is_string())
+    out.working_dir = std::string(wd->get_string());
+  if (const json::value* env = config.if_contains("env"); env && env->is_object())
+    for (const auto& kv : env->get_object()) out.env[std::string(kv.key())] = Str(kv.value());
+  return out;
+}
+
+json::object ExecConfigSchema() {
+  json::object command =
+      StringListSchema("Program and arguments; called with `apply` or `destroy` appended.");
+  command["minItems"] = 1;
+  json::object timeout = SchemaOf("integer", "A run taking longer fails with reason Timeout.");
+  timeout["minimum"] = 1;
+  json::object properties{{"command", std::move(command)},
+                          {"workingDir", SchemaOf("string", "Working directory of the program.")},
+                          {"env", MapSchema("Extra environment variables.", json::object{})},
+                          {"timeoutSeconds", std::move(timeout)}};
+  json::object schema = ObjectSchema(
+      "Configuration of the exec driver: a program run with "
+      "`apply` or `destroy`.",
+      std::move(properties), {"command"});
+  schema.erase("additionalProperties");  // a run ignores other fields
+  return schema;
+}
+
+void ExecDriver::ValidateConfig(const json::object& config, std::vector<FieldCause>* causes) const {
+  ConfigProblems problems("spec.exec");
+  CheckExecConfig(config, &problems);
+  problems.AppendCauses(causes);
+}
+
+absl::StatusOr<json::object> ExecDriver::Run(const DeployRequest& request, RunContext& context) {
+  ConfigProblems problems("spec.exec");
+  ExecConfig config = CheckExecConfig(request.config, &problems);
+  if (!problems.ok()) return problems.FirstAsStatus();
+  ProcessSpec spec;
+  spec.argv = std::move(config.command);
   spec.argv.push_back(request.action);
-  if (const json::value* wd = request.config.if_contains("workingDir"); wd && wd->is_string())
-    spec.working_dir = std::string(wd->get_string());
-  if (const json::value* env = request.config.if_contains("env"); env && env->is_object())
-    for (const auto& kv : env->get_object()) spec.env[std::string(kv.key())] = Str(kv.value());
+  spec.working_dir = std::move(config.working_dir);
+  spec.env = std::move(config.env);
   spec.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(request.timeout);
 
   std::error_code ec;
@@ -85,24 +120,28 @@ absl::StatusOr<json::object> ExecDriver::Run(const DeployRequest& request, RunCo
   spec.run_as = sandbox_.user;
   spec.env["GANTRY_ACTION"] = request.action;
   spec.env["GANTRY_RUN"] = request.run_name;
-  spec.env["GANTRY_INSTANCE"] = Str(request.instance.contains("name") ? request.instance.at("name") : json::value(""));
-  spec.env["GANTRY_PROJECT"] = Str(request.instance.contains("project") ? request.instance.at("project") : json::value(""));
+  spec.env["GANTRY_INSTANCE"] =
+      Str(request.instance.contains("name") ? request.instance.at("name") : json::value(""));
+  spec.env["GANTRY_PROJECT"] =
+      Str(request.instance.contains("project") ? request.instance.at("project") : json::value(""));
   spec.env["GANTRY_OUTPUTS"] = outputs_path;
   spec.env["GANTRY_STATE_DIR"] = *workload_dir;
-  if (const json::value* labels = request.instance.if_contains("labels"); labels && labels->is_object())
+  if (const json::value* labels = request.instance.if_contains("labels");
+      labels && labels->is_object())
     for (const auto& kv : labels->get_object()) spec.env[EnvName(kv.key())] = Str(kv.value());
 
   for (const auto& [k, v] : ComputeEnvironment(request)) spec.env[k] = v;
 
   json::object vars;
   for (const auto& [k, v] : request.variables) vars[k] = v;
-  json::object input{{"action", request.action},
-                     {"instance", request.instance},
-                     {"variables", std::move(vars)},
-                     {"resources", request.resources},
-                     {"previousOutputs", request.previous_outputs},
-                     {"compute", request.compute},
-                     {"run", json::object{{"name", request.run_name}, {"attempt", request.attempt}}}};
+  json::object input{
+      {"action", request.action},
+      {"instance", request.instance},
+      {"variables", std::move(vars)},
+      {"resources", request.resources},
+      {"previousOutputs", request.previous_outputs},
+      {"compute", request.compute},
+      {"run", json::object{{"name", request.run_name}, {"attempt", request.attempt}}}};
   spec.stdin_data = json::serialize(input);
 
   std::deque<std::string> tail;

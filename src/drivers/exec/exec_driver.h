@@ -15,12 +15,34 @@
 //     re-run from the start.
 #pragma once
 
+#include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "drivers/common/config_problems.h"
 #include "drivers/common/sandbox.h"
 #include "drivers/driver.h"
 
 namespace gantry::drivers::exec {
+
+// A template's spec.exec, as a run reads it:
+//   exec:
+//     command: ["/opt/deploy.sh"]   # required; `apply` or `destroy` is appended
+//     workingDir: /srv/x            # default: gantryd's working directory
+//     env: {KEY: value}             # non-string values as JSON writes them
+//     timeoutSeconds: 600           # the run's timeout (read by the engine)
+// Lenient as it always was: non-string items of command are skipped, other fields ignored.
+struct ExecConfig {
+  std::vector<std::string> command;  // not empty once checked
+  std::string working_dir;
+  std::map<std::string, std::string> env;
+};
+// Records "the template's spec.exec.command is empty" (field "command") when no string is
+// left in command: the only thing a deploy refuses.
+ExecConfig CheckExecConfig(const boost::json::object& config, ConfigProblems* problems);
+// The OpenAPI v3 schema of spec.exec.
+boost::json::object ExecConfigSchema();
 
 class ExecDriver final : public Driver {
  public:
@@ -29,6 +51,10 @@ class ExecDriver final : public Driver {
   explicit ExecDriver(Sandbox sandbox = {}) : sandbox_(std::move(sandbox)) {}
   std::string_view Name() const override { return "exec"; }
   Capabilities Caps() const override { return {.runs_on_gantryd_host = true}; }
+  // What a run would refuse (CheckExecConfig).
+  void ValidateConfig(const boost::json::object& config,
+                      std::vector<FieldCause>* causes) const override;
+  boost::json::object ConfigSchema() const override { return ExecConfigSchema(); }
   absl::StatusOr<boost::json::object> Apply(const DeployRequest& request,
                                             RunContext& context) override;
   absl::Status Destroy(const DeployRequest& request, RunContext& context) override;

@@ -26,6 +26,7 @@
 #include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "drivers/common/config_problems.h"
 
 namespace gantry::drivers::local {
 
@@ -55,6 +56,13 @@ struct LocalConfig {
 // Parses and validates spec.local. FAILED_PRECONDITION naming the field on any mistake,
 // including unknown fields (a typo would otherwise be silently ignored).
 absl::StatusOr<LocalConfig> ParseLocalConfig(const boost::json::object& config);
+// The same check recording every problem (prefix "spec.local") instead of stopping at the
+// first: what LocalDriver::ValidateConfig reports at save time. The returned config is only
+// meaningful when no problem was recorded.
+LocalConfig CheckLocalConfig(const boost::json::object& config, ConfigProblems* problems);
+
+// The OpenAPI v3 schema of spec.local (what ParseLocalConfig accepts).
+boost::json::object LocalConfigSchema();
 
 // The environment variable that carries port `name`: GANTRY_PORT_<NAME>, upper-cased, with
 // every character other than a letter or digit turned into '_'.

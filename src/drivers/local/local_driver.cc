@@ -458,6 +458,13 @@ absl::Status LocalDriver::StopPrevious(const std::string& key, const std::string
   return status;
 }
 
+void LocalDriver::ValidateConfig(const json::object& config,
+                                 std::vector<FieldCause>* causes) const {
+  ConfigProblems problems("spec.local");
+  CheckLocalConfig(config, &problems);
+  problems.AppendCauses(causes);
+}
+
 absl::StatusOr<json::object> LocalDriver::Apply(const DeployRequest& request, RunContext& context) {
   auto config = ParseLocalConfig(request.config);
   if (!config.ok()) return config.status();

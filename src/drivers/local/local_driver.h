@@ -79,6 +79,10 @@ class LocalDriver final : public Driver {
   Capabilities Caps() const override {
     return {.host_bound = true, .runs_on_gantryd_host = true, .long_running = true};
   }
+  // Every problem ParseLocalConfig would refuse a deploy with (CheckLocalConfig).
+  void ValidateConfig(const boost::json::object& config,
+                      std::vector<FieldCause>* causes) const override;
+  boost::json::object ConfigSchema() const override { return LocalConfigSchema(); }
 
   // FAILED_PRECONDITION for a bad spec.local (the message names the field) or a program
   // that cannot be run; RESOURCE_EXHAUSTED when no port is free; ABORTED when the workload

@@ -9,10 +9,6 @@ namespace {
 
 namespace json = boost::json;
 
-absl::Status Bad(const std::string& field, const std::string& what) {
-  return absl::FailedPreconditionError("spec.slurm." + field + " " + what);
-}
-
 std::string Quoted(std::string_view s) {
   std::string out = "\"";
   for (char c : s.substr(0, 80)) out += c == '"' ? std::string("\\\"") : std::string(1, c);
@@ -21,10 +17,9 @@ std::string Quoted(std::string_view s) {
 
 // A name Slurm takes as a partition, account or QOS: no blanks, commas or control characters.
 bool PlainName(std::string_view s) {
-  return !s.empty() && s.size() <= 128 &&
-         std::all_of(s.begin(), s.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-         });
+  return !s.empty() && s.size() <= 128 && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
 }
 
 // Slurm's time formats: "minutes", "minutes:seconds", "hours:minutes:seconds", "days-hours",
@@ -43,7 +38,8 @@ bool SlurmTime(std::string_view s) {
   size_t start = 0;
   while (true) {
     size_t colon = rest.find(':', start);
-    std::string_view p = rest.substr(start, colon == std::string_view::npos ? rest.npos : colon - start);
+    std::string_view p =
+        rest.substr(start, colon == std::string_view::npos ? rest.npos : colon - start);
     if (p.empty() || p.size() > 9 || !std::all_of(p.begin(), p.end(), ::isdigit)) return false;
     ++parts;
     if (colon == std::string_view::npos) break;
@@ -52,105 +48,214 @@ bool SlurmTime(std::string_view s) {
   return parts <= 3;
 }
 
-absl::StatusOr<std::string> OptionalName(const json::object& c, const std::string& field) {
+// "spec.slurm.<field> <what>", recorded.
+void Bad(ConfigProblems* problems, const std::string& field, const std::string& what,
+         std::string type = "FieldValueInvalid") {
+  problems->Add(field, problems->Full(field) + " " + what, std::move(type));
+}
+
+std::string OptionalName(const json::object& c, const std::string& field,
+                         ConfigProblems* problems) {
   const json::value* v = c.if_contains(field);
   if (!v || v->is_null()) return std::string();
-  if (!v->is_string()) return Bad(field, "must be a string");
+  if (!v->is_string()) {
+    Bad(problems, field, "must be a string");
+    return std::string();
+  }
   std::string s(v->get_string());
-  if (!PlainName(s))
-    return Bad(field, "must be a Slurm name (letters, digits, '_', '-', '.'; got " + Quoted(s) + ")");
+  if (!PlainName(s)) {
+    Bad(problems, field,
+        "must be a Slurm name (letters, digits, '_', '-', '.'; got " + Quoted(s) + ")");
+    return std::string();
+  }
   return s;
 }
 
-}  // namespace
-
-absl::StatusOr<SlurmConfig> ParseSlurmConfig(const json::object& c) {
+void CheckKnown(const json::object& c, ConfigProblems* problems) {
   static const std::set<std::string, std::less<>> kKnown = {
       "slurmConf", "partition", "account", "qos",        "timeLimit",     "nodes",
       "script",    "command",   "env",     "workingDir", "timeoutSeconds"};
   for (const auto& kv : c)
     if (!kKnown.count(kv.key()))
-      return absl::FailedPreconditionError(
-          "spec.slurm." + std::string(kv.key()) +
-          " is not a field of the Slurm driver (known: slurmConf, partition, account, qos, "
-          "timeLimit, nodes, script, command, env, workingDir, timeoutSeconds)");
-  SlurmConfig out;
+      Bad(problems, std::string(kv.key()),
+          "is not a field of the Slurm driver (known: slurmConf, partition, account, qos, "
+          "timeLimit, nodes, script, command, env, workingDir, timeoutSeconds)",
+          "FieldValueNotSupported");
+}
+
+// slurmConf, partition, account, qos, timeLimit and nodes: where the job goes.
+void CheckPlacement(const json::object& c, SlurmConfig* out, ConfigProblems* problems) {
   if (const json::value* v = c.if_contains("slurmConf"); v && !v->is_null()) {
-    if (!v->is_string()) return Bad("slurmConf", "must be a string (the path of slurm.conf)");
-    out.slurm_conf = std::string(v->get_string());
-    if (out.slurm_conf.empty() || out.slurm_conf[0] != '/')
-      return Bad("slurmConf", "must be an absolute path (got " + Quoted(out.slurm_conf) + ")");
+    if (!v->is_string()) {
+      Bad(problems, "slurmConf", "must be a string (the path of slurm.conf)");
+    } else {
+      out->slurm_conf = std::string(v->get_string());
+      if (out->slurm_conf.empty() || out->slurm_conf[0] != '/')
+        Bad(problems, "slurmConf",
+            "must be an absolute path (got " + Quoted(out->slurm_conf) + ")");
+    }
   }
-  auto partition = OptionalName(c, "partition");
-  if (!partition.ok()) return partition.status();
-  out.partition = *partition;
-  auto account = OptionalName(c, "account");
-  if (!account.ok()) return account.status();
-  out.account = *account;
-  auto qos = OptionalName(c, "qos");
-  if (!qos.ok()) return qos.status();
-  out.qos = *qos;
+  out->partition = OptionalName(c, "partition", problems);
+  out->account = OptionalName(c, "account", problems);
+  out->qos = OptionalName(c, "qos", problems);
   if (const json::value* v = c.if_contains("timeLimit"); v && !v->is_null()) {
     if (v->is_int64() && v->get_int64() > 0) {
-      out.time_limit = std::to_string(v->get_int64());  // minutes
+      out->time_limit = std::to_string(v->get_int64());  // minutes
     } else if (v->is_string() && SlurmTime(v->get_string())) {
-      out.time_limit = std::string(v->get_string());
+      out->time_limit = std::string(v->get_string());
     } else {
-      return Bad("timeLimit",
-                 "must be a Slurm time (minutes, \"HH:MM:SS\", \"D-HH:MM:SS\" or \"UNLIMITED\"; got " +
-                     (v->is_string() ? Quoted(v->get_string()) : json::serialize(*v)) + ")");
+      Bad(problems, "timeLimit",
+          "must be a Slurm time (minutes, \"HH:MM:SS\", \"D-HH:MM:SS\" or \"UNLIMITED\"; got " +
+              (v->is_string() ? Quoted(v->get_string()) : json::serialize(*v)) + ")");
     }
   }
   if (const json::value* v = c.if_contains("nodes"); v && !v->is_null()) {
-    if (!v->is_int64()) return Bad("nodes", "must be a whole number");
-    if (v->get_int64() < 1 || v->get_int64() > 100000)
-      return Bad("nodes", "must be at least 1 (got " + std::to_string(v->get_int64()) + ")");
-    out.nodes = static_cast<int>(v->get_int64());
+    if (!v->is_int64())
+      Bad(problems, "nodes", "must be a whole number");
+    else if (v->get_int64() < 1 || v->get_int64() > 100000)
+      Bad(problems, "nodes", "must be at least 1 (got " + std::to_string(v->get_int64()) + ")");
+    else
+      out->nodes = static_cast<int>(v->get_int64());
   }
+}
+
+void CheckCommand(const json::value& command, SlurmConfig* out, ConfigProblems* problems) {
+  if (!command.is_array() || command.get_array().empty()) {
+    Bad(problems, "command", "must be a non-empty list of strings");
+    return;
+  }
+  for (const auto& a : command.get_array()) {
+    if (!a.is_string()) {
+      Bad(problems, "command", "must be a non-empty list of strings");
+      return;
+    }
+    out->command.emplace_back(a.get_string());
+  }
+  if (out->command[0].empty()) Bad(problems, "command", "must name a program first");
+}
+
+// script or command: what the job runs.
+void CheckJob(const json::object& c, SlurmConfig* out, ConfigProblems* problems) {
   const json::value* script = c.if_contains("script");
   const json::value* command = c.if_contains("command");
   if (script && script->is_null()) script = nullptr;
   if (command && command->is_null()) command = nullptr;
-  if (script && command)
-    return absl::FailedPreconditionError(
-        "spec.slurm.script and spec.slurm.command are exclusive: give one");
-  if (!script && !command)
-    return absl::FailedPreconditionError(
-        "spec.slurm needs the job: a batch script (script) or a command (command)");
-  if (script) {
-    if (!script->is_string()) return Bad("script", "must be a string (the batch script)");
-    out.script = std::string(script->get_string());
-    if (out.script.rfind("#!", 0) != 0)
-      return Bad("script", "must start with \"#!\" (an interpreter line, as sbatch requires)");
+  if (script && command) {
+    problems->Add("command", "spec.slurm.script and spec.slurm.command are exclusive: give one",
+                  "FieldValueForbidden");
+  } else if (!script && !command) {
+    problems->Add("script",
+                  "spec.slurm needs the job: a batch script (script) or a command "
+                  "(command)",
+                  "FieldValueRequired");
+  } else if (script) {
+    if (!script->is_string()) {
+      Bad(problems, "script", "must be a string (the batch script)");
+      return;
+    }
+    out->script = std::string(script->get_string());
+    if (out->script.rfind("#!", 0) != 0)
+      Bad(problems, "script", "must start with \"#!\" (an interpreter line, as sbatch requires)");
   } else {
-    if (!command->is_array() || command->get_array().empty())
-      return Bad("command", "must be a non-empty list of strings");
-    for (const auto& a : command->get_array()) {
-      if (!a.is_string()) return Bad("command", "must be a non-empty list of strings");
-      out.command.emplace_back(a.get_string());
-    }
-    if (out.command[0].empty()) return Bad("command", "must name a program first");
+    CheckCommand(*command, out, problems);
   }
-  if (const json::value* v = c.if_contains("env"); v && !v->is_null()) {
-    if (!v->is_object()) return Bad("env", "must be a map of names to values");
-    for (const auto& kv : v->get_object()) {
-      std::string key(kv.key());
-      if (key.empty() || std::isdigit(static_cast<unsigned char>(key[0])) ||
-          !std::all_of(key.begin(), key.end(), [](char ch) {
-            return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
-          }))
-        return Bad("env", "has an invalid variable name " + Quoted(key));
-      const json::value& val = kv.value();
-      out.env.emplace_back(key, val.is_string() ? std::string(val.get_string()) : json::serialize(val));
-    }
+}
+
+void CheckEnv(const json::value& env, SlurmConfig* out, ConfigProblems* problems) {
+  if (!env.is_object()) {
+    Bad(problems, "env", "must be a map of names to values");
+    return;
   }
+  for (const auto& kv : env.get_object()) {
+    std::string key(kv.key());
+    if (key.empty() || std::isdigit(static_cast<unsigned char>(key[0])) ||
+        !std::all_of(key.begin(), key.end(), [](char ch) {
+          return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+        })) {
+      Bad(problems, "env", "has an invalid variable name " + Quoted(key));
+      continue;
+    }
+    const json::value& val = kv.value();
+    out->env.emplace_back(key,
+                          val.is_string() ? std::string(val.get_string()) : json::serialize(val));
+  }
+}
+
+}  // namespace
+
+SlurmConfig CheckSlurmConfig(const json::object& c, ConfigProblems* problems) {
+  SlurmConfig out;
+  CheckKnown(c, problems);
+  CheckPlacement(c, &out, problems);
+  CheckJob(c, &out, problems);
+  if (const json::value* v = c.if_contains("env"); v && !v->is_null()) CheckEnv(*v, &out, problems);
   if (const json::value* v = c.if_contains("workingDir"); v && !v->is_null()) {
-    if (!v->is_string()) return Bad("workingDir", "must be a string");
-    out.working_dir = std::string(v->get_string());
+    if (v->is_string())
+      out.working_dir = std::string(v->get_string());
+    else
+      Bad(problems, "workingDir", "must be a string");
   }
   if (const json::value* v = c.if_contains("timeoutSeconds"); v && !v->is_null())
-    if (!v->is_int64() || v->get_int64() <= 0) return Bad("timeoutSeconds", "must be greater than 0");
+    if (!v->is_int64() || v->get_int64() <= 0)
+      Bad(problems, "timeoutSeconds", "must be greater than 0");
   return out;
+}
+
+absl::StatusOr<SlurmConfig> ParseSlurmConfig(const json::object& c) {
+  ConfigProblems problems("spec.slurm");
+  SlurmConfig out = CheckSlurmConfig(c, &problems);
+  if (!problems.ok()) return problems.FirstAsStatus();
+  return out;
+}
+
+json::object SlurmConfigSchema() {
+  json::object nodes = SchemaOf("integer", "--nodes; default 1. The profile's GPUs are per node.");
+  nodes["minimum"] = 1;
+  nodes["maximum"] = 100000;
+  json::object script = SchemaOf("string",
+                                 "The batch script; starts with #!. Either script or "
+                                 "command.");
+  script["pattern"] = "^#!";
+  json::object command =
+      StringListSchema("One command run as the job (sbatch --wrap). Either script or command.");
+  command["minItems"] = 1;
+  json::object timeout =
+      SchemaOf("integer", "How long a deploy waits for the job to start running.");
+  timeout["minimum"] = 1;
+  json::object time_limit{
+      {"description",
+       "--time: minutes, or Slurm's formats (\"90\", \"4:00:00\", "
+       "\"2-00:00:00\", \"UNLIMITED\")."},
+      {"anyOf", json::array{json::object{{"type", "string"}},
+                            json::object{{"type", "integer"}, {"minimum", 1}}}}};
+  json::object slurm_conf =
+      SchemaOf("string",
+               "Absolute path of the cluster's slurm.conf (SLURM_CONF for sbatch, squeue and "
+               "scancel); default: gantryd's environment.");
+  slurm_conf["pattern"] = "^/";
+  json::object name = SchemaOf("string", "");
+  name["pattern"] = "^[A-Za-z0-9_.-]{1,128}$";
+  auto named = [&](std::string_view description) {
+    json::object out = name;
+    out["description"] = description;
+    return out;
+  };
+  json::object properties{
+      {"slurmConf", std::move(slurm_conf)},
+      {"partition", named("--partition; default: the cluster's default partition.")},
+      {"account", named("--account.")},
+      {"qos", named("--qos.")},
+      {"timeLimit", std::move(time_limit)},
+      {"nodes", std::move(nodes)},
+      {"script", std::move(script)},
+      {"command", std::move(command)},
+      {"env", MapSchema("Extra environment variables of the job.", json::object{})},
+      {"workingDir", SchemaOf("string",
+                              "--chdir; default: the instance's state directory on "
+                              "gantryd's host.")},
+      {"timeoutSeconds", std::move(timeout)}};
+  return ObjectSchema("Configuration of the Slurm driver: one batch job on a Slurm cluster.",
+                      std::move(properties));
 }
 
 absl::StatusOr<std::string> GresForResources(const json::object& resources) {
@@ -161,7 +266,8 @@ absl::StatusOr<std::string> GresForResources(const json::object& resources) {
   if (const json::value* n = g.if_contains("count"); n && n->is_int64()) count = n->get_int64();
   if (count <= 0) return std::string();
   std::string type;
-  if (const json::value* t = g.if_contains("type"); t && t->is_string()) type = std::string(t->get_string());
+  if (const json::value* t = g.if_contains("type"); t && t->is_string())
+    type = std::string(t->get_string());
   if (!type.empty() && !PlainName(type))
     return absl::FailedPreconditionError("the profile's GPU type " + Quoted(type) +
                                          " cannot be a Slurm GRES type");
@@ -170,7 +276,8 @@ absl::StatusOr<std::string> GresForResources(const json::object& resources) {
 
 std::string ShellQuote(std::string_view s) {
   if (!s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-./=:,@%+").find(c) != std::string_view::npos;
+        return std::isalnum(static_cast<unsigned char>(c)) ||
+               std::string_view("_-./=:,@%+").find(c) != std::string_view::npos;
       }))
     return std::string(s);
   std::string out = "'";
@@ -178,9 +285,9 @@ std::string ShellQuote(std::string_view s) {
   return out + "'";
 }
 
-SbatchCall BuildSbatch(const SlurmConfig& c, const std::string& job_name, const std::string& comment,
-                       const std::string& working_dir, const std::string& gres,
-                       const WorkloadUser* run_as) {
+SbatchCall BuildSbatch(const SlurmConfig& c, const std::string& job_name,
+                       const std::string& comment, const std::string& working_dir,
+                       const std::string& gres, const WorkloadUser* run_as) {
   SbatchCall call;
   auto& a = call.args;
   a.push_back("--parsable");

@@ -34,6 +34,7 @@
 #include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "drivers/common/config_problems.h"
 #include "drivers/common/sandbox.h"
 
 namespace gantry::drivers::slurm {
@@ -51,6 +52,13 @@ struct SlurmConfig {
 // Parses and validates spec.slurm; unknown fields are refused (a typo would otherwise be
 // silently ignored).
 absl::StatusOr<SlurmConfig> ParseSlurmConfig(const boost::json::object& config);
+// The same check recording every problem (prefix "spec.slurm") instead of stopping at the
+// first: what SlurmDriver::ValidateConfig reports at save time. The returned config is only
+// meaningful when no problem was recorded.
+SlurmConfig CheckSlurmConfig(const boost::json::object& config, ConfigProblems* problems);
+
+// The OpenAPI v3 schema of spec.slurm (what ParseSlurmConfig accepts).
+boost::json::object SlurmConfigSchema();
 
 // The --gres value for a profile's spec.resources: "gpu:h100:4", "gpu:4", or "" when it asks
 // for no GPU. FAILED_PRECONDITION for a GPU type Slurm could not take.

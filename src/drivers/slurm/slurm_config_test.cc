@@ -1,6 +1,9 @@
 #include "drivers/slurm/slurm_config.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "drivers/slurm/slurm_driver.h"
 
 namespace gantry::drivers::slurm {
 namespace {
@@ -36,9 +39,8 @@ TEST(SlurmConfigTest, ParsesEverything) {
   EXPECT_EQ(call.args, (std::vector<std::string>{
                            "--parsable", "--job-name=proj.inst", R"(--comment={"team":"llm"})",
                            "--partition=gpu", "--account=ml-team", "--qos=high",
-                           "--time=1-00:00:00", "--nodes=2", "--gres=gpu:h100:8",
-                           "--chdir=/shared", "--export=ALL",
-                           "--wrap=python3 train.py --lr '1e-4 x'"}));
+                           "--time=1-00:00:00", "--nodes=2", "--gres=gpu:h100:8", "--chdir=/shared",
+                           "--export=ALL", "--wrap=python3 train.py --lr '1e-4 x'"}));
   EXPECT_EQ(call.stdin_script, "");
 }
 
@@ -48,9 +50,9 @@ TEST(SlurmConfigTest, ScriptGoesOnStdinAndDefaults) {
   EXPECT_EQ(c->nodes, 1);
   EXPECT_EQ(c->time_limit, "30");
   SbatchCall call = BuildSbatch(*c, "p.i", "{}", "/tmp", "");
-  EXPECT_EQ(call.args, (std::vector<std::string>{"--parsable", "--job-name=p.i", "--comment={}",
-                                                 "--time=30", "--nodes=1", "--chdir=/tmp",
-                                                 "--export=ALL"}));
+  EXPECT_EQ(call.args,
+            (std::vector<std::string>{"--parsable", "--job-name=p.i", "--comment={}", "--time=30",
+                                      "--nodes=1", "--chdir=/tmp", "--export=ALL"}));
   EXPECT_EQ(call.stdin_script, "#!/bin/sh\nsrun hostname\n");
 }
 
@@ -61,8 +63,7 @@ TEST(SlurmConfigTest, AWorkloadUserSubmitsWithItsUidAndGid) {
   SbatchCall call = BuildSbatch(*c, "p.i", "{}", "/w/u1", "", &user);
   EXPECT_EQ(call.args, (std::vector<std::string>{"--parsable", "--job-name=p.i", "--comment={}",
                                                  "--nodes=1", "--chdir=/w/u1", "--uid=998",
-                                                 "--gid=997", "--export=ALL",
-                                                 "--wrap=hostname"}));
+                                                 "--gid=997", "--export=ALL", "--wrap=hostname"}));
 }
 
 TEST(SlurmConfigTest, RefusalsNameTheField) {
@@ -73,10 +74,13 @@ TEST(SlurmConfigTest, RefusalsNameTheField) {
   EXPECT_EQ(Error(R"({"script": "echo hi"})"),
             "spec.slurm.script must start with \"#!\" (an interpreter line, as sbatch requires)");
   EXPECT_EQ(Error(R"({"command": []})"), "spec.slurm.command must be a non-empty list of strings");
-  EXPECT_EQ(Error(R"({"command": ["x"], "nodes": 0})"), "spec.slurm.nodes must be at least 1 (got 0)");
-  EXPECT_EQ(Error(R"({"command": ["x"], "nodes": "2"})"), "spec.slurm.nodes must be a whole number");
+  EXPECT_EQ(Error(R"({"command": ["x"], "nodes": 0})"),
+            "spec.slurm.nodes must be at least 1 (got 0)");
+  EXPECT_EQ(Error(R"({"command": ["x"], "nodes": "2"})"),
+            "spec.slurm.nodes must be a whole number");
   EXPECT_EQ(Error(R"({"command": ["x"], "partition": "gpu,cpu"})"),
-            "spec.slurm.partition must be a Slurm name (letters, digits, '_', '-', '.'; got \"gpu,cpu\")");
+            "spec.slurm.partition must be a Slurm name (letters, digits, '_', '-', '.'; got "
+            "\"gpu,cpu\")");
   EXPECT_EQ(Error(R"({"command": ["x"], "timeLimit": "1 hour"})"),
             "spec.slurm.timeLimit must be a Slurm time (minutes, \"HH:MM:SS\", \"D-HH:MM:SS\" or "
             "\"UNLIMITED\"; got \"1 hour\")");
@@ -90,10 +94,17 @@ TEST(SlurmConfigTest, RefusalsNameTheField) {
 }
 
 TEST(SlurmConfigTest, TimeFormats) {
-  for (const char* ok : {"10", "10:00", "2:00:00", "1-0", "1-2:00", "3-04:05:06", "UNLIMITED", "infinite"})
-    EXPECT_TRUE(ParseSlurmConfig(Obj(std::string(R"({"command": ["x"], "timeLimit": ")") + ok + "\"}")).ok()) << ok;
+  for (const char* ok :
+       {"10", "10:00", "2:00:00", "1-0", "1-2:00", "3-04:05:06", "UNLIMITED", "infinite"})
+    EXPECT_TRUE(
+        ParseSlurmConfig(Obj(std::string(R"({"command": ["x"], "timeLimit": ")") + ok + "\"}"))
+            .ok())
+        << ok;
   for (const char* bad : {"", "1:2:3:4", "-1", "a", "1-", "1-a"})
-    EXPECT_FALSE(ParseSlurmConfig(Obj(std::string(R"({"command": ["x"], "timeLimit": ")") + bad + "\"}")).ok()) << bad;
+    EXPECT_FALSE(
+        ParseSlurmConfig(Obj(std::string(R"({"command": ["x"], "timeLimit": ")") + bad + "\"}"))
+            .ok())
+        << bad;
 }
 
 TEST(SlurmConfigTest, GresFromTheProfile) {
@@ -109,6 +120,71 @@ TEST(SlurmConfigTest, ShellQuote) {
   EXPECT_EQ(ShellQuote("it's"), R"('it'"'"'s')");
   EXPECT_EQ(ShellQuote(""), "''");
   EXPECT_EQ(ShellQuote("$HOME; rm"), "'$HOME; rm'");
+}
+
+std::vector<FieldCause> Causes(std::string_view text) {
+  static SlurmDriver driver;
+  std::vector<FieldCause> causes;
+  driver.ValidateConfig(Obj(text), &causes);
+  return causes;
+}
+
+MATCHER_P3(Cause, field, message, type, "") {
+  return arg.field == field && arg.message == message && arg.type == type;
+}
+
+TEST(SlurmConfigTest, ValidateConfigListsEveryProblemWithItsField) {
+  EXPECT_THAT(Causes(R"({"script": "#!/bin/sh\ntrue"})"), testing::IsEmpty());
+  EXPECT_THAT(
+      Causes(R"({"partiton": "gpu", "slurmConf": "etc/slurm.conf", "nodes": 0,
+                 "qos": "a b", "command": ["a", 1], "env": {"9": "x"}, "timeoutSeconds": 0})"),
+      testing::ElementsAre(
+          Cause("partiton",
+                "is not a field of the Slurm driver (known: slurmConf, partition, account, qos, "
+                "timeLimit, nodes, script, command, env, workingDir, timeoutSeconds)",
+                "FieldValueNotSupported"),
+          Cause("slurmConf", "must be an absolute path (got \"etc/slurm.conf\")",
+                "FieldValueInvalid"),
+          Cause("qos", "must be a Slurm name (letters, digits, '_', '-', '.'; got \"a b\")",
+                "FieldValueInvalid"),
+          Cause("nodes", "must be at least 1 (got 0)", "FieldValueInvalid"),
+          Cause("command", "must be a non-empty list of strings", "FieldValueInvalid"),
+          Cause("env", "has an invalid variable name \"9\"", "FieldValueInvalid"),
+          Cause("timeoutSeconds", "must be greater than 0", "FieldValueInvalid")));
+  EXPECT_THAT(
+      Causes(R"({})"),
+      testing::ElementsAre(Cause(
+          "script", "spec.slurm needs the job: a batch script (script) or a command (command)",
+          "FieldValueRequired")));
+  EXPECT_THAT(Causes(R"({"script": "#!/bin/sh", "command": ["a"]})"),
+              testing::ElementsAre(Cause(
+                  "command", "spec.slurm.script and spec.slurm.command are exclusive: give one",
+                  "FieldValueForbidden")));
+}
+
+TEST(SlurmConfigTest, ValidateConfigAgreesWithTheDeployOnTheFirstProblem) {
+  for (std::string_view text :
+       {R"({})", R"({"script": "echo"})", R"({"script": "#!/bin/sh", "timeLimit": "soon"})",
+        R"({"x": 1, "nodes": "two"})", R"({"command": [""]})"}) {
+    std::vector<FieldCause> causes = Causes(text);
+    ASSERT_FALSE(causes.empty()) << text;
+    std::string deploy = Error(text);
+    EXPECT_EQ(deploy.substr(deploy.size() - causes[0].message.size()), causes[0].message) << text;
+  }
+}
+
+TEST(SlurmConfigTest, SchemaDescribesWhatTheParserAccepts) {
+  json::object schema = SlurmConfigSchema();
+  EXPECT_EQ(schema.at("type"), "object");
+  EXPECT_EQ(schema.at("additionalProperties"), false);
+  const json::object& props = schema.at("properties").as_object();
+  for (const char* field : {"slurmConf", "partition", "account", "qos", "timeLimit", "nodes",
+                            "script", "command", "env", "workingDir", "timeoutSeconds"}) {
+    ASSERT_TRUE(props.contains(field)) << field;
+    EXPECT_FALSE(props.at(field).as_object().at("description").as_string().empty()) << field;
+  }
+  EXPECT_EQ(props.size(), 11u);
+  EXPECT_EQ(props.at("nodes").at("minimum"), 1);
 }
 
 }  // namespace

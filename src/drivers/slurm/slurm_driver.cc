@@ -355,6 +355,13 @@ absl::Status SlurmDriver::Destroy(const DeployRequest& request, RunContext& cont
 
 bool SlurmDriver::Recover(const json::object& state) { return true; }
 
+void SlurmDriver::ValidateConfig(const json::object& config,
+                                 std::vector<FieldCause>* causes) const {
+  ConfigProblems problems("spec.slurm");
+  CheckSlurmConfig(config, &problems);
+  problems.AppendCauses(causes);
+}
+
 bool SlurmDriver::Adopt(const DeployRequest& request, const json::object& state) {
   int64_t job_id = Int(state, "jobId");
   if (job_id <= 0) return false;

@@ -52,6 +52,7 @@
 #include "drivers/common/sandbox.h"
 #include "drivers/driver.h"
 #include "drivers/slurm/slurm_cli.h"
+#include "drivers/slurm/slurm_config.h"
 
 namespace gantry::drivers::slurm {
 
@@ -80,6 +81,10 @@ class SlurmDriver final : public Driver {
 
   std::string_view Name() const override { return "slurm"; }
   Capabilities Caps() const override { return {.long_running = true}; }
+  // Every problem ParseSlurmConfig would refuse a deploy with (CheckSlurmConfig).
+  void ValidateConfig(const boost::json::object& config,
+                      std::vector<FieldCause>* causes) const override;
+  boost::json::object ConfigSchema() const override { return SlurmConfigSchema(); }
 
   absl::StatusOr<boost::json::object> Apply(const DeployRequest& request,
                                             RunContext& context) override;
