@@ -112,6 +112,55 @@ TEST_F(ResourcesTest, EnvironmentTemplateCrud) {
   EXPECT_TRUE(api().Get(path).IsStatus(404, "NotFound"));
 }
 
+// A driver checks its configuration when a template is saved (Driver::ValidateConfig): a
+// broken `local` config is a 422 naming spec.local.<field> on create, replace and merge
+// patch, and nothing is stored; a valid one is 201.
+TEST_F(ResourcesTest, TemplateDriverConfigIsCheckedWhenSaved) {
+  const std::string coll = NsPath("default", "environmenttemplates");
+  auto local_template = [](json::object local) {
+    json::object obj = TemplateObject("web");
+    json::object& spec = obj["spec"].as_object();
+    spec["driver"] = "local";
+    spec.erase("exec");
+    spec["local"] = std::move(local);
+    return obj;
+  };
+  json::object broken{{"command", json::array{"python3", 1}}, {"restartPolicy", "always"}};
+  Resp refused = api().Post(coll, local_template(broken));
+  ASSERT_TRUE(refused.IsStatus(422, "Invalid")) << refused.raw;
+  EXPECT_THAT(refused.cause_fields(),
+              ElementsAre("spec.local.command[1]", "spec.local.restartPolicy"));
+  EXPECT_EQ(refused.cause_message("spec.local.command[1]"), "must be a string, not a number");
+  EXPECT_EQ(refused.cause_message("spec.local.restartPolicy"),
+            "must be one of Always, OnFailure, Never (got always)");
+  EXPECT_TRUE(api().Get(NsPath("default", "environmenttemplates", "web")).IsStatus(404, "NotFound"));
+
+  json::object valid{{"command", json::array{"python3", "-m", "http.server"}},
+                     {"ports", json::array{json::object{{"name", "http"}}}},
+                     {"readiness", json::object{{"httpPath", "/"}, {"port", "http"}}}};
+  Resp created = api().Post(coll, local_template(valid));
+  ASSERT_EQ(created.status, 201) << created.raw;
+  const std::string path = NsPath("default", "environmenttemplates", "web");
+
+  json::object replaced = created.obj();
+  replaced["spec"].as_object()["local"].as_object()["readiness"].as_object()["port"] = "web";
+  Resp put = api().Put(path, replaced);
+  ASSERT_TRUE(put.IsStatus(422, "Invalid")) << put.raw;
+  EXPECT_THAT(put.cause_fields(), ElementsAre("spec.local.readiness.port"));
+  EXPECT_EQ(put.cause_message("spec.local.readiness.port"),
+            "\"web\" is not one of spec.local.ports (http)");
+
+  Resp patched =
+      api().Patch(path, json::object{{"spec", {{"local", {{"restartPolicy", "always"}}}}}});
+  ASSERT_TRUE(patched.IsStatus(422, "Invalid")) << patched.raw;
+  EXPECT_THAT(patched.cause_fields(), ElementsAre("spec.local.restartPolicy"));
+
+  Resp stored = api().Get(path);
+  ASSERT_EQ(stored.status, 200);
+  EXPECT_EQ(At(stored, "status", "revision"), 1);
+  EXPECT_EQ(stored.obj().at("spec").at("local"), created.obj().at("spec").at("local"));
+}
+
 TEST_F(ResourcesTest, ComputeProfileCrud) {
   api().CreateTemplate("default", "train-exec");
   json::object created = api().CreateProfile("default", "h100-x8", "train-exec");
