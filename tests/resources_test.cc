@@ -161,6 +161,26 @@ TEST_F(ResourcesTest, TemplateDriverConfigIsCheckedWhenSaved) {
   EXPECT_EQ(stored.obj().at("spec").at("local"), created.obj().at("spec").at("local"));
 }
 
+// The OpenAPI document describes a template's spec.<driver> with the schema the driver
+// publishes (Driver::ConfigSchema), so kubectl validates a driver's config client-side too.
+TEST_F(ResourcesTest, OpenApiTemplateDriverConfigIsTheDriversSchema) {
+  Resp doc = api().Get("/openapi/v3/apis/paas.gantry.dev/v1");
+  ASSERT_EQ(doc.status, 200) << doc.raw;
+  const json::object& spec = doc.obj()
+                                 .at("components")
+                                 .at("schemas")
+                                 .at("dev.gantry.paas.v1.EnvironmentTemplate")
+                                 .at("properties")
+                                 .at("spec")
+                                 .as_object();
+  const json::object& local = spec.at("properties").at("local").as_object();
+  EXPECT_FALSE(local.contains("x-kubernetes-preserve-unknown-fields"));
+  EXPECT_EQ(local.at("properties").at("restartPolicy").at("enum"),
+            (json::array{"Always", "OnFailure", "Never"}));
+  for (const char* driver : {"exec", "slurm"})
+    EXPECT_TRUE(spec.at("properties").at(driver).as_object().contains("properties")) << driver;
+}
+
 TEST_F(ResourcesTest, ComputeProfileCrud) {
   api().CreateTemplate("default", "train-exec");
   json::object created = api().CreateProfile("default", "h100-x8", "train-exec");
