@@ -68,8 +68,7 @@ std::string AuditVerb(const std::string& method, const std::string& sub, bool co
   return collection ? "list" : "get";
 }
 
-auth::Verb VerbOf(const std::string& method, const std::string& sub, bool collection,
-                  bool watch) {
+auth::Verb VerbOf(const std::string& method, const std::string& sub, bool collection, bool watch) {
   if (method == "GET" || method == "HEAD")
     return watch ? auth::Verb::kWatch : collection ? auth::Verb::kList : auth::Verb::kGet;
   if (method == "POST")
@@ -90,8 +89,7 @@ absl::Status ParseApiPath(const std::vector<std::string>& segs, const std::strin
   if (segs[0] == "namespaces") {
     if (segs.size() < 3) {
       if (segs.size() == 2)
-        return NotFoundError("projects are served at /apis/paas.gantry.dev/v1/projects/" +
-                             segs[1]);
+        return NotFoundError("projects are served at /apis/paas.gantry.dev/v1/projects/" + segs[1]);
       return NotFoundError("the server could not find the requested resource");
     }
     t.ns = segs[1];
@@ -102,8 +100,8 @@ absl::Status ParseApiPath(const std::vector<std::string>& segs, const std::strin
   t.kind = model::FindKindByPlural(segs[i]);
   if (!t.kind) return NotFoundError("the server doesn't have a resource type \"" + segs[i] + "\"");
   if (!t.kind->namespaced && !t.all_namespaces)
-    return NotFoundError(t.kind->plural + " are not in a project; use /apis/" +
-                         model::kApiVersion + "/" + t.kind->plural);
+    return NotFoundError(t.kind->plural + " are not in a project; use /apis/" + model::kApiVersion +
+                         "/" + t.kind->plural);
   if (!t.kind->namespaced) t.all_namespaces = false;
   if (i + 1 < segs.size()) t.name = segs[i + 1];
   sub = i + 2 < segs.size() ? segs[i + 2] : "";
@@ -165,8 +163,10 @@ absl::Status AuditQuery(const Query& query, Query& list_query, Visibility& visib
   for (auto [key, out] : {std::pair<const char*, std::string*>{"since", &since}, {"until", &until}})
     if (auto it = query.find(key); it != query.end()) {
       if (!auth::ParseTimestamp(it->second))
-        return BadRequestError(std::string(key) + " must be an RFC 3339 time such "
-                               "as 2026-11-30T12:00:00Z, not \"" + it->second.substr(0, 64) + "\"");
+        return BadRequestError(std::string(key) +
+                               " must be an RFC 3339 time such "
+                               "as 2026-11-30T12:00:00Z, not \"" +
+                               it->second.substr(0, 64) + "\"");
       *out = it->second;
     }
   if (list_query["fieldSelector"].empty()) list_query.erase("fieldSelector");
@@ -227,8 +227,7 @@ const Router::ApiRoute* Router::FindApiRoute(const ApiCall& c) {
 void Router::LabelApiCall(const std::string& method, const Target& t, const std::string& sub,
                           Call& call) {
   call.route = std::string(t.all_namespaces ? "/" : "/namespaces/{ns}/") + t.kind->plural +
-               (t.name.empty() ? "" : "/{name}") +
-               (sub.empty() ? "" : "/" + SubresourceLabel(sub));
+               (t.name.empty() ? "" : "/{name}") + (sub.empty() ? "" : "/" + SubresourceLabel(sub));
   call.entry.verb = AuditVerb(method, sub, t.name.empty());
   call.entry.resource = sub == "tokens" ? "tokens" : t.kind->plural;
   call.entry.ns = t.ns;
@@ -236,8 +235,7 @@ void Router::LabelApiCall(const std::string& method, const Target& t, const std:
   if (sub != "tokens") call.entry.subresource = sub;
 }
 
-Visibility Router::VisibleTo(const auth::Subject& subject, const Target& t,
-                             StreamAccess& access) {
+Visibility Router::VisibleTo(const auth::Subject& subject, const Target& t, StreamAccess& access) {
   // Lists and watches across projects (and of projects) carry what the caller may see.
   if (subject.SeesAllProjects() || !t.name.empty() ||
       !(t.all_namespaces || t.kind->kind == "Project"))
@@ -281,8 +279,9 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
     return ErrorResponse(s);
   if (tokens) return HandleTokens(request, t, subname, query, call);
   Visibility visible = VisibleTo(subject, t, access);
-  ApiCall c{request, query, subject, call, t, sub, subname, watch, std::move(access),
-            std::move(visible), query};
+  ApiCall c{
+      request, query, subject, call, t, sub, subname, watch, std::move(access), std::move(visible),
+      query};
   if (t.kind->kind == "AuditEvent" && t.name.empty())
     if (absl::Status s = AuditQuery(query, c.list_query, c.visible); !s.ok())
       return ErrorResponse(s);
@@ -308,8 +307,8 @@ Response Router::ApiRequest(const Request& request, const std::vector<std::strin
     return ErrorResponse(ForbiddenError(
         "a change made with a session cookie needs the X-Gantry-CSRF header with the "
         "csrfToken returned by /auth/login or /auth/whoami"));
-  return HandleApi(request, std::vector<std::string>(segments.begin() + 3, segments.end()),
-                   query, *identity, call);
+  return HandleApi(request, std::vector<std::string>(segments.begin() + 3, segments.end()), query,
+                   *identity, call);
 }
 
 // --- The handlers of the route table.
@@ -404,8 +403,8 @@ Response Router::Patch(ApiCall& c) {
   std::string type = MediaType(c.request.content_type);
   bool apply = type == "application/apply-patch+yaml";
   if (c.query.count("force") && !apply)
-    return ErrorResponse(BadRequestError(
-        "force is only allowed for apply requests (application/apply-patch+yaml)"));
+    return ErrorResponse(
+        BadRequestError("force is only allowed for apply requests (application/apply-patch+yaml)"));
   if (apply) return ServerSideApply(c);
   if (type == "application/merge-patch+json")
     return FromStatusOr(resources_.MergePatch(c.t, c.request.body));
@@ -461,17 +460,20 @@ Response Router::InstanceAction(const Target& t, const std::string& action, cons
     cascade = it->second == "true";
   }
   absl::StatusOr<json::object> out;
-  if (action == "deploy") out = engine_.Deploy(kind, t.ns, t.name);
-  else if (action == "destroy") out = engine_.Destroy(kind, t.ns, t.name, cascade);
-  else if (action == "cancel") out = engine_.Cancel(kind, t.ns, t.name);
-  else out = resources_.Upgrade(t);
+  if (action == "deploy")
+    out = engine_.Deploy(kind, t.ns, t.name);
+  else if (action == "destroy")
+    out = engine_.Destroy(kind, t.ns, t.name, cascade);
+  else if (action == "cancel")
+    out = engine_.Cancel(kind, t.ns, t.name);
+  else
+    out = resources_.Upgrade(t);
   if (!out.ok() && absl::IsNotFound(out.status())) {
     auto check = resources_.Get(t);  // names the missing project or instance precisely
     if (!check.ok()) return ErrorResponse(check.status());
   }
   return FromStatusOr(std::move(out), action == "upgrade" ? 200 : 202);
 }
-
 
 Response Router::RunLog(const Target& t, const Query& query) {
   auto run = resources_.Get(t);
@@ -488,7 +490,6 @@ Response Router::RunLog(const Target& t, const Query& query) {
   }
   return Text(200, logs_.Read(uid));
 }
-
 
 Response Router::HandleTokens(const Request& request, const Target& t, const std::string& token,
                               const Query& query, Call& call) {
@@ -508,18 +509,20 @@ Response Router::HandleTokens(const Request& request, const Target& t, const std
     for (const auto& kv : body)
       if (kv.key() != "description" && kv.key() != "expiresIn" && kv.key() != "apiVersion" &&
           kv.key() != "kind")
-        return ErrorResponse(InvalidError("Token", "", {{std::string(kv.key()),
-                                                         "unknown field; a token takes description "
-                                                         "and expiresIn",
-                                                         "FieldValueNotSupported"}}));
+        return ErrorResponse(InvalidError("Token", "",
+                                          {{std::string(kv.key()),
+                                            "unknown field; a token takes description "
+                                            "and expiresIn",
+                                            "FieldValueNotSupported"}}));
     std::optional<std::chrono::seconds> ttl;
     std::string expires = model::GetString(body, "expiresIn");
     if (!expires.empty()) {
       ttl = auth::ParseDuration(expires);
       if (!ttl)
-        return ErrorResponse(InvalidError(
-            "Token", "", {{"expiresIn", "Invalid value: \"" + expires.substr(0, 64) +
-                                           "\": use a duration such as 90d, 12h or 30m"}}));
+        return ErrorResponse(
+            InvalidError("Token", "",
+                         {{"expiresIn", "Invalid value: \"" + expires.substr(0, 64) +
+                                            "\": use a duration such as 90d, 12h or 30m"}}));
     }
     auto out = authn_.CreateToken(t.name, model::GetString(body, "description"), ttl);
     if (out.ok()) call.entry.name = t.name + "/" + model::GetString(*out, "metadata.name");
@@ -540,6 +543,5 @@ Response Router::HandleTokens(const Request& request, const Target& t, const std
   }
   return ErrorResponse(MethodNotAllowedError(m + " is not supported on a token"));
 }
-
 
 }  // namespace gantry::api

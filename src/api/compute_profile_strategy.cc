@@ -16,8 +16,7 @@ class ComputeProfileStrategy : public ProfileStrategy {
 
   absl::Status ValidateDelete(const Target& t, const json::object&,
                               std::vector<store::Write>*) const override {
-    ASSIGN_OR_RETURN(auto names,
-                     UsersOf(ctx_, t, kComputeInstanceKind, "spec.profileRef.name"));
+    ASSIGN_OR_RETURN(auto names, UsersOf(ctx_, t, kComputeInstanceKind, "spec.profileRef.name"));
     if (!names.empty())
       return ConflictError("computeprofile " + t.name + " is used by " +
                                Counted(names, "compute instance") + "; delete them first",

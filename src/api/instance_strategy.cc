@@ -94,11 +94,10 @@ absl::Status InstanceStrategy::PinRevisions(const Target& t, const json::object*
   std::string tns = GetString(*profile_spec, "templateRef.namespace", pns);
   std::string tname = GetString(*profile_spec, "templateRef.name");
   ASSIGN_OR_RETURN(auto trevision, ctx_.store.GetRevision(kTemplateKind, tns, tname, trev));
-  ASSIGN_OR_RETURN(*profile_spec, model::UnsealDefaults(ctx_.secrets, profile_kind, pns, pname,
-                                                        *profile_spec));
+  ASSIGN_OR_RETURN(*profile_spec,
+                   model::UnsealDefaults(ctx_.secrets, profile_kind, pns, pname, *profile_spec));
   ASSIGN_OR_RETURN(*template_spec,
-                   model::UnsealDefaults(ctx_.secrets, kTemplateKind, tns, tname,
-                                         trevision.spec));
+                   model::UnsealDefaults(ctx_.secrets, kTemplateKind, tns, tname, trevision.spec));
   return absl::OkStatus();
 }
 

@@ -23,14 +23,13 @@ class InstanceStrategy : public KindStrategy {
   void PrepareForUpdate(const Target& t, const boost::json::object& current,
                         boost::json::object& next) const override;
   absl::Status ValidateUpdate(const boost::json::object& current) const override;
-  absl::Status Admit(const Target& t, const boost::json::object* current,
-                     boost::json::object& next, std::vector<store::Write>* writes) const override;
+  absl::Status Admit(const Target& t, const boost::json::object* current, boost::json::object& next,
+                     std::vector<store::Write>* writes) const override;
 
  protected:
   // What the kind checks beyond the shared rules, given the pinned profile revision's spec.
   virtual absl::Status AdmitMore(const Target& t, const boost::json::object* current,
-                                 const boost::json::object& profile_spec,
-                                 boost::json::object& next,
+                                 const boost::json::object& profile_spec, boost::json::object& next,
                                  std::vector<store::Write>* writes) const {
     return absl::OkStatus();
   }

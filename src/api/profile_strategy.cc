@@ -28,9 +28,9 @@ absl::Status ProfileStrategy::CheckTemplate(const Target& t, const json::object*
   std::string tname = GetString(spec, "templateRef.name");
   ASSIGN_OR_RETURN(json::object tmpl,
                    ResolveRef(ctx_, t, kind, name, "templateRef", kTemplateKind, tns, tname));
-  ASSIGN_OR_RETURN(json::object plain_template,
-                   model::UnsealDefaults(ctx_.secrets, kTemplateKind, tns, tname,
-                                         ObjectAt(tmpl, "spec")));
+  ASSIGN_OR_RETURN(
+      json::object plain_template,
+      model::UnsealDefaults(ctx_.secrets, kTemplateKind, tns, tname, ObjectAt(tmpl, "spec")));
   std::set<std::string> sensitive = model::SensitiveDeclared(plain_template);
   sensitive.merge(model::SensitiveDeclared(spec));
   RETURN_IF_ERROR(SealDefaults(ctx_, t, sensitive, current, next));

@@ -18,8 +18,8 @@ class ProfileStrategy : public KindStrategy {
   KindTraits Traits() const override { return {.sharable = true}; }
   void PrepareForUpdate(const Target& t, const boost::json::object& current,
                         boost::json::object& next) const override;
-  absl::Status Admit(const Target& t, const boost::json::object* current,
-                     boost::json::object& next, std::vector<store::Write>* writes) const override;
+  absl::Status Admit(const Target& t, const boost::json::object* current, boost::json::object& next,
+                     std::vector<store::Write>* writes) const override;
 
  protected:
   // What the kind checks beyond the shared rules, after the defaults are sealed.

@@ -26,9 +26,9 @@ class ProjectStrategy : public KindStrategy {
       if (n > 0) contents += (contents.empty() ? "" : ", ") + std::to_string(n) + " " + k.plural;
     }
     if (!contents.empty())
-      return ConflictError("project " + t.name + " is not empty (" + contents +
-                               "); delete what is in it first",
-                           "ProjectNotEmpty");
+      return ConflictError(
+          "project " + t.name + " is not empty (" + contents + "); delete what is in it first",
+          "ProjectNotEmpty");
     return absl::OkStatus();
   }
 

@@ -6,10 +6,10 @@
 
 #include "api/instance_strategy.h"
 #include "api/strategy_support.h"
+#include "client/yaml_json.h"
 #include "common/errors.h"
 #include "common/ids.h"
 #include "common/status_macros.h"
-#include "client/yaml_json.h"
 #include "model/codec.h"
 #include "model/json_patch.h"
 #include "model/label_selector.h"
@@ -78,10 +78,7 @@ std::string QueryValue(const Query& q, const std::string& key) {
 
 ResourceService::ResourceService(store::Store& store, WatchHub& hub, const Clock& clock,
                                  const SecretBox& secrets, const drivers::DriverRegistry& drivers)
-    : store_(store),
-      hub_(hub),
-      context_{store, secrets, clock, drivers},
-      strategies_(context_) {}
+    : store_(store), hub_(hub), context_{store, secrets, clock, drivers}, strategies_(context_) {}
 
 const KindStrategy& ResourceService::StrategyOf(const Target& t) const {
   return strategies_.For(*t.kind);
@@ -98,12 +95,12 @@ absl::Status ResourceService::ValidateIncoming(const Target& t, json::object& ob
                                                bool for_create) {
   const model::KindInfo& kind = *t.kind;
   // apiVersion and kind may be omitted; when present they must name this resource.
-  if (const json::value* v = obj.if_contains("apiVersion"); v && v->is_string() &&
-                                                            v->get_string() != model::kApiVersion)
+  if (const json::value* v = obj.if_contains("apiVersion");
+      v && v->is_string() && v->get_string() != model::kApiVersion)
     return BadRequestError("apiVersion \"" + std::string(v->get_string()) +
                            "\" is not served here; use \"" + model::kApiVersion + "\"");
-  if (const json::value* v = obj.if_contains("kind"); v && v->is_string() &&
-                                                      v->get_string() != kind.kind)
+  if (const json::value* v = obj.if_contains("kind");
+      v && v->is_string() && v->get_string() != kind.kind)
     return BadRequestError("the object is of kind \"" + std::string(v->get_string()) +
                            "\" but was sent to the " + kind.plural + " resource");
   std::vector<FieldCause> causes;
@@ -147,10 +144,9 @@ absl::Status ResourceService::ValidateIncoming(const Target& t, json::object& ob
            std::find_if(kind.spec.children.begin(), kind.spec.children.end(),
                         [](const model::Field& f) { return f.required; }))
     causes.push_back({"spec", "Required value", "FieldValueRequired"});
-  if (!causes.empty())
-    return InvalidError(kind.kind, GetString(meta, "name"), std::move(causes));
-  if (json::value* vars = obj.contains("spec") ? obj["spec"].get_object().if_contains("variables")
-                                                : nullptr;
+  if (!causes.empty()) return InvalidError(kind.kind, GetString(meta, "name"), std::move(causes));
+  if (json::value* vars =
+          obj.contains("spec") ? obj["spec"].get_object().if_contains("variables") : nullptr;
       vars && vars->is_object() && instance_variables)
     model::NormalizeVariableValues(vars->get_object());
   return absl::OkStatus();
@@ -176,8 +172,8 @@ absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json
   meta["uid"] = NewUid();
   meta["generation"] = 1;
   meta["creationTimestamp"] = context_.Now();
-  json::object obj{{"apiVersion", model::kApiVersion}, {"kind", t.kind->kind},
-                   {"metadata", std::move(meta)}};
+  json::object obj{
+      {"apiVersion", model::kApiVersion}, {"kind", t.kind->kind}, {"metadata", std::move(meta)}};
   if (const json::value* spec = incoming.if_contains("spec"); spec && spec->is_object())
     obj["spec"] = *spec;
   else
@@ -222,7 +218,8 @@ absl::StatusOr<store::ListOptions> ResourceService::ListOptionsFor(const Target&
   ASSIGN_OR_RETURN(opts.labels, model::ParseLabelSelector(QueryValue(q, "labelSelector")));
   std::vector<std::string> supported = {"metadata.name", "metadata.namespace"};
   for (const auto& f : t.kind->field_selectors) supported.push_back(f);
-  ASSIGN_OR_RETURN(auto fields, model::ParseFieldSelector(QueryValue(q, "fieldSelector"), supported));
+  ASSIGN_OR_RETURN(auto fields,
+                   model::ParseFieldSelector(QueryValue(q, "fieldSelector"), supported));
   for (auto& f : fields) opts.fields.push_back({f.field, f.equals, f.value});
   opts.search = QueryValue(q, "search");
   if (opts.search.size() > 256) return BadRequestError("search text is longer than 256 characters");
@@ -265,11 +262,13 @@ absl::StatusOr<json::object> ResourceService::List(const Target& t, const Query&
   if (token.first_rv > 0) {
     // The events after the first page's resourceVersion must still be kept.
     if (auto kept = store_.EventsSince(token.first_rv, 1); absl::IsOutOfRange(kept.status()))
-      return ExpiredError("The provided continue parameter is too old to display a consistent "
-                          "list result. You can start a new list without the continue "
-                          "parameter.");
+      return ExpiredError(
+          "The provided continue parameter is too old to display a consistent "
+          "list result. You can start a new list without the continue "
+          "parameter.");
   }
-  const bool with_shared = t.kind->namespaced && !t.all_namespaces && StrategyOf(t).Traits().sharable;
+  const bool with_shared =
+      t.kind->namespaced && !t.all_namespaces && StrategyOf(t).Traits().sharable;
   size_t shared_offset = 0;
   bool own_done = false;
   if (with_shared && opts.continue_token.rfind(kSharedContinue, 0) == 0) {
@@ -300,8 +299,8 @@ absl::StatusOr<json::object> ResourceService::List(const Target& t, const Query&
   RETURN_IF_ERROR(CheckListVersion(version, result.resource_version));
   json::object meta{{"resourceVersion", std::to_string(result.resource_version)}};
   if (!next_token.empty())
-    meta["continue"] = EncodeContinue(token.first_rv ? token.first_rv : result.resource_version,
-                                      next_token);
+    meta["continue"] =
+        EncodeContinue(token.first_rv ? token.first_rv : result.resource_version, next_token);
   return json::object{{"apiVersion", model::kApiVersion},
                       {"kind", t.kind->ListKind()},
                       {"metadata", std::move(meta)},
@@ -326,8 +325,10 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
     json::object& meta = next["metadata"].as_object();
     json::object client_meta = ClientMetadata(incoming);
     for (const char* key : {"labels", "annotations"}) {
-      if (client_meta.contains(key)) meta[key] = client_meta[key];
-      else meta.erase(key);
+      if (client_meta.contains(key))
+        meta[key] = client_meta[key];
+      else
+        meta.erase(key);
     }
     const json::value* spec = incoming.if_contains("spec");
     next["spec"] = spec && spec->is_object() ? *spec : json::value(json::object());
@@ -343,8 +344,8 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
     if (spec_changed) meta["generation"] = GetInt(current, "metadata.generation", 1) + 1;
 
     std::vector<store::Write> writes;
-    writes.push_back(store::Write{store::Write::Op::kUpdate, t.kind->kind, {},
-                                  expected_rv ? expected_rv : current_rv, 0});
+    writes.push_back(store::Write{
+        store::Write::Op::kUpdate, t.kind->kind, {}, expected_rv ? expected_rv : current_rv, 0});
     RETURN_IF_ERROR(strategy.Admit(t, &current, next, &writes));
     RETURN_IF_ERROR(model::ForgetAbsentFields(next));  // e.g. spec.password, now a credential
     writes[0].object = std::move(next);
@@ -353,8 +354,7 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
     if (stored.ok()) return std::move((*stored)[0]);
     // A write between our read and commit: retry from the new state unless the client
     // asked for a precondition (then the conflict is its answer), as Kubernetes does.
-    if (expected_rv == 0 && absl::IsAborted(stored.status()) && attempt < kMaxRetries)
-      continue;
+    if (expected_rv == 0 && absl::IsAborted(stored.status()) && attempt < kMaxRetries) continue;
     return stored.status();
   }
 }
@@ -413,8 +413,8 @@ absl::Status ResourceService::RecordManagers(const Target& t, const json::object
   // ones (Kubernetes lets a write replace them; [{}] resets them), else the stored ones.
   const json::value* live = current ? FindPath(*current, "metadata.managedFields") : nullptr;
   const json::value* sent = FindPath(incoming, "metadata.managedFields");
-  bool use_sent = !apply && sent && sent->is_array() && !sent->get_array().empty() &&
-                  (!live || *sent != *live);
+  bool use_sent =
+      !apply && sent && sent->is_array() && !sent->get_array().empty() && (!live || *sent != *live);
   model::Managers managers;
   if (use_sent || live) {
     auto decoded = model::DecodeManagedFields(use_sent ? *sent : *live);
@@ -432,8 +432,7 @@ absl::Status ResourceService::RecordManagers(const Target& t, const json::object
   if (apply && current && !live && !before.empty())
     // An object written before field tracking: its fields belong to a stand-in manager.
     managers.push_back({model::kBeforeFirstApply, model::kOperationUpdate, model::kApiVersion,
-                        GetString(*current, "metadata.creationTimestamp"),
-                        model::LeafSet(before)});
+                        GetString(*current, "metadata.creationTimestamp"), model::LeafSet(before)});
   model::FieldChange change = model::CompareFields(before, model::TrackedFields(next));
   if (apply) {
     RETURN_IF_ERROR(model::RecordApply(managers, change, apply->fields, t.field_manager,
@@ -443,8 +442,10 @@ absl::Status ResourceService::RecordManagers(const Target& t, const json::object
   }
   json::object& meta = model::EnsureObject(next, "metadata");
   json::array encoded = model::EncodeManagedFields(managers);
-  if (encoded.empty()) meta.erase("managedFields");
-  else meta["managedFields"] = std::move(encoded);
+  if (encoded.empty())
+    meta.erase("managedFields");
+  else
+    meta["managedFields"] = std::move(encoded);
   return absl::OkStatus();
 }
 
@@ -526,8 +527,7 @@ absl::StatusOr<json::object> ResourceService::Apply(const Target& t, std::string
     // The names the configuration gives are checked against the URL like any write's.
     json::object& meta = model::EnsureObject(merged, "metadata");
     for (const char* key : {"name", "namespace"})
-      if (const json::value* v = FindPath(config, std::string("metadata.") + key))
-        meta[key] = *v;
+      if (const json::value* v = FindPath(config, std::string("metadata.") + key)) meta[key] = *v;
     for (const char* key : {"apiVersion", "kind"}) merged[key] = config[key];
     ASSIGN_OR_RETURN(model::Managers managers, model::ManagersOf(*current));
     model::RemoveFields(merged, model::FieldsToPrune(managers, t.field_manager, info.fields));
@@ -603,8 +603,7 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
     if (opts.expected_rv &&
         opts.expected_rv != std::stoll(GetString(current, "metadata.resourceVersion", "0")))
       return ConflictError("Precondition failed: resourceVersion in precondition: " +
-                           std::to_string(opts.expected_rv) +
-                           ", resourceVersion in object meta: " +
+                           std::to_string(opts.expected_rv) + ", resourceVersion in object meta: " +
                            GetString(current, "metadata.resourceVersion"));
     if (opts.dry_run) {
       // The lifecycle rule only: what a teardown or cascade would do is not simulated.
@@ -618,8 +617,8 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
                            "EngineUnavailable");
     return delete_instance_(t, opts.propagation == "Foreground", accepted);
   }
-  json::object key{{"metadata", json::object{{"name", t.name},
-                                             {"namespace", t.kind->namespaced ? t.ns : ""}}}};
+  json::object key{
+      {"metadata", json::object{{"name", t.name}, {"namespace", t.kind->namespaced ? t.ns : ""}}}};
   std::vector<store::Write> writes;
   int64_t rv = opts.expected_rv ? opts.expected_rv
                                 : std::stoll(GetString(current, "metadata.resourceVersion", "0"));
@@ -631,20 +630,19 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
 }
 
 absl::StatusOr<json::object> ResourceService::ListRevisions(const Target& t) {
-  if (!t.kind->versioned)
-    return NotFoundError(t.kind->plural + " have no revisions");
+  if (!t.kind->versioned) return NotFoundError(t.kind->plural + " have no revisions");
   RETURN_IF_ERROR(Get(t).status());
   ASSIGN_OR_RETURN(auto revs, store_.ListRevisions(t.kind->kind, t.ns, t.name));
   json::array items;
   for (auto& r : revs)
-    items.push_back(json::object{
-        {"apiVersion", model::kApiVersion},
-        {"kind", t.kind->kind + "Revision"},
-        {"metadata", json::object{{"name", t.name + "-" + std::to_string(r.revision)},
-                                  {"namespace", t.ns},
-                                  {"creationTimestamp", r.created}}},
-        {"revision", r.revision},
-        {"spec", std::move(r.spec)}});
+    items.push_back(
+        json::object{{"apiVersion", model::kApiVersion},
+                     {"kind", t.kind->kind + "Revision"},
+                     {"metadata", json::object{{"name", t.name + "-" + std::to_string(r.revision)},
+                                               {"namespace", t.ns},
+                                               {"creationTimestamp", r.created}}},
+                     {"revision", r.revision},
+                     {"spec", std::move(r.spec)}});
   return json::object{{"apiVersion", model::kApiVersion},
                       {"kind", t.kind->kind + "RevisionList"},
                       {"metadata", json::object{{"resourceVersion",
@@ -670,8 +668,7 @@ absl::StatusOr<json::object> ResourceService::GetRevision(const Target& t,
                       {"spec", std::move(r.spec)}};
 }
 
-absl::StatusOr<std::shared_ptr<LineStream>> ResourceService::Watch(const Target& t,
-                                                                   const Query& q,
+absl::StatusOr<std::shared_ptr<LineStream>> ResourceService::Watch(const Target& t, const Query& q,
                                                                    Visibility visible) {
   ASSIGN_OR_RETURN(store::ListOptions opts, ListOptionsFor(t, q));
   if (t.kind->namespaced && !t.all_namespaces) RETURN_IF_ERROR(CheckProjectExists(t.ns));
@@ -719,8 +716,11 @@ absl::StatusOr<std::shared_ptr<LineStream>> ResourceService::Watch(const Target&
       if (!events.ok()) {
         if (absl::IsOutOfRange(events.status())) {
           // Kubernetes answers an expired watch with 200 and an ERROR event carrying 410.
-          json::object status{{"kind", "Status"}, {"apiVersion", "v1"},
-                              {"status", "Failure"}, {"reason", "Expired"}, {"code", 410},
+          json::object status{{"kind", "Status"},
+                              {"apiVersion", "v1"},
+                              {"status", "Failure"},
+                              {"reason", "Expired"},
+                              {"code", 410},
                               {"message", std::string(events.status().message())},
                               {"metadata", json::object()}};
           stream->Push(json::serialize(json::object{{"type", "ERROR"}, {"object", status}}));

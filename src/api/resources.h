@@ -11,11 +11,10 @@
 // Thread-safety: safe from any thread; all state is in the Store.
 #pragma once
 
+#include <boost/json.hpp>
 #include <map>
 #include <set>
 #include <string>
-
-#include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "api/http_types.h"
@@ -41,15 +40,15 @@ using Visibility = std::function<bool(const boost::json::object& obj)>;
 // DELETE of a compute or service instance, handed to the engine (engine::Engine::Delete):
 // `cascade` asks to destroy and delete the services on a compute instance first;
 // *accepted is set when a teardown was queued (202).
-using InstanceDeleteHook = std::function<absl::StatusOr<boost::json::object>(
-    const Target&, bool cascade, bool* accepted)>;
+using InstanceDeleteHook =
+    std::function<absl::StatusOr<boost::json::object>(const Target&, bool cascade, bool* accepted)>;
 
 class ResourceService {
  public:
   // `drivers` check the driver configuration of templates when they are saved and say
   // which drivers run programs on gantryd's host (Capabilities); all must outlive this.
-  ResourceService(store::Store& store, WatchHub& hub, const Clock& clock,
-                  const SecretBox& secrets, const drivers::DriverRegistry& drivers);
+  ResourceService(store::Store& store, WatchHub& hub, const Clock& clock, const SecretBox& secrets,
+                  const drivers::DriverRegistry& drivers);
 
   absl::StatusOr<boost::json::object> Create(const Target& t, std::string_view body);
   absl::StatusOr<boost::json::object> Get(const Target& t);

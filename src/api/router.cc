@@ -3,7 +3,6 @@
 #include <boost/url.hpp>
 
 #include "absl/strings/ascii.h"
-
 #include "api/openapi.h"
 #include "api/router_responses.h"
 #include "api/status_http.h"
@@ -14,8 +13,8 @@
 #include "common/status_macros.h"
 #include "common/utf8.h"
 #include "model/codec.h"
-#include "model/sealed_fields.h"
 #include "model/schema.h"
+#include "model/sealed_fields.h"
 #include "model/validation.h"
 
 namespace gantry::api {
@@ -55,7 +54,7 @@ std::string HostName(std::string_view host) {
     size_t close = host.find(']');
     host = host.substr(1, close == std::string_view::npos ? std::string_view::npos : close - 1);
   } else if (size_t colon = host.find(':'); colon != std::string_view::npos &&
-                                             host.find(':', colon + 1) == std::string_view::npos) {
+                                            host.find(':', colon + 1) == std::string_view::npos) {
     host = host.substr(0, colon);  // one colon: a port; more: a bare IPv6 address
   }
   return absl::AsciiStrToLower(std::string(host));
@@ -72,14 +71,59 @@ json::object WhoAmI(const auth::Identity& id, const json::object* user) {
   return out;
 }
 
+// A run of an instance as a core Event (kubectl describe shows an instance's runs so).
+json::object RunEvent(const json::object& run, const std::string& ns, const std::string& kind,
+                      const std::string& uid) {
+  std::string phase = model::GetString(run, "status.phase");
+  std::string action = model::GetString(run, "spec.action");
+  std::string name = model::GetString(run, "metadata.name");
+  std::string message = model::GetString(run, "status.message");
+  if (message.empty()) message = action + " run " + name + " " + absl::AsciiStrToLower(phase);
+  std::string reason =
+      std::string(1, static_cast<char>(std::toupper(action.empty() ? 'r' : action[0]))) +
+      (action.empty() ? "un" : action.substr(1)) + phase;
+  std::string first = model::GetString(run, "status.startTime",
+                                       model::GetString(run, "metadata.creationTimestamp"));
+  std::string last = model::GetString(run, "status.completionTime", first);
+  return json::object{
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata",
+       json::object{{"name", name + ".run"},
+                    {"namespace", ns},
+                    {"uid", model::GetString(run, "metadata.uid")},
+                    {"resourceVersion", model::GetString(run, "metadata.resourceVersion")},
+                    {"creationTimestamp", model::GetString(run, "metadata.creationTimestamp")}}},
+      {"involvedObject", json::object{{"apiVersion", model::kApiVersion},
+                                      {"kind", kind},
+                                      {"namespace", ns},
+                                      {"name", model::GetString(run, "spec.instanceRef.name")},
+                                      {"uid", uid}}},
+      {"reason", reason},
+      {"message", message},
+      {"type", phase == "Failed" ? "Warning" : "Normal"},
+      {"count", 1},
+      {"firstTimestamp", first},
+      {"lastTimestamp", last},
+      {"source", json::object{{"component", "gantryd"}}},
+      {"reportingComponent", "gantryd"}};
+}
+
 }  // namespace
 
 Router::Router(ResourceService& resources, engine::Engine& engine, engine::RunLogs& logs,
                Metrics& metrics, auth::Authenticator& authn, auth::AuditLog& audit,
                std::function<absl::Status()> ready)
-    : resources_(resources), engine_(engine), logs_(logs), metrics_(metrics), authn_(authn),
-      audit_(audit), ready_(std::move(ready)), guard_(authn, kStreamRecheckPeriod) {
-  metrics_.Describe("gantry_http_requests_total", "counter", "HTTP requests by route, method and code.");
+    : resources_(resources),
+      engine_(engine),
+      logs_(logs),
+      metrics_(metrics),
+      authn_(authn),
+      audit_(audit),
+      ready_(std::move(ready)),
+      guard_(authn, kStreamRecheckPeriod) {
+  metrics_.Describe("gantry_http_requests_total", "counter",
+                    "HTTP requests by route, method and code.");
   metrics_.Describe("gantry_http_request_duration_seconds", "histogram",
                     "HTTP request latency by route (streams: until the stream starts).",
                     {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
@@ -101,15 +145,17 @@ Response Router::Handle(const Request& request) {
     e.code = response.status;
     bool ok = response.status >= 200 && response.status < 300;
     e.result = ok ? "Allowed"
-                  : (response.status == 401 || response.status == 403 || response.status == 429)
-                        ? "Denied"
-                        : "Failed";
+               : (response.status == 401 || response.status == 403 || response.status == 429)
+                   ? "Denied"
+                   : "Failed";
     if (!ok || e.name.empty()) {
       boost::system::error_code ec;
       json::value body = json::parse(response.body, ec);
       if (!ec && body.is_object()) {
-        if (!ok) e.message = model::GetString(body.as_object(), "message");
-        else if (response.stream == nullptr) e.name = model::GetString(body.as_object(), "metadata.name");
+        if (!ok)
+          e.message = model::GetString(body.as_object(), "message");
+        else if (response.stream == nullptr)
+          e.name = model::GetString(body.as_object(), "metadata.name");
       }
     }
     e.source = request.remote;
@@ -135,7 +181,8 @@ Response Router::Events(const auth::Subject& subject, const std::string& ns, con
     std::string term = selector.substr(b, e - b);
     size_t eq = term.find('=');
     if (eq == std::string::npos)
-      return ErrorResponse(BadRequestError("fieldSelector terms must be FIELD=VALUE, not \"" + term + "\""));
+      return ErrorResponse(
+          BadRequestError("fieldSelector terms must be FIELD=VALUE, not \"" + term + "\""));
     std::string key = term.substr(0, eq), value = term.substr(eq + 1);
     if (!value.empty() && value[0] == '=') value.erase(0, 1);  // "=="
     if (key != "involvedObject.name" && key != "involvedObject.namespace" &&
@@ -147,7 +194,8 @@ Response Router::Events(const auth::Subject& subject, const std::string& ns, con
     b = e + 1;
   }
   json::array items;
-  std::string kind = want.count("involvedObject.kind") ? want["involvedObject.kind"] : "ComputeInstance";
+  std::string kind =
+      want.count("involvedObject.kind") ? want["involvedObject.kind"] : "ComputeInstance";
   if (kind == "ComputeInstance" || kind == "ServiceInstance") {
     Query q;
     if (want.count("involvedObject.name"))
@@ -162,40 +210,13 @@ Response Router::Events(const auth::Subject& subject, const std::string& ns, con
       if (want.count("involvedObject.uid") && !want["involvedObject.uid"].empty() &&
           want["involvedObject.uid"] != uid)
         continue;
-      std::string phase = model::GetString(run, "status.phase");
-      std::string action = model::GetString(run, "spec.action");
-      std::string name = model::GetString(run, "metadata.name");
-      std::string message = model::GetString(run, "status.message");
-      if (message.empty()) message = action + " run " + name + " " + absl::AsciiStrToLower(phase);
-      std::string reason = std::string(1, static_cast<char>(std::toupper(action.empty() ? 'r' : action[0]))) +
-                           (action.empty() ? "un" : action.substr(1)) + phase;
-      std::string first = model::GetString(run, "status.startTime",
-                                           model::GetString(run, "metadata.creationTimestamp"));
-      std::string last = model::GetString(run, "status.completionTime", first);
-      items.push_back(json::object{
-          {"apiVersion", "v1"},
-          {"kind", "Event"},
-          {"metadata", json::object{{"name", name + ".run"}, {"namespace", ns},
-                                    {"uid", model::GetString(run, "metadata.uid")},
-                                    {"resourceVersion", model::GetString(run, "metadata.resourceVersion")},
-                                    {"creationTimestamp", model::GetString(run, "metadata.creationTimestamp")}}},
-          {"involvedObject", json::object{{"apiVersion", model::kApiVersion},
-                                          {"kind", kind},
-                                          {"namespace", ns},
-                                          {"name", model::GetString(run, "spec.instanceRef.name")},
-                                          {"uid", uid}}},
-          {"reason", reason},
-          {"message", message},
-          {"type", phase == "Failed" ? "Warning" : "Normal"},
-          {"count", 1},
-          {"firstTimestamp", first},
-          {"lastTimestamp", last},
-          {"source", json::object{{"component", "gantryd"}}},
-          {"reportingComponent", "gantryd"}});
+      items.push_back(RunEvent(run, ns, kind, uid));
     }
   }
-  return JsonResponse(200, json::object{{"apiVersion", "v1"}, {"kind", "EventList"},
-                                        {"metadata", json::object{}}, {"items", std::move(items)}});
+  return JsonResponse(200, json::object{{"apiVersion", "v1"},
+                                        {"kind", "EventList"},
+                                        {"metadata", json::object{}},
+                                        {"items", std::move(items)}});
 }
 
 Response Router::Guarded(Response r, const Request& request, StreamAccess access, bool watch) {
@@ -371,9 +392,9 @@ Response Router::CoreVersions(const Request&) {
 }
 
 Response Router::CoreResources(const Request&) {
-  json::object events{{"name", "events"},         {"singularName", "event"},
-                      {"namespaced", true},       {"kind", "Event"},
-                      {"verbs", json::array{"list"}}, {"shortNames", json::array{"ev"}}};
+  json::object events{
+      {"name", "events"}, {"singularName", "event"},      {"namespaced", true},
+      {"kind", "Event"},  {"verbs", json::array{"list"}}, {"shortNames", json::array{"ev"}}};
   return JsonResponse(200, json::object{{"kind", "APIResourceList"},
                                         {"apiVersion", "v1"},
                                         {"groupVersion", "v1"},
@@ -384,13 +405,12 @@ Response Router::Groups(const Request&) { return JsonResponse(200, ApiGroupList(
 Response Router::Group(const Request&) { return JsonResponse(200, ApiGroup()); }
 Response Router::GroupResources(const Request&) { return JsonResponse(200, ApiResourceList()); }
 
-
 absl::Status Router::Authorize(const auth::Subject& subject, const Target& t, auth::Verb verb,
                                const std::string& kind) {
   auth::Access a{verb, kind, "", auth::Relation::kOwn};
   if (kind == "User" || kind == "Token") {
-    a.relation = !t.name.empty() && t.name == subject.user ? auth::Relation::kSelf
-                                                            : auth::Relation::kOther;
+    a.relation =
+        !t.name.empty() && t.name == subject.user ? auth::Relation::kSelf : auth::Relation::kOther;
   } else if (kind == "Project") {
     a.project = t.name;
     a.relation = subject.projects.count(t.name) ? auth::Relation::kOwn : auth::Relation::kOther;
@@ -441,8 +461,7 @@ Response Router::Login(const Request& request, Call& call) {
   Response r = JsonResponse(200, json::object{{"username", user},
                                               {"csrfToken", login->identity.csrf},
                                               {"expiresAt", login->expires_at}});
-  r.headers.push_back({"Set-Cookie", std::string(auth::kSessionCookie) + "=" +
-                                         login->cookie_value +
+  r.headers.push_back({"Set-Cookie", std::string(auth::kSessionCookie) + "=" + login->cookie_value +
                                          "; Path=/; HttpOnly; SameSite=Strict"});
   r.headers.push_back({"Cache-Control", "no-store"});
   return r;
@@ -477,8 +496,7 @@ Response Router::CliToken(const Request& request, Call& call) {
   return FromStatusOr(std::move(out), 201);
 }
 
-Response Router::WhoAmIOrLogout(const Request& request, const std::string& what,
-                              Call& call) {
+Response Router::WhoAmIOrLogout(const Request& request, const std::string& what, Call& call) {
   auto identity = authn_.Authenticate(request.authorization, request.cookie);
   if (what == "whoami") {
     if (request.method != "GET") return ErrorResponse(MethodNotAllowedError("use GET"));

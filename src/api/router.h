@@ -1,11 +1,13 @@
 // Router: maps an HTTP request to the API's handlers and their answer. Plain function of
 // Request -> Response (STYLE.md #9); the transport (server.h) never looks inside.
 //
-// Routes: /healthz /livez /readyz /version /metrics, /openapi/v2, /openapi/v3[/apis/paas.gantry.dev/v1],
-// discovery at /api[/v1] and /apis[/paas.gantry.dev[/v1]] (all public), /auth/login, /auth/logout,
-// /auth/whoami, and the resources of API.md under /apis/paas.gantry.dev/v1 (authenticated,
-// then authorized by auth::Authorize, docs/security.md). Every mutation and every refusal of
-// one is written to the audit log.
+// Routes: /healthz /livez /readyz /version /metrics, /openapi/v2,
+// /openapi/v3[/apis/paas.gantry.dev/v1], discovery at /api[/v1] and /apis[/paas.gantry.dev[/v1]]
+// (all public), /auth/login, /auth/logout, /auth/whoami, and the resources of API.md under
+// /apis/paas.gantry.dev/v1 (authenticated, then authorized by auth::Authorize, docs/security.md).
+// Every mutation and every refusal of one is written to the audit log. Both the fixed paths
+// and the resources API are route tables (FixedRoutes, ApiRoutes): a request is a look-up
+// plus a dispatch to a handler.
 //
 // Thread-safety: Handle may be called concurrently from any thread.
 #pragma once
@@ -103,10 +105,13 @@ class Router {
   using ApiHandler = Response (Router::*)(ApiCall&);
   // A row of the route table: (kind, method, path pattern) -> handler.
   struct ApiRoute {
-    std::string_view kinds;    // "*", or kind names separated by '|'
-    std::string_view method;   // "*": any (such a row answers 405 for what rows above it do not serve)
-    std::string_view pattern;  // after the resource: "", "{name}", "{name}/revisions/{revision}",
-                               // "{name}/deploy|destroy"; "**": anything
+    // "*", or kind names separated by '|'.
+    std::string_view kinds;
+    // "*": any method; such a row answers 405 for what the rows above it do not serve.
+    std::string_view method;
+    // After the resource: "", "{name}", "{name}/revisions/{revision}", "{name}/deploy|destroy";
+    // "**": anything.
+    std::string_view pattern;
     ApiHandler handler;
   };
   // The table, first match wins; FindApiRoute returns null for a path no row serves (404).

@@ -58,8 +58,7 @@ Response ReadResponse(const Request& request, const Query& query, const model::K
                       absl::StatusOr<json::object> result) {
   std::string version = TableVersionWanted(request.accept);
   if (version.empty() || !result.ok()) return FromStatusOr(std::move(result));
-  auto include =
-      ParseIncludeObject(query.count("includeObject") ? query.at("includeObject") : "");
+  auto include = ParseIncludeObject(query.count("includeObject") ? query.at("includeObject") : "");
   if (!include.ok()) return ErrorResponse(include.status());
   Redact(*result);
   return JsonResponse(200, ToTable(kind, *result, *include, version, TableNow()));

@@ -5,11 +5,10 @@
 // Thread-safety: plain functions.
 #pragma once
 
+#include <boost/json.hpp>
 #include <memory>
 #include <string>
 #include <string_view>
-
-#include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "api/http_types.h"

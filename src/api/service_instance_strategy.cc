@@ -49,8 +49,7 @@ class ServiceInstanceStrategy : public InstanceStrategy {
   absl::Status CreateComputeFor(const Target& t, const json::object& profile_spec,
                                 json::object& next, std::vector<store::Write>* writes) const;
   absl::StatusOr<json::object> ComputeFor(const Target& t, const json::object& profile_spec,
-                                          const json::object& next,
-                                          const std::string& cname) const;
+                                          const json::object& next, const std::string& cname) const;
 
   const KindStrategy& compute_;
 };
@@ -93,8 +92,7 @@ absl::Status ServiceInstanceStrategy::AdmitMore(const Target& t, const json::obj
 
 absl::Status ServiceInstanceStrategy::CheckCompute(const Target& t,
                                                    const json::object& profile_spec,
-                                                   const std::string& name,
-                                                   const std::string& cns,
+                                                   const std::string& name, const std::string& cns,
                                                    const std::string& cname) const {
   ASSIGN_OR_RETURN(json::object compute,
                    ResolveRef(ctx_, t, kServiceInstanceKind, name, "computeRef",

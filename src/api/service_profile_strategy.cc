@@ -23,8 +23,7 @@ class ServiceProfileStrategy : public ProfileStrategy {
 
   absl::Status ValidateDelete(const Target& t, const json::object&,
                               std::vector<store::Write>*) const override {
-    ASSIGN_OR_RETURN(auto names,
-                     UsersOf(ctx_, t, kServiceInstanceKind, "spec.profileRef.name"));
+    ASSIGN_OR_RETURN(auto names, UsersOf(ctx_, t, kServiceInstanceKind, "spec.profileRef.name"));
     if (names.empty()) return absl::OkStatus();
     return ConflictError("serviceprofile " + t.name + " is used by " +
                              Counted(names, "service instance") + "; delete them first",
@@ -72,9 +71,9 @@ absl::Status ServiceProfileStrategy::CheckVariables(const std::string& name,
   if (!tmpl.ok()) return absl::OkStatus();  // the compute profile's own problem
   json::object vars = ObjectAt(spec, "autoCreateCompute.variables");
   model::NormalizeVariableValues(vars);
-  ASSIGN_OR_RETURN(json::object plain_template,
-                   model::UnsealDefaults(ctx_.secrets, kTemplateKind, tns, tname,
-                                         ObjectAt(*tmpl, "spec")));
+  ASSIGN_OR_RETURN(
+      json::object plain_template,
+      model::UnsealDefaults(ctx_.secrets, kTemplateKind, tns, tname, ObjectAt(*tmpl, "spec")));
   ASSIGN_OR_RETURN(json::object plain_profile,
                    model::UnsealDefaults(ctx_.secrets, kComputeProfileKind, cns, cname,
                                          ObjectAt(profile, "spec")));

@@ -20,12 +20,11 @@
 // `credentials` is set once before serving.
 #pragma once
 
+#include <boost/json.hpp>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "absl/status/status.h"
 #include "api/target.h"

@@ -5,12 +5,11 @@
 // Thread-safety: plain functions over the Store and SecretBox, both safe from any thread.
 #pragma once
 
+#include <boost/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "api/strategy.h"
@@ -35,8 +34,7 @@ std::string Lower(std::string s);
 absl::StatusOr<boost::json::object> ResolveRef(const StrategyContext& ctx, const Target& t,
                                                const std::string& owner_kind,
                                                const std::string& owner_name,
-                                               const std::string& ref,
-                                               const std::string& ref_kind,
+                                               const std::string& ref, const std::string& ref_kind,
                                                const std::string& ref_ns,
                                                const std::string& ref_name);
 
@@ -52,9 +50,8 @@ void KeepSealedDefaults(const StrategyContext& ctx, const Target& t,
 
 // A versioned object's status.revision: a new revision (appended to `writes`) when the
 // spec changed. Returns whether it did.
-bool RecordRevision(const StrategyContext& ctx, const Target& t,
-                    const boost::json::object* current, boost::json::object& next,
-                    std::vector<store::Write>* writes);
+bool RecordRevision(const StrategyContext& ctx, const Target& t, const boost::json::object* current,
+                    boost::json::object& next, std::vector<store::Write>* writes);
 
 // Checks the variables of instance `next` against the given revisions (their sensitive
 // defaults already unsealed), unsealing the stored secrets kept where they were sealed and

@@ -39,16 +39,14 @@ class TemplateStrategy : public KindStrategy {
   absl::Status ValidateDelete(const Target& t, const json::object&,
                               std::vector<store::Write>*) const override {
     ASSIGN_OR_RETURN(auto names, UsersOf(ctx_, t, kComputeProfileKind, "spec.templateRef.name"));
-    ASSIGN_OR_RETURN(auto services,
-                     UsersOf(ctx_, t, kServiceProfileKind, "spec.templateRef.name"));
+    ASSIGN_OR_RETURN(auto services, UsersOf(ctx_, t, kServiceProfileKind, "spec.templateRef.name"));
     std::string used;
     if (!names.empty()) used = Counted(names, "compute profile");
     if (!services.empty())
       used += (used.empty() ? "" : " and ") + Counted(services, "service profile");
     if (used.empty()) return absl::OkStatus();
-    return ConflictError("environmenttemplate " + t.name + " is used by " + used +
-                             "; delete them first",
-                         "InUse");
+    return ConflictError(
+        "environmenttemplate " + t.name + " is used by " + used + "; delete them first", "InUse");
   }
 
  private:
@@ -68,8 +66,8 @@ class TemplateStrategy : public KindStrategy {
     std::string verb = current ? "update" : "create";
     return ForbiddenError(
         "environmenttemplates.paas.gantry.dev \"" + GetString(next, "metadata.name") +
-        "\" is forbidden: User \"" + t.caller + "\" cannot " + verb +
-        " a template with driver \"" + (RunsOnHost(driver) ? driver : was) +
+        "\" is forbidden: User \"" + t.caller + "\" cannot " + verb + " a template with driver \"" +
+        (RunsOnHost(driver) ? driver : was) +
         "\": its commands run on the control-plane host as gantryd's workload user, so "
         "templates of the local and exec drivers need the org-admin role");
   }

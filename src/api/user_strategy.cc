@@ -67,10 +67,10 @@ class UserStrategy : public KindStrategy {
     const json::value* pw = spec.if_contains("password");
     if (!pw) {
       if (!has_current) return absl::OkStatus();
-      return InvalidError(kUserKind, name,
-                          {{"spec.currentPassword",
-                            "Forbidden: only with spec.password, to change it",
-                            "FieldValueForbidden"}});
+      return InvalidError(
+          kUserKind, name,
+          {{"spec.currentPassword", "Forbidden: only with spec.password, to change it",
+            "FieldValueForbidden"}});
     }
     std::string password = pw->is_string() ? std::string(pw->get_string()) : "";
     spec.erase("password");
