@@ -332,6 +332,61 @@ TEST_F(ResourcesTest, UidsAreUniqueAndKeptAcrossUpdates) {
 
 // Issue 16, item 7: the precondition is checked before the no-op shortcut, as Kubernetes
 // does: a PUT of exactly the stored object with a stale resourceVersion is a Conflict.
+// The router's answers for paths and methods it does not serve: which route a request
+// takes decides between 404 and 405 and the message, for each kind of path.
+TEST_F(ResourcesTest, RoutesAnswerUnservedMethodsAndPaths) {
+  const std::string v1 = "/apis/paas.gantry.dev/v1";
+  const std::string ns = v1 + "/namespaces/default";
+  struct Case {
+    std::string method, target;
+    int code;
+    std::string message;
+  };
+  auto not_found = [](const std::string& path) {
+    return "the server could not find the requested resource (" + path + ")";
+  };
+  const std::vector<Case> cases = {
+      {"GET", ns + "/computeinstances/web/deploy", 405, "deploy is an action: use POST"},
+      {"PUT", ns + "/serviceinstances/web/upgrade", 405, "upgrade is an action: use POST"},
+      {"POST", ns + "/computeinstances/web/deploy/now", 404,
+       not_found(ns + "/computeinstances/web/deploy/now")},
+      {"POST", ns + "/environmenttemplates/t/deploy", 404,
+       not_found(ns + "/environmenttemplates/t/deploy")},
+      {"DELETE", ns + "/runs/r/log", 405, "the log is read-only"},
+      {"GET", ns + "/runs/r/log/all", 404, not_found(ns + "/runs/r/log/all")},
+      {"GET", ns + "/computeinstances/web/log", 404, not_found(ns + "/computeinstances/web/log")},
+      {"DELETE", ns + "/environmenttemplates/t/revisions", 405, "revisions are read-only"},
+      {"PUT", ns + "/environmenttemplates/t/revisions/1", 405, "revisions are read-only"},
+      {"GET", ns + "/environmenttemplates/t/status", 404,
+       not_found(ns + "/environmenttemplates/t/status")},
+      {"GET", ns + "/environmenttemplates/t/revisions/1/x", 404,
+       not_found(ns + "/environmenttemplates/t/revisions/1/x")},
+      {"POST", v1 + "/nodes", 405, "nodes are read-only"},
+      {"GET", v1 + "/nodes/n/revisions", 405, "nodes are read-only"},
+      {"PUT", ns + "/computeinstances", 405, "PUT is not supported on a collection"},
+      {"POST", ns + "/computeinstances/web", 405, "POST is not supported on computeinstances"},
+      {"POST", v1 + "/computeinstances", 400,
+       "create computeinstances in a project: POST /apis/paas.gantry.dev/v1/namespaces/PROJECT/"
+       "computeinstances"},
+      {"POST", ns + "/computeinstances/web/deploy?dryRun=All", 400,
+       "dryRun is supported on create, update, patch and delete, not on deploy"},
+      {"POST", "/api/v1/namespaces/default/events", 405, "events are read-only"},
+      {"POST", "/healthz", 405, "use GET"},
+      {"POST", "/version", 404, not_found("/version")},
+      {"DELETE", "/apis/paas.gantry.dev/v1", 404, not_found("/apis/paas.gantry.dev/v1")},
+      {"GET", "/auth/nothing", 404, not_found("/auth/nothing")},
+  };
+  for (const Case& c : cases) {
+    Resp r = api().Call(c.method, c.target);
+    EXPECT_EQ(r.status, c.code) << c.method << " " << c.target << ": " << r.raw;
+    EXPECT_EQ(r.message(), c.message) << c.method << " " << c.target;
+  }
+  // The fixed paths still answer their GETs.
+  EXPECT_EQ(api().Get("/version").status, 200);
+  EXPECT_EQ(api().Get("/api/v1").obj().at("resources").as_array().size(), 1u);
+  EXPECT_EQ(api().Get(v1).obj().at("kind"), "APIResourceList");
+}
+
 TEST_F(ResourcesTest, NoOpPutWithAStaleResourceVersionIsAConflict) {
   api().CreateTemplate("default", "t");
   api().CreateProfile("default", "p", "t");
