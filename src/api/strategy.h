@@ -9,8 +9,9 @@
 //
 // A kind without rules of its own (runs, nodes, audit events) gets the defaults below:
 // nothing to prepare, admit or refuse. Each kind's strategy lives in its own file
-// (api/*_strategy.cc) and is registered by kind name in StrategyRegistry, which checks at
-// construction that it knows the kind from model::AllKinds(), the schema it goes with.
+// (api/*_strategy.cc) and is registered by kind name in StrategyRegistry, keyed by the
+// names of model/schema.h (the kind's schema); registering a name the schema does not serve
+// is logged as a bug at start-up.
 //
 // Every hook returns OK or the Status the client gets (422 with causes, 403, 409); none
 // asserts on its input.
