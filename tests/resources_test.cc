@@ -133,14 +133,14 @@ TEST_F(ResourcesTest, TemplateDriverConfigIsCheckedWhenSaved) {
   EXPECT_EQ(refused.cause_message("spec.local.command[1]"), "must be a string, not a number");
   EXPECT_EQ(refused.cause_message("spec.local.restartPolicy"),
             "must be one of Always, OnFailure, Never (got always)");
-  EXPECT_TRUE(api().Get(NsPath("default", "environmenttemplates", "web")).IsStatus(404, "NotFound"));
+  const std::string path = NsPath("default", "environmenttemplates", "web");
+  EXPECT_TRUE(api().Get(path).IsStatus(404, "NotFound"));
 
   json::object valid{{"command", json::array{"python3", "-m", "http.server"}},
                      {"ports", json::array{json::object{{"name", "http"}}}},
                      {"readiness", json::object{{"httpPath", "/"}, {"port", "http"}}}};
   Resp created = api().Post(coll, local_template(valid));
   ASSERT_EQ(created.status, 201) << created.raw;
-  const std::string path = NsPath("default", "environmenttemplates", "web");
 
   json::object replaced = created.obj();
   replaced["spec"].as_object()["local"].as_object()["readiness"].as_object()["port"] = "web";
