@@ -341,6 +341,27 @@ TEST_F(ApplyTest, ApplyIsAuthorizedAsAnUpdateAndACreate) {
   EXPECT_TRUE(r.IsStatus(403, "Forbidden")) << r.raw;
 }
 
+// An applied template's driver configuration is checked by the driver, as on any write:
+// 422 naming spec.local.<field> when the apply would create it and when it would change it.
+TEST_F(ApplyTest, AppliedTemplateDriverConfigIsCheckedWhenSaved) {
+  const std::string path = NsPath("default", "environmenttemplates", "web") + "?fieldManager=ci";
+  auto yaml = [](const std::string& local) {
+    return "apiVersion: paas.gantry.dev/v1\nkind: EnvironmentTemplate\nmetadata:\n  name: web\n"
+           "spec:\n  displayName: Web\n  driver: local\n  local: " +
+           local + "\n";
+  };
+  Resp refused = api().Call("PATCH", path, yaml("{command: [python3, 1]}"), kApply);
+  ASSERT_TRUE(refused.IsStatus(422, "Invalid")) << refused.raw;
+  EXPECT_THAT(refused.cause_fields(), ElementsAre("spec.local.command[1]"));
+
+  Resp created = api().Call("PATCH", path, yaml("{command: [python3, app.py]}"), kApply);
+  ASSERT_EQ(created.status, 201) << created.raw;
+  Resp changed = api().Call(
+      "PATCH", path, yaml("{command: [python3, app.py], restartPolicy: always}"), kApply);
+  ASSERT_TRUE(changed.IsStatus(422, "Invalid")) << changed.raw;
+  EXPECT_THAT(changed.cause_fields(), ElementsAre("spec.local.restartPolicy"));
+}
+
 TEST_F(ApplyTest, StrategicMergeIsRefusedWithAHint) {
   api().CreateInstance("default", "web", "p");
   Resp r = api().Call("PATCH", Path(), R"({"spec":{}})", "application/strategic-merge-patch+json");

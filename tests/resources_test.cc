@@ -112,6 +112,75 @@ TEST_F(ResourcesTest, EnvironmentTemplateCrud) {
   EXPECT_TRUE(api().Get(path).IsStatus(404, "NotFound"));
 }
 
+// A driver checks its configuration when a template is saved (Driver::ValidateConfig): a
+// broken `local` config is a 422 naming spec.local.<field> on create, replace and merge
+// patch, and nothing is stored; a valid one is 201.
+TEST_F(ResourcesTest, TemplateDriverConfigIsCheckedWhenSaved) {
+  const std::string coll = NsPath("default", "environmenttemplates");
+  auto local_template = [](json::object local) {
+    json::object obj = TemplateObject("web");
+    json::object& spec = obj["spec"].as_object();
+    spec["driver"] = "local";
+    spec.erase("exec");
+    spec["local"] = std::move(local);
+    return obj;
+  };
+  json::object broken{{"command", json::array{"python3", 1}}, {"restartPolicy", "always"}};
+  Resp refused = api().Post(coll, local_template(broken));
+  ASSERT_TRUE(refused.IsStatus(422, "Invalid")) << refused.raw;
+  EXPECT_THAT(refused.cause_fields(),
+              ElementsAre("spec.local.command[1]", "spec.local.restartPolicy"));
+  EXPECT_EQ(refused.cause_message("spec.local.command[1]"), "must be a string, not a number");
+  EXPECT_EQ(refused.cause_message("spec.local.restartPolicy"),
+            "must be one of Always, OnFailure, Never (got always)");
+  const std::string path = NsPath("default", "environmenttemplates", "web");
+  EXPECT_TRUE(api().Get(path).IsStatus(404, "NotFound"));
+
+  json::object valid{{"command", json::array{"python3", "-m", "http.server"}},
+                     {"ports", json::array{json::object{{"name", "http"}}}},
+                     {"readiness", json::object{{"httpPath", "/"}, {"port", "http"}}}};
+  Resp created = api().Post(coll, local_template(valid));
+  ASSERT_EQ(created.status, 201) << created.raw;
+
+  json::object replaced = created.obj();
+  replaced["spec"].as_object()["local"].as_object()["readiness"].as_object()["port"] = "web";
+  Resp put = api().Put(path, replaced);
+  ASSERT_TRUE(put.IsStatus(422, "Invalid")) << put.raw;
+  EXPECT_THAT(put.cause_fields(), ElementsAre("spec.local.readiness.port"));
+  EXPECT_EQ(put.cause_message("spec.local.readiness.port"),
+            "\"web\" is not one of spec.local.ports (http)");
+
+  Resp patched =
+      api().Patch(path, json::object{{"spec", {{"local", {{"restartPolicy", "always"}}}}}});
+  ASSERT_TRUE(patched.IsStatus(422, "Invalid")) << patched.raw;
+  EXPECT_THAT(patched.cause_fields(), ElementsAre("spec.local.restartPolicy"));
+
+  Resp stored = api().Get(path);
+  ASSERT_EQ(stored.status, 200);
+  EXPECT_EQ(At(stored, "status", "revision"), 1);
+  EXPECT_EQ(stored.obj().at("spec").at("local"), created.obj().at("spec").at("local"));
+}
+
+// The OpenAPI document describes a template's spec.<driver> with the schema the driver
+// publishes (Driver::ConfigSchema), so kubectl validates a driver's config client-side too.
+TEST_F(ResourcesTest, OpenApiTemplateDriverConfigIsTheDriversSchema) {
+  Resp doc = api().Get("/openapi/v3/apis/paas.gantry.dev/v1");
+  ASSERT_EQ(doc.status, 200) << doc.raw;
+  const json::object& spec = doc.obj()
+                                 .at("components")
+                                 .at("schemas")
+                                 .at("dev.gantry.paas.v1.EnvironmentTemplate")
+                                 .at("properties")
+                                 .at("spec")
+                                 .as_object();
+  const json::object& local = spec.at("properties").at("local").as_object();
+  EXPECT_FALSE(local.contains("x-kubernetes-preserve-unknown-fields"));
+  EXPECT_EQ(local.at("properties").at("restartPolicy").at("enum"),
+            (json::array{"Always", "OnFailure", "Never"}));
+  for (const char* driver : {"exec", "slurm"})
+    EXPECT_TRUE(spec.at("properties").at(driver).as_object().contains("properties")) << driver;
+}
+
 TEST_F(ResourcesTest, ComputeProfileCrud) {
   api().CreateTemplate("default", "train-exec");
   json::object created = api().CreateProfile("default", "h100-x8", "train-exec");
@@ -263,6 +332,61 @@ TEST_F(ResourcesTest, UidsAreUniqueAndKeptAcrossUpdates) {
 
 // Issue 16, item 7: the precondition is checked before the no-op shortcut, as Kubernetes
 // does: a PUT of exactly the stored object with a stale resourceVersion is a Conflict.
+// The router's answers for paths and methods it does not serve: which route a request
+// takes decides between 404 and 405 and the message, for each kind of path.
+TEST_F(ResourcesTest, RoutesAnswerUnservedMethodsAndPaths) {
+  const std::string v1 = "/apis/paas.gantry.dev/v1";
+  const std::string ns = v1 + "/namespaces/default";
+  struct Case {
+    std::string method, target;
+    int code;
+    std::string message;
+  };
+  auto not_found = [](const std::string& path) {
+    return "the server could not find the requested resource (" + path + ")";
+  };
+  const std::vector<Case> cases = {
+      {"GET", ns + "/computeinstances/web/deploy", 405, "deploy is an action: use POST"},
+      {"PUT", ns + "/serviceinstances/web/upgrade", 405, "upgrade is an action: use POST"},
+      {"POST", ns + "/computeinstances/web/deploy/now", 404,
+       not_found(ns + "/computeinstances/web/deploy/now")},
+      {"POST", ns + "/environmenttemplates/t/deploy", 404,
+       not_found(ns + "/environmenttemplates/t/deploy")},
+      {"DELETE", ns + "/runs/r/log", 405, "the log is read-only"},
+      {"GET", ns + "/runs/r/log/all", 404, not_found(ns + "/runs/r/log/all")},
+      {"GET", ns + "/computeinstances/web/log", 404, not_found(ns + "/computeinstances/web/log")},
+      {"DELETE", ns + "/environmenttemplates/t/revisions", 405, "revisions are read-only"},
+      {"PUT", ns + "/environmenttemplates/t/revisions/1", 405, "revisions are read-only"},
+      {"GET", ns + "/environmenttemplates/t/status", 404,
+       not_found(ns + "/environmenttemplates/t/status")},
+      {"GET", ns + "/environmenttemplates/t/revisions/1/x", 404,
+       not_found(ns + "/environmenttemplates/t/revisions/1/x")},
+      {"POST", v1 + "/nodes", 405, "nodes are read-only"},
+      {"GET", v1 + "/nodes/n/revisions", 405, "nodes are read-only"},
+      {"PUT", ns + "/computeinstances", 405, "PUT is not supported on a collection"},
+      {"POST", ns + "/computeinstances/web", 405, "POST is not supported on computeinstances"},
+      {"POST", v1 + "/computeinstances", 400,
+       "create computeinstances in a project: POST /apis/paas.gantry.dev/v1/namespaces/PROJECT/"
+       "computeinstances"},
+      {"POST", ns + "/computeinstances/web/deploy?dryRun=All", 400,
+       "dryRun is supported on create, update, patch and delete, not on deploy"},
+      {"POST", "/api/v1/namespaces/default/events", 405, "events are read-only"},
+      {"POST", "/healthz", 405, "use GET"},
+      {"POST", "/version", 404, not_found("/version")},
+      {"DELETE", "/apis/paas.gantry.dev/v1", 404, not_found("/apis/paas.gantry.dev/v1")},
+      {"GET", "/auth/nothing", 404, not_found("/auth/nothing")},
+  };
+  for (const Case& c : cases) {
+    Resp r = api().Call(c.method, c.target);
+    EXPECT_EQ(r.status, c.code) << c.method << " " << c.target << ": " << r.raw;
+    EXPECT_EQ(r.message(), c.message) << c.method << " " << c.target;
+  }
+  // The fixed paths still answer their GETs.
+  EXPECT_EQ(api().Get("/version").status, 200);
+  EXPECT_EQ(api().Get("/api/v1").obj().at("resources").as_array().size(), 1u);
+  EXPECT_EQ(api().Get(v1).obj().at("kind"), "APIResourceList");
+}
+
 TEST_F(ResourcesTest, NoOpPutWithAStaleResourceVersionIsAConflict) {
   api().CreateTemplate("default", "t");
   api().CreateProfile("default", "p", "t");

@@ -1,5 +1,7 @@
 #include "api/openapi.h"
 
+#include <algorithm>
+
 #include "model/schema.h"
 
 namespace gantry::api {
@@ -19,9 +21,16 @@ json::object SchemaOf(const model::Field& f) {
         s["enum"] = std::move(e);
       }
       break;
-    case model::FieldType::kInteger: s["type"] = "integer"; s["format"] = "int64"; break;
-    case model::FieldType::kNumber: s["type"] = "number"; break;
-    case model::FieldType::kBoolean: s["type"] = "boolean"; break;
+    case model::FieldType::kInteger:
+      s["type"] = "integer";
+      s["format"] = "int64";
+      break;
+    case model::FieldType::kNumber:
+      s["type"] = "number";
+      break;
+    case model::FieldType::kBoolean:
+      s["type"] = "boolean";
+      break;
     case model::FieldType::kArray:
       s["type"] = "array";
       s["items"] = SchemaOf(f.children[0]);
@@ -63,8 +72,8 @@ json::object ObjectMeta() {
   for (const char* f : {"name", "namespace", "uid", "resourceVersion", "creationTimestamp"})
     props[f] = json::object{{"type", "string"}};
   props["generation"] = json::object{{"type", "integer"}, {"format", "int64"}};
-  props["labels"] = json::object{{"type", "object"},
-                                 {"additionalProperties", json::object{{"type", "string"}}}};
+  props["labels"] =
+      json::object{{"type", "object"}, {"additionalProperties", json::object{{"type", "string"}}}};
   props["annotations"] = props["labels"];
   json::object entry_props;
   for (const char* f : {"manager", "operation", "apiVersion", "time", "fieldsType", "subresource"})
@@ -98,12 +107,39 @@ json::array WriteParameters() {
 
 json::object OpenApiIndex() {
   return json::object{
-      {"paths", json::object{{"apis/paas.gantry.dev/v1",
-                              json::object{{"serverRelativeURL",
-                                            "/openapi/v3/apis/paas.gantry.dev/v1"}}}}}};
+      {"paths",
+       json::object{{"apis/paas.gantry.dev/v1",
+                     json::object{{"serverRelativeURL", "/openapi/v3/apis/paas.gantry.dev/v1"}}}}}};
 }
 
-json::object OpenApiGroupDocument() {
+namespace {
+
+// The spec schema of a kind, with the schema each driver publishes for its configuration in
+// place of the kind's own for spec.<driver> (the values of spec.driver name the drivers).
+json::object SpecSchemaOf(const model::KindInfo& k, const drivers::DriverRegistry& drivers) {
+  json::object spec = SchemaOf(k.spec);
+  auto driver_field = std::find_if(k.spec.children.begin(), k.spec.children.end(),
+                                   [](const model::Field& f) { return f.name == "driver"; });
+  if (driver_field == k.spec.children.end()) return spec;
+  json::value* props = spec.if_contains("properties");
+  if (!props || !props->is_object()) return spec;
+  for (const std::string& name : driver_field->enum_values) {
+    const drivers::Driver* d = drivers.Find(name);
+    if (!d) continue;
+    json::object schema = d->ConfigSchema();
+    if (schema.empty()) continue;
+    json::value* own = props->get_object().if_contains(name);
+    if (!schema.contains("description") && own && own->is_object())
+      if (const json::value* text = own->get_object().if_contains("description"))
+        schema["description"] = *text;
+    props->get_object()[name] = std::move(schema);
+  }
+  return spec;
+}
+
+}  // namespace
+
+json::object OpenApiGroupDocument(const drivers::DriverRegistry& drivers) {
   json::object schemas;
   schemas["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"] = ObjectMeta();
   json::object paths;
@@ -114,8 +150,9 @@ json::object OpenApiGroupDocument() {
         {"apiVersion", json::object{{"type", "string"}}},
         {"kind", json::object{{"type", "string"}}},
         {"metadata",
-         json::object{{"$ref", "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}}},
-        {"spec", SchemaOf(k.spec)},
+         json::object{
+             {"$ref", "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}}},
+        {"spec", SpecSchemaOf(k, drivers)},
         {"status", SchemaOf(k.status)}};
     schemas[ref] = json::object{{"type", "object"},
                                 {"description", k.spec.description},
@@ -124,11 +161,13 @@ json::object OpenApiGroupDocument() {
     schemas[ref + "List"] = json::object{
         {"type", "object"},
         {"properties",
-         json::object{{"apiVersion", json::object{{"type", "string"}}},
-                      {"kind", json::object{{"type", "string"}}},
-                      {"metadata", json::object{{"type", "object"}}},
-                      {"items", json::object{{"type", "array"},
-                                             {"items", json::object{{"$ref", "#/components/schemas/" + ref}}}}}}},
+         json::object{
+             {"apiVersion", json::object{{"type", "string"}}},
+             {"kind", json::object{{"type", "string"}}},
+             {"metadata", json::object{{"type", "object"}}},
+             {"items",
+              json::object{{"type", "array"},
+                           {"items", json::object{{"$ref", "#/components/schemas/" + ref}}}}}}},
         {"x-kubernetes-group-version-kind", json::array{Gvk(k.ListKind())}}};
     json::object obj_ref{{"$ref", "#/components/schemas/" + ref}};
     auto op = [&](const std::string& id, bool with_body, const std::string& list_or_obj) {
@@ -138,7 +177,8 @@ json::object OpenApiGroupDocument() {
       // kubectl finds an operation's kind by this extension, and decides from the PATCH
       // operation's parameters whether the server validates fields (fieldValidation) and
       // from its body types which patch to send (merge patch: no strategic merge listed).
-      json::object o{{"operationId", id}, {"responses", json::object{{"200", ok}}},
+      json::object o{{"operationId", id},
+                     {"responses", json::object{{"200", ok}}},
                      {"x-kubernetes-group-version-kind", Gvk(k.kind)}};
       bool write = with_body || id.rfind("patch", 0) == 0 || id.rfind("delete", 0) == 0;
       if (write && !k.read_only) o["parameters"] = WriteParameters();
@@ -156,7 +196,8 @@ json::object OpenApiGroupDocument() {
                            json::object{{"schema", json::object{{"type", "object"}}}}}}}};
       return o;
     };
-    std::string coll = k.namespaced ? base + "/namespaces/{namespace}/" + k.plural : base + "/" + k.plural;
+    std::string coll =
+        k.namespaced ? base + "/namespaces/{namespace}/" + k.plural : base + "/" + k.plural;
     paths[coll] = json::object{{"get", op("list" + k.kind, false, ref + "List")},
                                {"post", op("create" + k.kind, true, ref)}};
     paths[coll + "/{name}"] = json::object{{"get", op("read" + k.kind, false, ref)},
@@ -164,17 +205,19 @@ json::object OpenApiGroupDocument() {
                                            {"patch", op("patch" + k.kind, false, ref)},
                                            {"delete", op("delete" + k.kind, false, ref)}};
   }
-  return json::object{
-      {"openapi", "3.0.0"},
-      {"info", json::object{{"title", "Gantry"}, {"version", "v1"}}},
-      {"paths", std::move(paths)},
-      {"components", json::object{{"schemas", std::move(schemas)}}}};
+  return json::object{{"openapi", "3.0.0"},
+                      {"info", json::object{{"title", "Gantry"}, {"version", "v1"}}},
+                      {"paths", std::move(paths)},
+                      {"components", json::object{{"schemas", std::move(schemas)}}}};
 }
 
 json::object ApiGroup() {
   json::object gv{{"groupVersion", model::kApiVersion}, {"version", model::kVersion}};
-  return json::object{{"kind", "APIGroup"}, {"apiVersion", "v1"}, {"name", model::kGroup},
-                      {"versions", json::array{gv}}, {"preferredVersion", gv}};
+  return json::object{{"kind", "APIGroup"},
+                      {"apiVersion", "v1"},
+                      {"name", model::kGroup},
+                      {"versions", json::array{gv}},
+                      {"preferredVersion", gv}};
 }
 
 json::object ApiGroupList() {
@@ -195,17 +238,24 @@ json::object ApiResourceList() {
     }
     json::array shorts;
     for (const auto& s : k.short_names) shorts.push_back(json::string(s));
-    resources.push_back(json::object{{"name", k.plural}, {"singularName", k.singular},
-                                     {"namespaced", k.namespaced}, {"kind", k.kind},
-                                     {"verbs", std::move(verbs)}, {"shortNames", std::move(shorts)},
+    resources.push_back(json::object{{"name", k.plural},
+                                     {"singularName", k.singular},
+                                     {"namespaced", k.namespaced},
+                                     {"kind", k.kind},
+                                     {"verbs", std::move(verbs)},
+                                     {"shortNames", std::move(shorts)},
                                      {"categories", json::array{"gantry"}}});
     if (k.versioned)
-      resources.push_back(json::object{{"name", k.plural + "/revisions"}, {"singularName", ""},
-                                       {"namespaced", k.namespaced}, {"kind", k.kind + "Revision"},
+      resources.push_back(json::object{{"name", k.plural + "/revisions"},
+                                       {"singularName", ""},
+                                       {"namespaced", k.namespaced},
+                                       {"kind", k.kind + "Revision"},
                                        {"verbs", json::array{"get", "list"}}});
   }
-  return json::object{{"kind", "APIResourceList"}, {"apiVersion", "v1"},
-                      {"groupVersion", model::kApiVersion}, {"resources", std::move(resources)}};
+  return json::object{{"kind", "APIResourceList"},
+                      {"apiVersion", "v1"},
+                      {"groupVersion", model::kApiVersion},
+                      {"resources", std::move(resources)}};
 }
 
 }  // namespace gantry::api

@@ -1,11 +1,13 @@
 // Router: maps an HTTP request to the API's handlers and their answer. Plain function of
 // Request -> Response (STYLE.md #9); the transport (server.h) never looks inside.
 //
-// Routes: /healthz /livez /readyz /version /metrics, /openapi/v2, /openapi/v3[/apis/paas.gantry.dev/v1],
-// discovery at /api[/v1] and /apis[/paas.gantry.dev[/v1]] (all public), /auth/login, /auth/logout,
-// /auth/whoami, and the resources of API.md under /apis/paas.gantry.dev/v1 (authenticated,
-// then authorized by auth::Authorize, docs/security.md). Every mutation and every refusal of
-// one is written to the audit log.
+// Routes: /healthz /livez /readyz /version /metrics, /openapi/v2,
+// /openapi/v3[/apis/paas.gantry.dev/v1], discovery at /api[/v1] and /apis[/paas.gantry.dev[/v1]]
+// (all public), /auth/login, /auth/logout, /auth/whoami, and the resources of API.md under
+// /apis/paas.gantry.dev/v1 (authenticated, then authorized by auth::Authorize, docs/security.md).
+// Every mutation and every refusal of one is written to the audit log. Both the fixed paths
+// and the resources API are route tables (FixedRoutes, ApiRoutes): a request is a look-up
+// plus a dispatch to a handler.
 //
 // Thread-safety: Handle may be called concurrently from any thread.
 #pragma once
@@ -13,6 +15,8 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "api/http_types.h"
@@ -53,6 +57,8 @@ class Router {
  private:
   Response Route(const Request& request, Call& call);
   Response HandleAuth(const Request& request, const std::string& path, Call& call);
+  // The resources API (api_routes.cc): resolves the path into a Target, authorizes it,
+  // then dispatches by the route table.
   Response HandleApi(const Request& request, const std::vector<std::string>& segments,
                      const Query& query, const auth::Identity& identity, Call& call);
   Response HandleTokens(const Request& request, const Target& t, const std::string& token,
@@ -81,6 +87,88 @@ class Router {
   absl::Status StillAllowed(const auth::Subject& subject, const StreamAccess& access);
   // GET /api/v1/namespaces/NS/events: the runs of an instance as core Events (kubectl describe).
   Response Events(const auth::Subject& subject, const std::string& ns, const Query& query);
+
+  // One request to the resources API, as HandleApi resolved and authorized it.
+  struct ApiCall {
+    const Request& request;
+    const Query& query;
+    const auth::Subject& subject;
+    Call& call;
+    Target t;
+    std::string sub;      // the subresource (deploy, log, revisions, ...), "" for none
+    std::string subname;  // what follows it (revisions/N)
+    bool watch = false;
+    StreamAccess access;  // what an open stream keeps checking
+    Visibility visible;   // lists and watches across projects: what the caller may see
+    Query list_query;     // the query of a list, the audit events' filters folded in
+  };
+  using ApiHandler = Response (Router::*)(ApiCall&);
+  // A row of the route table: (kind, method, path pattern) -> handler.
+  struct ApiRoute {
+    // "*", or kind names separated by '|'.
+    std::string_view kinds;
+    // "*": any method; such a row answers 405 for what the rows above it do not serve.
+    std::string_view method;
+    // After the resource: "", "{name}", "{name}/revisions/{revision}", "{name}/deploy|destroy";
+    // "**": anything.
+    std::string_view pattern;
+    ApiHandler handler;
+  };
+  // The table, first match wins; FindApiRoute returns null for a path no row serves (404).
+  static const std::vector<ApiRoute>& ApiRoutes();
+  static const ApiRoute* FindApiRoute(const ApiCall& c);
+  static void LabelApiCall(const std::string& method, const Target& t, const std::string& sub,
+                           Call& call);
+  // What a list or watch across projects (or of projects) shows the caller; null: all. Fills
+  // access.shown with the projects it shows.
+  static Visibility VisibleTo(const auth::Subject& subject, const Target& t, StreamAccess& access);
+  Response NodeList(ApiCall& c);
+  Response NodeGet(ApiCall& c);
+  Response NodesReadOnly(ApiCall& c);
+  Response Action(ApiCall& c);
+  Response ActionNeedsPost(ApiCall& c);
+  Response Log(ApiCall& c);
+  Response LogReadOnly(ApiCall& c);
+  Response Revisions(ApiCall& c);
+  Response Revision(ApiCall& c);
+  Response RevisionsReadOnly(ApiCall& c);
+  Response ListOrWatch(ApiCall& c);
+  Response Create(ApiCall& c);
+  Response CollectionNotAllowed(ApiCall& c);
+  Response GetOrWatch(ApiCall& c);
+  Response Replace(ApiCall& c);
+  Response Patch(ApiCall& c);
+  Response ServerSideApply(ApiCall& c);
+  Response Delete(ApiCall& c);
+  Response ObjectNotAllowed(ApiCall& c);
+
+  // The fixed paths outside the resources API (router.cc).
+  struct FixedRoute {
+    std::string_view path;
+    bool any_method;  // false: GET and HEAD only, other methods go on to the next rules
+    Response (Router::*handler)(const Request& request);
+  };
+  static const std::vector<FixedRoute>& FixedRoutes();
+  Response Health(const Request& request);
+  Response Ready(const Request& request);
+  Response MetricsText(const Request& request);
+  Response Version(const Request& request);
+  Response OpenApiV2(const Request& request);
+  Response OpenApiV3Index(const Request& request);
+  Response OpenApiV3Group(const Request& request);
+  Response CoreVersions(const Request& request);
+  Response CoreResources(const Request& request);
+  Response Groups(const Request& request);
+  Response Group(const Request& request);
+  Response GroupResources(const Request& request);
+  // /apis/paas.gantry.dev/v1/...: authenticated (and CSRF-checked for session writes),
+  // audited when a mutation, then HandleApi.
+  Response ApiRequest(const Request& request, const std::vector<std::string>& segments,
+                      const Query& query, Call& call);
+  // POST /auth/login, /auth/token, /auth/logout; GET /auth/whoami.
+  Response Login(const Request& request, Call& call);
+  Response CliToken(const Request& request, Call& call);
+  Response WhoAmIOrLogout(const Request& request, const std::string& what, Call& call);
 
   ResourceService& resources_;
   engine::Engine& engine_;

@@ -403,7 +403,7 @@ int main(int argc, char** argv) {
         break;
       }
   });
-  gantry::api::ResourceService resources(*store, hub, clock, **secrets);
+  gantry::api::ResourceService resources(*store, hub, clock, **secrets, drivers);
   resources.SetInstanceDeleteHook(
       [&engine](const gantry::api::Target& t, bool cascade, bool* accepted) {
         return engine.Delete(t.kind->kind, t.ns, t.name, cascade, accepted);

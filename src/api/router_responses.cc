@@ -1,0 +1,113 @@
+#include "api/router_responses.h"
+
+#include "api/status_http.h"
+#include "api/table.h"
+#include "auth/credentials.h"
+#include "common/clock.h"
+#include "common/errors.h"
+#include "model/sealed_fields.h"
+
+namespace gantry::api {
+
+namespace json = boost::json;
+
+namespace {
+
+// The Age column of tables only. Router has no injected clock (yet); nothing stored or
+// decided depends on this reading, and tests never assert on ages.
+std::chrono::system_clock::time_point TableNow() {
+  static const SystemClock clock;
+  return clock.Now();
+}
+
+}  // namespace
+
+Response JsonResponse(int status, const json::object& body) {
+  Response r;
+  r.status = status;
+  r.body = json::serialize(body);
+  return r;
+}
+
+Response Text(int status, std::string body) {
+  Response r;
+  r.status = status;
+  r.content_type = "text/plain; charset=utf-8";
+  r.body = std::move(body);
+  return r;
+}
+
+// Secrets never leave the server, in objects or in lists.
+void Redact(json::object& body) {
+  if (json::value* items = body.if_contains("items"); items && items->is_array()) {
+    for (auto& item : items->get_array())
+      if (item.is_object()) model::RedactSealed(item.get_object());
+  } else {
+    model::RedactSealed(body);
+  }
+}
+
+Response FromStatusOr(absl::StatusOr<json::object> result, int ok_status) {
+  if (!result.ok()) return ErrorResponse(result.status());
+  Redact(*result);
+  return JsonResponse(ok_status, *result);
+}
+
+// A get or list: JSON, or a meta.k8s.io Table when the client asks for one (kubectl get).
+Response ReadResponse(const Request& request, const Query& query, const model::KindInfo& kind,
+                      absl::StatusOr<json::object> result) {
+  std::string version = TableVersionWanted(request.accept);
+  if (version.empty() || !result.ok()) return FromStatusOr(std::move(result));
+  auto include = ParseIncludeObject(query.count("includeObject") ? query.at("includeObject") : "");
+  if (!include.ok()) return ErrorResponse(include.status());
+  Redact(*result);
+  return JsonResponse(200, ToTable(kind, *result, *include, version, TableNow()));
+}
+
+// A watch: the stream of events (as one-row Tables when asked for), or the refusal.
+Response WatchResponse(const Request& request, const Query& query, const model::KindInfo& kind,
+                       absl::StatusOr<std::shared_ptr<LineStream>> stream) {
+  if (!stream.ok()) return ErrorResponse(stream.status());
+  Response r;
+  r.stream = *std::move(stream);
+  if (std::string version = TableVersionWanted(request.accept); !version.empty()) {
+    auto include =
+        ParseIncludeObject(query.count("includeObject") ? query.at("includeObject") : "");
+    if (!include.ok()) {
+      r.stream->Cancel();
+      return ErrorResponse(include.status());
+    }
+    r.stream = TableWatch(std::move(r.stream), kind, *include, version, TableNow);
+  }
+  return r;
+}
+
+Response NotFoundPath(const std::string& path) {
+  return ErrorResponse(
+      NotFoundError("the server could not find the requested resource (" + path + ")"));
+}
+
+// The media type without parameters, lower-cased.
+std::string MediaType(std::string_view content_type) {
+  std::string out(content_type.substr(0, content_type.find(';')));
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+absl::Status CheckJsonBody(const Request& r) {
+  std::string type = MediaType(r.content_type);
+  if (type.empty() || type == "application/json") return absl::OkStatus();
+  return UnsupportedMediaTypeError("the body must be application/json, not " + type +
+                                   " (the gantry CLI converts YAML for you)");
+}
+
+bool IsMutation(const std::string& method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+}
+
+bool CsrfMatches(const Request& request, const auth::Identity& identity) {
+  return auth::HashesEqual(auth::HashSecret(request.csrf), auth::HashSecret(identity.csrf));
+}
+
+}  // namespace gantry::api
