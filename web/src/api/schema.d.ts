@@ -587,24 +587,57 @@ export interface components {
                  * @enum {string}
                  */
                 driver: "exec" | "local" | "slurm";
-                /** @description Configuration of the exec driver. */
+                /** @description Configuration of the exec driver: a program run with `apply` or `destroy`. */
                 exec?: {
                     /** @description Program and arguments; called with `apply` or `destroy` appended. */
-                    command?: string[];
+                    command: string[];
                     /** @description Extra environment variables. */
                     env?: {
-                        [key: string]: string;
+                        [key: string]: unknown;
                     };
-                    /**
-                     * Format: int64
-                     * @description A run taking longer fails with reason Timeout.
-                     */
+                    /** @description A run taking longer fails with reason Timeout. */
                     timeoutSeconds?: number;
                     /** @description Working directory of the program. */
                     workingDir?: string;
                 };
-                /** @description Configuration of the local driver (checked by the driver). */
-                local?: Record<string, never>;
+                /** @description Configuration of the local driver: one supervised process on gantryd's host. */
+                local?: {
+                    /** @description More arguments after command; ${VAR} expands too. */
+                    args?: string[];
+                    /** @description The program to run and its arguments; ${VAR} expands from the workload's environment. */
+                    command: string[];
+                    /** @description Extra environment variables; values may use ${VAR}. */
+                    env?: {
+                        [key: string]: string | number | boolean;
+                    };
+                    /** @description Restarts in a row before CrashLoopBackOff (default 5). */
+                    maxRestarts?: number;
+                    /** @description TCP ports allocated for the workload, given to it as GANTRY_PORT_<NAME> (and PORT for the first). */
+                    ports?: {
+                        /** @description Port name: 1 to 32 letters, digits, '-' or '_'. */
+                        name: string;
+                    }[];
+                    /** @description When the workload is ready: httpPath (with port) or tcpPort; default: as soon as it started. */
+                    readiness?: {
+                        /** @description HTTP GET this path; ready on a 2xx or 3xx. */
+                        httpPath?: string;
+                        /** @description The port of httpPath: a name from ports; default the first. */
+                        port?: string;
+                        /** @description Ready once this port (a name from ports) accepts connections. */
+                        tcpPort?: string;
+                        /** @description How long the workload may take to become ready (default 60). */
+                        timeoutSeconds?: number;
+                    };
+                    /**
+                     * @description When the workload is restarted after it exits (default OnFailure).
+                     * @enum {string}
+                     */
+                    restartPolicy?: "Always" | "OnFailure" | "Never";
+                    /** @description A deploy taking longer fails with reason Timeout. */
+                    timeoutSeconds?: number;
+                    /** @description Working directory; default: the instance's state directory. */
+                    workingDir?: string;
+                };
                 /** @description Outputs the template promises to produce. */
                 outputs?: string[];
                 /** @description Which other projects may use this object. */
@@ -625,12 +658,9 @@ export interface components {
                     command?: string[];
                     /** @description Extra environment variables of the job. */
                     env?: {
-                        [key: string]: string;
+                        [key: string]: unknown;
                     };
-                    /**
-                     * Format: int64
-                     * @description --nodes; default 1. The profile's GPUs are per node.
-                     */
+                    /** @description --nodes; default 1. The profile's GPUs are per node. */
                     nodes?: number;
                     /** @description --partition; default: the cluster's default partition. */
                     partition?: string;
@@ -638,14 +668,11 @@ export interface components {
                     qos?: string;
                     /** @description The batch script; starts with #!. Either script or command. */
                     script?: string;
-                    /** @description Path of the cluster's slurm.conf (SLURM_CONF for sbatch, squeue and scancel); default: gantryd's environment. */
+                    /** @description Absolute path of the cluster's slurm.conf (SLURM_CONF for sbatch, squeue and scancel); default: gantryd's environment. */
                     slurmConf?: string;
-                    /** @description --time, in Slurm's formats ("90", "4:00:00", "2-00:00:00"). */
-                    timeLimit?: string;
-                    /**
-                     * Format: int64
-                     * @description How long a deploy waits for the job to start running.
-                     */
+                    /** @description --time: minutes, or Slurm's formats ("90", "4:00:00", "2-00:00:00", "UNLIMITED"). */
+                    timeLimit?: string | number;
+                    /** @description How long a deploy waits for the job to start running. */
                     timeoutSeconds?: number;
                     /** @description --chdir; default: the instance's state directory on gantryd's host. */
                     workingDir?: string;
