@@ -90,8 +90,10 @@ Args Parse(int argc, char** argv) {
       std::exit(2);
     }
     k = k.substr(2);
-    if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) a.kv[k] = argv[++i];
-    else a.kv[k] = "1";
+    if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0)
+      a.kv[k] = argv[++i];
+    else
+      a.kv[k] = "1";
   }
   return a;
 }
@@ -108,7 +110,8 @@ std::string Summary(std::vector<double> ms, const std::string& prefix) {
   double sum = 0;
   for (double v : ms) sum += v;
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%sp50_ms=%.3f %sp90_ms=%.3f %sp99_ms=%.3f %smax_ms=%.3f %smean_ms=%.3f",
+  std::snprintf(buf, sizeof buf,
+                "%sp50_ms=%.3f %sp90_ms=%.3f %sp99_ms=%.3f %smax_ms=%.3f %smean_ms=%.3f",
                 prefix.c_str(), Pct(ms, 50), prefix.c_str(), Pct(ms, 90), prefix.c_str(),
                 Pct(ms, 99), prefix.c_str(), ms.empty() ? 0.0 : ms.back(), prefix.c_str(),
                 ms.empty() ? 0.0 : sum / static_cast<double>(ms.size()));
@@ -211,7 +214,8 @@ int Create(const Args& a) {
           } else {
             ++errors;
             std::lock_guard<std::mutex> l(mu);
-            if (first_error.empty()) first_error = std::to_string(res.result_int()) + " " + res.body();
+            if (first_error.empty())
+              first_error = std::to_string(res.result_int()) + " " + res.body();
           }
         } catch (const std::exception& e) {
           ++errors;
@@ -225,7 +229,8 @@ int Create(const Args& a) {
   }
   for (auto& t : threads) t.join();
   double secs = Ms(Clock::now() - t0) / 1000;
-  if (!first_error.empty()) std::fprintf(stderr, "loadgen create: first error: %.300s\n", first_error.c_str());
+  if (!first_error.empty())
+    std::fprintf(stderr, "loadgen create: first error: %.300s\n", first_error.c_str());
   std::printf("creates=%ld errors=%ld seconds=%.3f rate=%.1f %s\n", ok.load(), errors.load(), secs,
               static_cast<double>(ok.load()) / secs, Summary(lat, "").c_str());
   return errors > 0 ? 1 : 0;
@@ -335,9 +340,11 @@ class SuccessWatcher {
     const auto& o = obj->as_object();
     std::string name, phase;
     if (auto* m = o.if_contains("metadata"); m && m->is_object())
-      if (auto* n = m->as_object().if_contains("name"); n && n->is_string()) name = n->as_string().c_str();
+      if (auto* n = m->as_object().if_contains("name"); n && n->is_string())
+        name = n->as_string().c_str();
     if (auto* s = o.if_contains("status"); s && s->is_object())
-      if (auto* p = s->as_object().if_contains("phase"); p && p->is_string()) phase = p->as_string().c_str();
+      if (auto* p = s->as_object().if_contains("phase"); p && p->is_string())
+        phase = p->as_string().c_str();
     std::lock_guard<std::mutex> l(mu_);
     if (phase == "Success") done_.emplace(name, now);
     if (phase == "Failed") ++failed_;
@@ -368,11 +375,13 @@ int Deploy(const Args& a) {
 
   Conn probe(host, port);
   auto first = probe.Do(http::verb::get, std::string(kBase) + "?limit=1");
-  std::string rv(json::parse(first.body()).at("metadata").at("resourceVersion").as_string().c_str());
+  std::string rv(
+      json::parse(first.body()).at("metadata").at("resourceVersion").as_string().c_str());
   SuccessWatcher watcher(host, port,
                          std::string(kBase) + "?watch=true&resourceVersion=" + rv +
                              "&timeoutSeconds=" + std::to_string(timeout_s) +
-                             "&fieldSelector=status.phase%3DSuccess&labelSelector=bench-set%3D" + set,
+                             "&fieldSelector=status.phase%3DSuccess&labelSelector=bench-set%3D" +
+                             set,
                          static_cast<size_t>(count));
   watcher.Start();
 
@@ -426,11 +435,14 @@ int Deploy(const Args& a) {
     last = std::max(last, it->second);
   }
   double secs = Ms(last - t0) / 1000;
-  if (!first_error.empty()) std::fprintf(stderr, "loadgen deploy: first error: %.300s\n", first_error.c_str());
-  std::printf("deployed=%zu of=%ld post_errors=%ld failed=%ld seconds=%.3f rate=%.1f posts_seconds=%.3f %s %s\n",
-              lat.size(), count, errors.load(), watcher.failed(), secs,
-              secs > 0 ? static_cast<double>(lat.size()) / secs : 0.0, Ms(posts_done - t0) / 1000,
-              Summary(lat, "").c_str(), Summary(post_lat, "post_").c_str());
+  if (!first_error.empty())
+    std::fprintf(stderr, "loadgen deploy: first error: %.300s\n", first_error.c_str());
+  std::printf(
+      "deployed=%zu of=%ld post_errors=%ld failed=%ld seconds=%.3f rate=%.1f posts_seconds=%.3f %s "
+      "%s\n",
+      lat.size(), count, errors.load(), watcher.failed(), secs,
+      secs > 0 ? static_cast<double>(lat.size()) / secs : 0.0, Ms(posts_done - t0) / 1000,
+      Summary(lat, "").c_str(), Summary(post_lat, "post_").c_str());
   return lat.size() == static_cast<size_t>(count) && errors == 0 ? 0 : 1;
 }
 

@@ -11,15 +11,16 @@
 //
 // Prints: runs=COUNT failures=F seconds=S per_second=R fork_per_second=R1
 //         posix_spawn_per_second=R2
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <thread>
 #include <vector>
 

@@ -68,8 +68,10 @@ std::map<std::string, std::string> Parse(int argc, char** argv) {
     std::string k = argv[i];
     if (k.rfind("--", 0) != 0) continue;
     k = k.substr(2);
-    if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) kv[k] = argv[++i];
-    else kv[k] = "1";
+    if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0)
+      kv[k] = argv[++i];
+    else
+      kv[k] = "1";
   }
   return kv;
 }
@@ -90,7 +92,8 @@ void Exec(sqlite3* db, const std::string& sql) {
 }
 
 std::string Replace(std::string s, const std::string& from, const std::string& to) {
-  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
+  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size())
+    s.replace(p, from.size(), to);
   return s;
 }
 
@@ -123,13 +126,18 @@ int Insert(std::map<std::string, std::string>& a) {
   const long count = a.count("count") ? std::stol(a["count"]) : 0;
   const long start = a.count("start") ? std::stol(a["start"]) : 0;  // first name: ref-START
   sqlite3_stmt *obj = nullptr, *ev = nullptr, *begin = nullptr, *commit = nullptr;
-  Check(db, sqlite3_prepare_v2(db,
-                               "INSERT INTO objects(kind, namespace, name, rv, labels, phase, "
-                               "ref_name, search, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                               -1, &obj, nullptr), "prepare");
-  Check(db, sqlite3_prepare_v2(db,
-                               "INSERT INTO events(rv, type, kind, namespace, name, body) "
-                               "VALUES (?1, 'ADDED', ?2, ?3, ?4, ?5)", -1, &ev, nullptr), "prepare");
+  Check(db,
+        sqlite3_prepare_v2(db,
+                           "INSERT INTO objects(kind, namespace, name, rv, labels, phase, "
+                           "ref_name, search, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                           -1, &obj, nullptr),
+        "prepare");
+  Check(db,
+        sqlite3_prepare_v2(db,
+                           "INSERT INTO events(rv, type, kind, namespace, name, body) "
+                           "VALUES (?1, 'ADDED', ?2, ?3, ?4, ?5)",
+                           -1, &ev, nullptr),
+        "prepare");
   Check(db, sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, nullptr), "prepare");
   Check(db, sqlite3_prepare_v2(db, "COMMIT", -1, &commit, nullptr), "prepare");
   const std::string labels = R"({"bench-set":"ref","env":"prod","shard":"s1","team":"t1"})";
@@ -197,15 +205,20 @@ int Query(std::map<std::string, std::string>& a) {
     sqlite3_stmt *rv = nullptr, *q = nullptr;
     // Prepared on every request, as gantryd does.
     if (!page_only) {
-      Check(db, sqlite3_prepare_v2(db, "SELECT MAX((SELECT IFNULL(MAX(rv),0) FROM objects),"
-                                       " (SELECT IFNULL(MAX(rv),0) FROM events))", -1, &rv, nullptr),
+      Check(db,
+            sqlite3_prepare_v2(db,
+                               "SELECT MAX((SELECT IFNULL(MAX(rv),0) FROM objects),"
+                               " (SELECT IFNULL(MAX(rv),0) FROM events))",
+                               -1, &rv, nullptr),
             "prepare");
       Check(db, sqlite3_step(rv), "rv");
     }
-    Check(db, sqlite3_prepare_v2(db,
-                                 "SELECT id, body FROM objects WHERE kind = ?1 AND namespace = ?2 "
-                                 "AND json_extract(labels, ?3) = ?4 ORDER BY id DESC LIMIT 101",
-                                 -1, &q, nullptr), "prepare");
+    Check(db,
+          sqlite3_prepare_v2(db,
+                             "SELECT id, body FROM objects WHERE kind = ?1 AND namespace = ?2 "
+                             "AND json_extract(labels, ?3) = ?4 ORDER BY id DESC LIMIT 101",
+                             -1, &q, nullptr),
+          "prepare");
     sqlite3_bind_text(q, 1, "ComputeInstance", -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 2, "default", -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 3, path.c_str(), -1, SQLITE_STATIC);

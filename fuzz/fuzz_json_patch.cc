@@ -57,8 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FieldChange change = CompareFields(before, TrackedFields(merged));
     Managers managers;
     RecordUpdate(managers, change, "fuzz", "v1", "t");
-    (void)RecordApply(managers, change, LeafSet(TrackedFields(patched.get_object())), "other",
-                      "v1", "t", false);
+    (void)RecordApply(managers, change, LeafSet(TrackedFields(patched.get_object())), "other", "v1",
+                      "t", false);
     RemoveFields(merged, FieldsToPrune(managers, "fuzz", {}));
   }
   return 0;

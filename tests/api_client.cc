@@ -8,8 +8,8 @@
 
 #include <cctype>
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 
 namespace gantry::testing {
 namespace {
@@ -162,8 +162,7 @@ Resp Api::Call(const std::string& method, const std::string& target, const std::
   boost::system::error_code ec;
   r.body = json::parse(r.raw, ec);
   if (ec) r.body = nullptr;
-  EXPECT_LT(r.status, 500) << method << " " << target << " answered " << r.status << ": "
-                           << r.raw;
+  EXPECT_LT(r.status, 500) << method << " " << target << " answered " << r.status << ": " << r.raw;
   return r;
 }
 
@@ -182,11 +181,10 @@ json::object Api::MustCreate(const std::string& collection, const json::value& o
 json::object Api::CreateProject(const std::string& name, const std::string& display) {
   json::object spec;
   if (!display.empty()) spec["displayName"] = display;
-  return MustCreate(ClusterPath("projects"),
-                    json::object{{"apiVersion", "paas.gantry.dev/v1"},
-                                 {"kind", "Project"},
-                                 {"metadata", {{"name", name}}},
-                                 {"spec", spec}});
+  return MustCreate(ClusterPath("projects"), json::object{{"apiVersion", "paas.gantry.dev/v1"},
+                                                          {"kind", "Project"},
+                                                          {"metadata", {{"name", name}}},
+                                                          {"spec", spec}});
 }
 
 json::object TemplateObject(const std::string& name, json::array variables) {
@@ -213,11 +211,11 @@ json::object ProfileObject(const std::string& name, const std::string& tmpl,
 }
 
 json::object InstanceObject(const std::string& name, const std::string& profile) {
-  return json::object{{"apiVersion", "paas.gantry.dev/v1"},
-                      {"kind", "ComputeInstance"},
-                      {"metadata", {{"name", name}}},
-                      {"spec", {{"displayName", "Instance " + name},
-                                {"profileRef", {{"name", profile}}}}}};
+  return json::object{
+      {"apiVersion", "paas.gantry.dev/v1"},
+      {"kind", "ComputeInstance"},
+      {"metadata", {{"name", name}}},
+      {"spec", {{"displayName", "Instance " + name}, {"profileRef", {{"name", profile}}}}}};
 }
 
 json::object Api::CreateTemplate(const std::string& ns, const std::string& name,
@@ -335,8 +333,7 @@ void WatchCollector::Run(const std::string& base_url, const std::string& target,
       if (line.empty()) continue;
       boost::system::error_code ec;
       json::value v = json::parse(line, ec);
-      json::object event = !ec && v.is_object() ? v.get_object()
-                                                : json::object{{"unparsed", line}};
+      json::object event = !ec && v.is_object() ? v.get_object() : json::object{{"unparsed", line}};
       bool stop = stop_when && stop_when(event);
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -387,8 +384,7 @@ void WatchCollector::Run(const std::string& base_url, const std::string& target,
   finish(absl::OkStatus());
 }
 
-bool WatchCollector::WaitFor(
-    const std::function<bool(const std::vector<json::object>&)>& pred) {
+bool WatchCollector::WaitFor(const std::function<bool(const std::vector<json::object>&)>& pred) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, kWaitDeadline, [&] { return done_ || pred(events_); });
   return pred(events_);
@@ -419,8 +415,7 @@ std::vector<std::string> WatchCollector::Summary() const {
       if (const json::value* m = obj->get_object().if_contains("metadata"); m && m->is_object())
         if (const json::value* n = m->get_object().if_contains("name"); n && n->is_string())
           name = std::string(n->get_string());
-    out.push_back((type && type->is_string() ? std::string(type->get_string()) : "?") + " " +
-                  name);
+    out.push_back((type && type->is_string() ? std::string(type->get_string()) : "?") + " " + name);
   }
   return out;
 }

@@ -89,8 +89,7 @@ class Api {
                                     const std::string& tmpl, boost::json::array variables = {},
                                     boost::json::object labels = {});
   boost::json::object CreateInstance(const std::string& ns, const std::string& name,
-                                     const std::string& profile,
-                                     boost::json::object labels = {},
+                                     const std::string& profile, boost::json::object labels = {},
                                      boost::json::object extra_spec = {});
 
   client::HttpClient& http() { return client_; }

@@ -67,7 +67,8 @@ class ApplyTest : public GantrydTest {
   }
   static std::string Yaml(const std::string& display, const std::string& extra = "") {
     return "apiVersion: paas.gantry.dev/v1\nkind: ComputeInstance\nmetadata:\n  name: web\n"
-           "spec:\n  displayName: " + display + "\n  profileRef: {name: p}\n" + extra;
+           "spec:\n  displayName: " +
+           display + "\n  profileRef: {name: p}\n" + extra;
   }
 };
 
@@ -109,7 +110,8 @@ TEST_F(ApplyTest, CreatesThenMergesAndIsANoOpWhenUnchanged) {
 TEST_F(ApplyTest, FieldsNoLongerAppliedAreRemovedUnlessSomeoneElseOwnsThem) {
   auto labeled = [](const std::string& labels, const std::string& extra) {
     return "apiVersion: paas.gantry.dev/v1\nkind: ComputeInstance\nmetadata:\n  name: web\n"
-           "  labels: {" + labels + "}\nspec:\n  profileRef: {name: p}\n" + extra;
+           "  labels: {" +
+           labels + "}\nspec:\n  profileRef: {name: p}\n" + extra;
   };
   ASSERT_EQ(Apply(labeled("team: ml, env: dev", "  description: d\n"), "a").status, 201);
   // b applies the same env label: both own it.
@@ -178,14 +180,15 @@ TEST_F(ApplyTest, RequestsApplyRefuses) {
   Resp invalid = Apply(Yaml("Web", "  bogus: 1\n"), "a");
   EXPECT_TRUE(invalid.IsStatus(422, "Invalid")) << invalid.raw;
   EXPECT_THAT(invalid.cause_fields(), ElementsAre("spec.bogus"));
-  Resp force_on_merge = api().Call("PATCH", Path() + "?force=true", R"({"spec":{}})",
-                                   "application/merge-patch+json");
+  Resp force_on_merge =
+      api().Call("PATCH", Path() + "?force=true", R"({"spec":{}})", "application/merge-patch+json");
   EXPECT_TRUE(force_on_merge.IsStatus(400, "BadRequest")) << force_on_merge.raw;
-  Resp runs = api().Call("PATCH", NsPath("default", "runs", "r") + "?fieldManager=a",
-                         "apiVersion: paas.gantry.dev/v1\nkind: Run\nmetadata: {name: r}\n", kApply);
+  Resp runs =
+      api().Call("PATCH", NsPath("default", "runs", "r") + "?fieldManager=a",
+                 "apiVersion: paas.gantry.dev/v1\nkind: Run\nmetadata: {name: r}\n", kApply);
   EXPECT_TRUE(runs.IsStatus(405, "MethodNotAllowed")) << runs.raw;
-  Resp no_project = api().Call("PATCH", NsPath("nope", "computeinstances", "web") + "?fieldManager=a",
-                               Yaml("Web"), kApply);
+  Resp no_project = api().Call(
+      "PATCH", NsPath("nope", "computeinstances", "web") + "?fieldManager=a", Yaml("Web"), kApply);
   EXPECT_TRUE(no_project.IsStatus(404, "NotFound")) << no_project.raw;
 }
 
@@ -193,11 +196,13 @@ TEST_F(ApplyTest, ProfileRevisionsFollowAppliedSpecChanges) {
   std::string yaml =
       "apiVersion: paas.gantry.dev/v1\nkind: ComputeProfile\nmetadata: {name: p}\n"
       "spec: {templateRef: {name: t}, displayName: P}\n";
-  Resp r = api().Call("PATCH", NsPath("default", "computeprofiles", "p") + "?fieldManager=a&force=true",
-                      yaml, kApply);
+  Resp r =
+      api().Call("PATCH", NsPath("default", "computeprofiles", "p") + "?fieldManager=a&force=true",
+                 yaml, kApply);
   ASSERT_EQ(r.status, 200) << r.raw;
   EXPECT_EQ(r.obj().at("status").at("revision"), 2);
-  r = api().Call("PATCH", NsPath("default", "computeprofiles", "p") + "?fieldManager=a", yaml, kApply);
+  r = api().Call("PATCH", NsPath("default", "computeprofiles", "p") + "?fieldManager=a", yaml,
+                 kApply);
   ASSERT_EQ(r.status, 200) << r.raw;
   EXPECT_EQ(r.obj().at("status").at("revision"), 2);
 }
@@ -217,13 +222,15 @@ TEST_F(ApplyTest, EveryWriteRecordsItsManager) {
   EXPECT_EQ(FieldsOf(replaced.obj(), "kubectl-replace"), R"({"f:spec":{"f:displayName":{}}})");
 
   // A label removed by a merge patch leaves every manager.
-  Resp unlabeled = api().Call("PATCH", Path() + "?fieldManager=kubectl-label",
-                              R"({"metadata":{"labels":{"env":null}}})",
-                              "application/merge-patch+json");
+  Resp unlabeled =
+      api().Call("PATCH", Path() + "?fieldManager=kubectl-label",
+                 R"({"metadata":{"labels":{"env":null}}})", "application/merge-patch+json");
   ASSERT_EQ(unlabeled.status, 200) << unlabeled.raw;
-  EXPECT_EQ(FieldsOf(unlabeled.obj(), "gantry-cli"), R"({"f:spec":{"f:profileRef":{"f:name":{}}}})");
+  EXPECT_EQ(FieldsOf(unlabeled.obj(), "gantry-cli"),
+            R"({"f:spec":{"f:profileRef":{"f:name":{}}}})");
   EXPECT_EQ(Str(unlabeled.obj(), {"metadata", "labels"}), "");
-  EXPECT_THAT(Managers(unlabeled.obj()), ElementsAre("gantry-cli/Update", "kubectl-replace/Update"));
+  EXPECT_THAT(Managers(unlabeled.obj()),
+              ElementsAre("gantry-cli/Update", "kubectl-replace/Update"));
 }
 
 TEST_F(ApplyTest, ManagedFieldsSentByClientsReplaceOrResetOrAreRefused) {
@@ -245,8 +252,8 @@ TEST_F(ApplyTest, ManagedFieldsSentByClientsReplaceOrResetOrAreRefused) {
   EXPECT_EQ(FieldsOf(r.obj(), "me"), R"({"f:spec":{"f:displayName":{}}})");
 
   put = r.obj();
-  put["metadata"].as_object()["managedFields"] =
-      json::parse(R"([{"manager":"x","operation":"Update","fieldsV1":{"f:spec":{"k:{\"a\":1}":{}}}}])");
+  put["metadata"].as_object()["managedFields"] = json::parse(
+      R"([{"manager":"x","operation":"Update","fieldsV1":{"f:spec":{"k:{\"a\":1}":{}}}}])");
   r = api().Call("PUT", Path(), json::serialize(put));
   EXPECT_TRUE(r.IsStatus(422, "Invalid")) << r.raw;
   EXPECT_THAT(r.cause_fields(), ElementsAre("metadata.managedFields[0].fieldsV1"));
@@ -283,15 +290,17 @@ TEST_F(ApplyTest, JsonPatch) {
   Resp conflict = api().Call("PATCH", Path(), old_rv_set, kJsonPatch);
   EXPECT_TRUE(conflict.IsStatus(409, "Conflict")) << conflict.raw;
 
-  Resp invalid = api().Call("PATCH", Path(), R"([{"op":"add","path":"/spec/gpus","value":"x"}])",
-                            kJsonPatch);
+  Resp invalid =
+      api().Call("PATCH", Path(), R"([{"op":"add","path":"/spec/gpus","value":"x"}])", kJsonPatch);
   EXPECT_TRUE(invalid.IsStatus(422, "Invalid")) << invalid.raw;
   EXPECT_THAT(invalid.cause_fields(), ElementsAre("spec.gpus"));
   Resp malformed = api().Call("PATCH", Path(), R"({"op":"add"})", kJsonPatch);
   EXPECT_TRUE(malformed.IsStatus(400, "BadRequest")) << malformed.raw;
-  Resp whole = api().Call("PATCH", Path(), R"([{"op":"replace","path":"","value":[]}])", kJsonPatch);
+  Resp whole =
+      api().Call("PATCH", Path(), R"([{"op":"replace","path":"","value":[]}])", kJsonPatch);
   EXPECT_TRUE(whole.IsStatus(422, "Invalid")) << whole.raw;
-  Resp missing = api().Call("PATCH", NsPath("default", "computeinstances", "nope"), "[]", kJsonPatch);
+  Resp missing =
+      api().Call("PATCH", NsPath("default", "computeinstances", "nope"), "[]", kJsonPatch);
   EXPECT_TRUE(missing.IsStatus(404, "NotFound")) << missing.raw;
   EXPECT_EQ(Str(api().Get(Path()).obj(), {"spec", "displayName"}), "J");
 }
@@ -302,7 +311,8 @@ TEST_F(ApplyTest, SensitiveVariablesReappliedInPlaintextAreUnchanged) {
   api().CreateProfile("default", "sp", "st");
   auto yaml = [](const std::string& pw) {
     return "apiVersion: paas.gantry.dev/v1\nkind: ComputeInstance\nmetadata: {name: web}\n"
-           "spec:\n  profileRef: {name: sp}\n  variables: {pw: \"" + pw + "\"}\n";
+           "spec:\n  profileRef: {name: sp}\n  variables: {pw: \"" +
+           pw + "\"}\n";
   };
   Resp r = Apply(yaml("s3cret-1"), "a");
   ASSERT_EQ(r.status, 201) << r.raw;
@@ -323,8 +333,9 @@ TEST_F(ApplyTest, SensitiveVariablesReappliedInPlaintextAreUnchanged) {
 }
 
 TEST_F(ApplyTest, ApplyIsAuthorizedAsAnUpdateAndACreate) {
-  api().MustCreate(ClusterPath("users"), json::object{{"metadata", json::object{{"name", "vic"}}},
-                                                      {"spec", json::object{{"password", "vic-password-1"}}}});
+  api().MustCreate(ClusterPath("users"),
+                   json::object{{"metadata", json::object{{"name", "vic"}}},
+                                {"spec", json::object{{"password", "vic-password-1"}}}});
   api().MustCreate(NsPath("default", "rolebindings"),
                    json::object{{"metadata", json::object{{"name", "vic"}}},
                                 {"spec", json::object{{"user", "vic"}, {"role", "viewer"}}}});
@@ -356,8 +367,8 @@ TEST_F(ApplyTest, AppliedTemplateDriverConfigIsCheckedWhenSaved) {
 
   Resp created = api().Call("PATCH", path, yaml("{command: [python3, app.py]}"), kApply);
   ASSERT_EQ(created.status, 201) << created.raw;
-  Resp changed = api().Call(
-      "PATCH", path, yaml("{command: [python3, app.py], restartPolicy: always}"), kApply);
+  Resp changed = api().Call("PATCH", path,
+                            yaml("{command: [python3, app.py], restartPolicy: always}"), kApply);
   ASSERT_TRUE(changed.IsStatus(422, "Invalid")) << changed.raw;
   EXPECT_THAT(changed.cause_fields(), ElementsAre("spec.local.restartPolicy"));
 }

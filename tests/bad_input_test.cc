@@ -85,7 +85,8 @@ TEST_F(BadInputTest, MalformedBodiesAreBadRequest) {
   };
   const std::vector<Case> cases = {
       {"", "the request body is empty; expected a JSON object"},
-      {"{\"metadata\":", "the request body is not valid JSON: incomplete JSON at line 1, column 13"},
+      {"{\"metadata\":",
+       "the request body is not valid JSON: incomplete JSON at line 1, column 13"},
       {"{\"a\":1}{\"b\":2}", "the request body is not valid JSON: extra data at line 1, column 8"},
       {"{'metadata': {}}", "the request body is not valid JSON: syntax error at line 1, column 2"},
       {"{\"metadata\":{\"name\":\"x\",}}",
@@ -97,7 +98,8 @@ TEST_F(BadInputTest, MalformedBodiesAreBadRequest) {
       {"\"spec\"", "the request body must be a JSON object"},
       {std::string(100, '[') + std::string(100, ']'),
        "the request body is not valid JSON: nesting deeper than 64 levels at line 1, column 65"},
-      {std::string(70, '{'), "the request body is not valid JSON: syntax error at line 1, column 2"},
+      {std::string(70, '{'),
+       "the request body is not valid JSON: syntax error at line 1, column 2"},
   };
   for (const auto& c : cases) {
     for (const std::string method : {"POST", "PUT", "PATCH"}) {
@@ -118,7 +120,8 @@ TEST_F(BadInputTest, InvalidUtf8IsBadRequest) {
     std::string body, message;
   };
   const std::vector<Case> cases = {
-      {prefix + "\xff\xfe" + suffix, "the request body is not valid JSON: syntax error at line 1, column 49"},
+      {prefix + "\xff\xfe" + suffix,
+       "the request body is not valid JSON: syntax error at line 1, column 49"},
       {prefix + "\xc0\xaf" + suffix,  // overlong '/'
        "the request body is not valid JSON: syntax error at line 1, column 49"},
       {prefix + "\xed\xa0\x80" + suffix,  // UTF-16 surrogate
@@ -150,10 +153,10 @@ TEST_F(BadInputTest, BodyOverTheLimitIs413) {
   EXPECT_EQ(r.message(), "the request body is larger than the limit of 4096 bytes");
 
   // Announced by Content-Length alone: refused before the body is read.
-  std::string raw = RawExchange(gantryd_->port(),
-                                "POST " + Instances() +
-                                    " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                    "Content-Length: 1000000000\r\n\r\n{");
+  std::string raw =
+      RawExchange(gantryd_->port(), "POST " + Instances() +
+                                        " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                        "Content-Length: 1000000000\r\n\r\n{");
   Resp rr = ParseRaw(raw);
   EXPECT_TRUE(rr.IsStatus(413, "RequestEntityTooLarge")) << raw;
 
@@ -247,8 +250,8 @@ TEST_F(BadInputTest, PathTricksAreRefused) {
 
 TEST_F(BadInputTest, NonOriginFormTargetsAreRefused) {
   for (const std::string target : {"*", "http://evil.example/apis", "apis/paas.gantry.dev/v1"}) {
-    std::string raw = RawExchange(gantryd_->port(),
-                                  "GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    std::string raw =
+        RawExchange(gantryd_->port(), "GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n");
     Resp r = ParseRaw(raw);
     EXPECT_TRUE(r.IsStatus(400, "BadRequest")) << target << ": " << raw;
     EXPECT_EQ(r.message(), "the request path is not a valid URL path");
@@ -272,7 +275,8 @@ TEST_F(BadInputTest, WrongContentTypesAre415) {
 
   // Media types are compared without parameters and case.
   json::object obj = InstanceObject("typed", "p");
-  EXPECT_EQ(api().Call("POST", Instances(), json::serialize(obj), "Application/JSON; charset=utf-8")
+  EXPECT_EQ(api()
+                .Call("POST", Instances(), json::serialize(obj), "Application/JSON; charset=utf-8")
                 .status,
             201);
   EXPECT_EQ(api().Get(Instances()).names(), (std::vector<std::string>{"typed", "i"}));
@@ -295,7 +299,8 @@ TEST_F(BadInputTest, UnsupportedPatchTypesAre415) {
   }
   // Strategic merge needs Go types' patch strategies: refused as Kubernetes refuses it for
   // custom resources, saying what to use instead.
-  Resp smp = api().Call("PATCH", Instance(), "{\"spec\":{}}", "application/strategic-merge-patch+json");
+  Resp smp =
+      api().Call("PATCH", Instance(), "{\"spec\":{}}", "application/strategic-merge-patch+json");
   EXPECT_TRUE(smp.IsStatus(415, "UnsupportedMediaType")) << smp.raw;
   EXPECT_EQ(smp.message(),
             "strategic merge patch is not supported for computeinstances.paas.gantry.dev: use "
@@ -330,7 +335,8 @@ TEST_F(BadInputTest, UnsupportedMethodsAre405) {
   };
   for (const auto& c : cases) {
     Resp r = api().Call(c.method, c.target, "{}");
-    EXPECT_TRUE(r.IsStatus(405, "MethodNotAllowed")) << c.method << " " << c.target << ": " << r.raw;
+    EXPECT_TRUE(r.IsStatus(405, "MethodNotAllowed"))
+        << c.method << " " << c.target << ": " << r.raw;
     EXPECT_EQ(r.message(), c.message);
   }
   ExpectUnchanged();
@@ -358,16 +364,16 @@ TEST_F(BadInputTest, HugeAndOddQueryValues) {
     EXPECT_EQ(r.message(), c.message) << c.query.substr(0, 80);
   }
   // Selectors that are long, binary or not UTF-8 are refused, not crashed on.
-  for (const std::string& sel : {std::string(10000, 'a'), std::string("%ff%fe=x"),
-                                std::string("a=%ff"), std::string("%00"),
-                                std::string(2000, '(') , std::string("a in (") + std::string(5000, ',') + ")"}) {
+  for (const std::string& sel :
+       {std::string(10000, 'a'), std::string("%ff%fe=x"), std::string("a=%ff"), std::string("%00"),
+        std::string(2000, '('), std::string("a in (") + std::string(5000, ',') + ")"}) {
     Resp r = api().Get(Instances() + "?labelSelector=" + sel);
     EXPECT_TRUE(r.IsStatus(400, "BadRequest")) << sel.substr(0, 40) << ": " << r.raw;
   }
   // A very long query string overflows the header limit: 400 from the HTTP layer.
-  std::string raw = RawExchange(gantryd_->port(), "GET " + Instances() + "?search=" +
-                                                      std::string(70000, 'x') +
-                                                      " HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string raw =
+      RawExchange(gantryd_->port(), "GET " + Instances() + "?search=" + std::string(70000, 'x') +
+                                        " HTTP/1.1\r\nHost: x\r\n\r\n");
   Resp r = ParseRaw(raw);
   EXPECT_TRUE(r.IsStatus(400, "BadRequest")) << raw.substr(0, 300);
   EXPECT_EQ(r.message(), "malformed HTTP request: header limit exceeded");
@@ -434,9 +440,9 @@ TEST_F(BadInputTest, InvalidUtf8NeverReachesStorage) {
   EXPECT_TRUE(fm.IsStatus(400, "BadRequest")) << fm.raw;
   EXPECT_EQ(fm.message(), "fieldManager must be valid UTF-8");
   // A YAML apply body with invalid UTF-8 in a label value.
-  Resp yaml = api().Call("PATCH", Instance() + "?fieldManager=me",
-                         "metadata:\n  labels:\n    a: \"\xff\xfe\"\n",
-                         "application/apply-patch+yaml");
+  Resp yaml =
+      api().Call("PATCH", Instance() + "?fieldManager=me",
+                 "metadata:\n  labels:\n    a: \"\xff\xfe\"\n", "application/apply-patch+yaml");
   EXPECT_TRUE(yaml.IsStatus(400, "BadRequest")) << yaml.raw;
   EXPECT_THAT(yaml.message(), ::testing::HasSubstr("not valid UTF-8"));
   ExpectUnchanged();
@@ -447,8 +453,8 @@ TEST_F(BadInputTest, InvalidUtf8NeverReachesStorage) {
       "PATCH " + Instance() + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
           std::string(kBootstrapToken) +
           "\r\nUser-Agent: cli\xff\xc3/1.0\r\nContent-Type: application/merge-patch+json\r\n"
-          "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
-          body);
+          "Connection: close\r\nContent-Length: " +
+          std::to_string(body.size()) + "\r\n\r\n" + body);
   Resp ua = ParseRaw(raw);
   ASSERT_EQ(ua.status, 200) << raw;
   Resp got = api().Get(Instance());

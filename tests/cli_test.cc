@@ -226,11 +226,11 @@ TEST_F(CliTest, ApplyCreatesThenLeavesUnchangedThenConfigures) {
               ElementsAre("h100-x8-1"));
 }
 
-// Regression (fixed; was: src/cli/apply.cc:151/202, SameDesiredState): apply compares the manifest's spec with
-// the live one literally, but gantryd stores instance variable values as strings, so a
-// manifest with an unquoted number (`variables: {nodes: 12}`, natural YAML) is reported
-// "configured" on every re-apply although the PUT changes nothing (the resourceVersion stays
-// the same). Expected: "computeinstance/gpu-instance-prod unchanged". Enable when fixed.
+// Regression (fixed; was: src/cli/apply.cc:151/202, SameDesiredState): apply compares the
+// manifest's spec with the live one literally, but gantryd stores instance variable values as
+// strings, so a manifest with an unquoted number (`variables: {nodes: 12}`, natural YAML) is
+// reported "configured" on every re-apply although the PUT changes nothing (the resourceVersion
+// stays the same). Expected: "computeinstance/gpu-instance-prod unchanged". Enable when fixed.
 TEST_F(CliTest, ReapplyWithANumericVariableIsUnchanged) {
   std::string manifest = kManifest;
   manifest.replace(manifest.find("{nodes: \"12\"}"), 14, "{nodes: 12}");
@@ -254,7 +254,8 @@ TEST_F(CliTest, ApplyFromStdinAndIntoAnotherProject) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Lines(r.out).size(), 3u) << r.out;
   EXPECT_EQ(api().Get(NsPath("ml", "computeinstances", "gpu-instance-prod")).status, 200);
-  EXPECT_TRUE(api().Get(NsPath("default", "computeinstances", "gpu-instance-prod"))
+  EXPECT_TRUE(api()
+                  .Get(NsPath("default", "computeinstances", "gpu-instance-prod"))
                   .IsStatus(404, "NotFound"));
 }
 
@@ -305,9 +306,9 @@ TEST_F(CliTest, DescribeShowsWhatIsConfigured) {
   ASSERT_EQ(Gantry({"apply", "-f", WriteFile("stack.yaml", kManifest)}).exit_code, 0);
   CliResult r = Gantry({"describe", "computeinstance", "gpu-instance-prod"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* text : {"gpu-instance-prod", "GPU instance (prod)",
-                           "Dedicated cluster for LLM pre-training.", "h100-x8", "env=prod",
-                           "nodes", "12", "NotDeployed"})
+  for (const char* text :
+       {"gpu-instance-prod", "GPU instance (prod)", "Dedicated cluster for LLM pre-training.",
+        "h100-x8", "env=prod", "nodes", "12", "NotDeployed"})
     EXPECT_THAT(r.out, HasSubstr(text)) << r.out;
 }
 
@@ -317,7 +318,8 @@ TEST_F(CliTest, DeleteByNameAndByFile) {
   CliResult del = Gantry({"delete", "computeinstance", "gpu-instance-prod"});
   EXPECT_EQ(del.exit_code, 0) << del.err;
   EXPECT_EQ(del.out, "computeinstance/gpu-instance-prod deleted\n");
-  EXPECT_TRUE(api().Get(NsPath("default", "computeinstances", "gpu-instance-prod"))
+  EXPECT_TRUE(api()
+                  .Get(NsPath("default", "computeinstances", "gpu-instance-prod"))
                   .IsStatus(404, "NotFound"));
 
   // The rest by file (the instance is already gone: that one is an error, the others go).
@@ -359,17 +361,16 @@ TEST_F(CliTest, ErrorsPrintTheServersMessageAndExitNonZero) {
 TEST_F(CliTest, UnreachableServerIsAnError) {
   int port = gantryd_->port();
   gantryd_->Kill9();
-  CliResult r = RunGantry({"--server", "http://127.0.0.1:" + std::to_string(port), "get",
-                           "computeinstances"},
-                          home_);
+  CliResult r = RunGantry(
+      {"--server", "http://127.0.0.1:" + std::to_string(port), "get", "computeinstances"}, home_);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, StartsWith("error: "));
 }
 
 TEST_F(CliTest, ConfigFileSuppliesServerAndProject) {
   api().CreateProject("ml");
-  std::string config = WriteFile("gantry.yaml", "server: " + gantryd_->base_url() +
-                                                    "\nproject: ml\n");
+  std::string config =
+      WriteFile("gantry.yaml", "server: " + gantryd_->base_url() + "\nproject: ml\n");
   CliResult r = RunGantry({"--config", config, "apply", "-f", "-"}, home_, kManifest);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(api().Get(NsPath("ml", "computeinstances", "gpu-instance-prod")).status, 200);
@@ -422,9 +423,21 @@ TEST_F(CliTest, LoginWhoamiTokensAndShare) {
   EXPECT_EQ(json::serialize(p.obj().at("spec").at("sharing")),
             R"({"mode":"Selected","projects":["ml","vision"]})");
   ASSERT_EQ(as_user({"share", "cp", "h100-x8", "--all"}).exit_code, 0);
-  EXPECT_EQ(api().Get(NsPath("default", "computeprofiles", "h100-x8")).obj().at("spec").at("sharing").at("mode"), "All");
+  EXPECT_EQ(api()
+                .Get(NsPath("default", "computeprofiles", "h100-x8"))
+                .obj()
+                .at("spec")
+                .at("sharing")
+                .at("mode"),
+            "All");
   ASSERT_EQ(as_user({"share", "cp", "h100-x8", "--none"}).exit_code, 0);
-  EXPECT_EQ(api().Get(NsPath("default", "computeprofiles", "h100-x8")).obj().at("spec").at("sharing").at("mode"), "None");
+  EXPECT_EQ(api()
+                .Get(NsPath("default", "computeprofiles", "h100-x8"))
+                .obj()
+                .at("spec")
+                .at("sharing")
+                .at("mode"),
+            "None");
   r = as_user({"share", "cp", "h100-x8", "--all", "--none"});
   EXPECT_EQ(r.exit_code, 2);
 
@@ -477,7 +490,8 @@ kind: ComputeInstance
 metadata: {name: box, namespace: default}
 spec: {profileRef: {name: small}}
 )";
-  CliResult applied = RunGantry({"--server", Url(), "--ca-file", ca_, "apply", "-f", manifest}, home_);
+  CliResult applied =
+      RunGantry({"--server", Url(), "--ca-file", ca_, "apply", "-f", manifest}, home_);
   ASSERT_EQ(applied.exit_code, 0) << applied.err;
   EXPECT_THAT(applied.out, HasSubstr("computeinstance/box created"));
   // deploy --wait follows a watch stream; logs reads the run's log.
@@ -494,8 +508,8 @@ spec: {profileRef: {name: small}}
   EXPECT_NE(untrusted.exit_code, 0);
   EXPECT_THAT(untrusted.err, HasSubstr("certificate verify failed"));
   EXPECT_THAT(untrusted.err, HasSubstr("--ca-file"));
-  CliResult insecure =
-      RunGantry({"--server", Url(), "--insecure-skip-tls-verify", "get", "computeinstances"}, home_);
+  CliResult insecure = RunGantry(
+      {"--server", Url(), "--insecure-skip-tls-verify", "get", "computeinstances"}, home_);
   EXPECT_EQ(insecure.exit_code, 0) << insecure.err;
   EXPECT_THAT(insecure.out, HasSubstr("box"));
   // Plain http:// to the TLS port fails cleanly.

@@ -29,9 +29,9 @@ constexpr auto kDeadline = std::chrono::seconds(300);
 struct Acks {
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<std::string> instances;  // guarded by mu
-  std::vector<std::string> projects;   // guarded by mu
-  int this_round = 0;                  // guarded by mu
+  std::vector<std::string> instances;   // guarded by mu
+  std::vector<std::string> projects;    // guarded by mu
+  int this_round = 0;                   // guarded by mu
   std::vector<std::string> unexpected;  // guarded by mu: answers other than 201
 };
 

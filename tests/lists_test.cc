@@ -79,8 +79,7 @@ TEST_F(ListsTest, LabelSelectorSets) {
 
 TEST_F(ListsTest, LabelSelectorExistence) {
   EXPECT_THAT(Selected("gpu"), ElementsAre("b-prod-vision"));
-  EXPECT_THAT(Selected("!gpu"),
-              ElementsAre("e-unlabelled", "d-dev", "c-staging", "a-prod-llm"));
+  EXPECT_THAT(Selected("!gpu"), ElementsAre("e-unlabelled", "d-dev", "c-staging", "a-prod-llm"));
   EXPECT_THAT(Selected("example.com/owner"), ElementsAre("d-dev"));
   EXPECT_THAT(Selected("example.com/owner=ana"), ElementsAre("d-dev"));
 }
@@ -90,8 +89,8 @@ TEST_F(ListsTest, LabelSelectorRequirementsAreAnded) {
   EXPECT_THAT(Selected("env in (prod, staging), team=llm, !gpu"),
               ElementsAre("c-staging", "a-prod-llm"));
   EXPECT_THAT(Selected("env=prod,env=staging"), IsEmpty());
-  EXPECT_THAT(Selected(""), ElementsAre("e-unlabelled", "d-dev", "c-staging", "b-prod-vision",
-                                        "a-prod-llm"));
+  EXPECT_THAT(Selected(""),
+              ElementsAre("e-unlabelled", "d-dev", "c-staging", "b-prod-vision", "a-prod-llm"));
 }
 
 TEST_F(ListsTest, InvalidLabelSelectorsAreBadRequest) {
@@ -103,12 +102,13 @@ TEST_F(ListsTest, InvalidLabelSelectorsAreBadRequest) {
       {"Bad Key!", "unable to parse requirement: found 'Key', expected: in, notin, =, ==, !="},
   };
   for (const auto& c : cases) {
-    Resp r = api().Get(NsPath("default", "computeinstances") + "?labelSelector=" +
-                       Escape(c.selector));
+    Resp r =
+        api().Get(NsPath("default", "computeinstances") + "?labelSelector=" + Escape(c.selector));
     EXPECT_TRUE(r.IsStatus(400, "BadRequest")) << c.selector << ": " << r.raw;
     EXPECT_EQ(r.message(), c.message) << c.selector;
   }
-  for (const std::string& bad : std::vector<std::string>{"env in ()", "=x", "env=" + std::string(64, 'v'), "a b c",
+  for (const std::string& bad :
+       std::vector<std::string>{"env in ()", "=x", "env=" + std::string(64, 'v'), "a b c",
                                 "env in (a", "-bad=x", "env notin prod", "x=(y)"}) {
     Resp r = api().Get(NsPath("default", "computeinstances") + "?labelSelector=" + Escape(bad));
     EXPECT_TRUE(r.IsStatus(400, "BadRequest")) << bad << ": " << r.raw;
@@ -130,8 +130,8 @@ TEST_F(ListsTest, FieldSelectors) {
   EXPECT_THAT(Names("fieldSelector=spec.profileRef.name%3Dsmall&labelSelector=team%3Dllm"),
               ElementsAre("c-staging", "a-prod-llm"));
 
-  Resp profiles = api().Get(NsPath("default", "computeprofiles") +
-                            "?fieldSelector=spec.templateRef.name%3Dt");
+  Resp profiles =
+      api().Get(NsPath("default", "computeprofiles") + "?fieldSelector=spec.templateRef.name%3Dt");
   EXPECT_THAT(profiles.names(), ElementsAre("large", "small"));
 }
 
@@ -173,8 +173,8 @@ TEST_F(ListsTest, SearchIsCaseInsensitiveOverNameDisplayNameAndDescription) {
   // Search combines with selectors.
   EXPECT_THAT(Names("search=prod&labelSelector=team%3Dllm"), ElementsAre("a-prod-llm"));
 
-  Resp long_search = api().Get(NsPath("default", "computeinstances") + "?search=" +
-                               std::string(257, 'x'));
+  Resp long_search =
+      api().Get(NsPath("default", "computeinstances") + "?search=" + std::string(257, 'x'));
   EXPECT_TRUE(long_search.IsStatus(400, "BadRequest")) << long_search.raw;
   EXPECT_EQ(long_search.message(), "search text is longer than 256 characters");
 }
@@ -231,8 +231,9 @@ TEST_F(ListsTest, BadPagingParametersAreBadRequest) {
   const std::vector<Case> cases = {
       {"limit=abc", "limit must be a non-negative integer, not \"abc\""},
       {"limit=-1", "limit must be a non-negative integer, not \"-1\""},
-      {"limit=99999999999999999999999", "limit must be a non-negative integer, not "
-                                        "\"99999999999999999999999\""},
+      {"limit=99999999999999999999999",
+       "limit must be a non-negative integer, not "
+       "\"99999999999999999999999\""},
       {"continue=garbage", "continue token \"garbage\" is not valid; start the list again"},
       {"continue=c1.99999999999999999999999",
        "continue token \"c1.99999999999999999999999\" is not valid; start the list again"},
@@ -247,8 +248,8 @@ TEST_F(ListsTest, BadPagingParametersAreBadRequest) {
 
 // A continue token whose number does not fit in 64 bits (19 or 20 digits pass the token's
 // length check) must be refused like any other bad token.
-// Regression (fixed; was: src/store/sqlite/sqlite_store.cc:351, SqliteStore::List): the token check lets up to 20
-// digits through, then std::stoll throws std::out_of_range; the exception escapes the
+// Regression (fixed; was: src/store/sqlite/sqlite_store.cc:351, SqliteStore::List): the token check
+// lets up to 20 digits through, then std::stoll throws std::out_of_range; the exception escapes the
 // request's coroutine and the connection is dropped without any answer (no Status; curl
 // reports an empty reply). Expected: 400 BadRequest "continue token \"c1.9999999999999999999\"
 // is not valid; start the list again". Enable when fixed.
@@ -279,7 +280,8 @@ TEST_F(ListsTest, ListsAcrossAllProjects) {
   EXPECT_THAT(
       api().Get(ClusterPath("computeinstances") + "?fieldSelector=metadata.namespace%3Dml").names(),
       ElementsAre("ml-one"));
-  EXPECT_THAT(api().Get(ClusterPath("computeprofiles")).names(), ElementsAre("p", "large", "small"));
+  EXPECT_THAT(api().Get(ClusterPath("computeprofiles")).names(),
+              ElementsAre("p", "large", "small"));
   EXPECT_THAT(api().Get(ClusterPath("environmenttemplates")).names(), ElementsAre("t", "t"));
   // A project's list holds only its own objects.
   EXPECT_THAT(Names("", "ml"), ElementsAre("ml-one"));
@@ -287,8 +289,8 @@ TEST_F(ListsTest, ListsAcrossAllProjects) {
   // Paging across projects.
   Resp p1 = api().Get(ClusterPath("computeinstances") + "?limit=2");
   EXPECT_THAT(p1.names(), ElementsAre("ml-one", "e-unlabelled"));
-  Resp p2 = api().Get(ClusterPath("computeinstances") + "?limit=2&continue=" +
-                      Escape(p1.meta("continue")));
+  Resp p2 = api().Get(ClusterPath("computeinstances") +
+                      "?limit=2&continue=" + Escape(p1.meta("continue")));
   EXPECT_THAT(p2.names(), ElementsAre("d-dev", "c-staging"));
 }
 
@@ -391,8 +393,8 @@ TEST_F(ExpiredContinueTest, AContinueTokenOlderThanTheHistoryIsExpired) {
                          json::object{{"metadata", {{"labels", {{"n", std::to_string(i)}}}}}});
     ASSERT_EQ(r.status, 200) << r.raw;
   }
-  Resp expired = api().Get(NsPath("default", "computeinstances") + "?limit=2&continue=" +
-                           Escape(token));
+  Resp expired =
+      api().Get(NsPath("default", "computeinstances") + "?limit=2&continue=" + Escape(token));
   EXPECT_TRUE(expired.IsStatus(410, "Expired")) << expired.raw;
   EXPECT_EQ(expired.message(),
             "The provided continue parameter is too old to display a consistent list result. "
@@ -408,8 +410,8 @@ TEST_F(ExpiredContinueTest, AContinueTokenOlderThanTheHistoryIsExpired) {
     for (const auto& n : r.names()) names.push_back(n);
     next = r.meta("continue");
   } while (!next.empty());
-  EXPECT_THAT(names, ElementsAre("e-unlabelled", "d-dev", "c-staging", "b-prod-vision",
-                                 "a-prod-llm"));
+  EXPECT_THAT(names,
+              ElementsAre("e-unlabelled", "d-dev", "c-staging", "b-prod-vision", "a-prod-llm"));
 }
 
 }  // namespace

@@ -25,9 +25,7 @@ int64_t Rv(const Resp& r) { return std::stoll(r.meta("resourceVersion")); }
 int64_t Rv(const json::object& o) {
   return std::stoll(std::string(o.at("metadata").at("resourceVersion").as_string()));
 }
-int64_t At(const json::object& o, const char* a, const char* b) {
-  return o.at(a).at(b).as_int64();
-}
+int64_t At(const json::object& o, const char* a, const char* b) { return o.at(a).at(b).as_int64(); }
 int64_t At(const Resp& r, const char* a, const char* b) { return At(r.obj(), a, b); }
 std::string Str(const json::object& o, const char* a, const char* b) {
   const json::value* v = o.at(a).as_object().if_contains(b);
@@ -209,8 +207,8 @@ TEST_F(ResourcesTest, ComputeProfileCrud) {
 TEST_F(ResourcesTest, ComputeInstanceCrud) {
   api().CreateTemplate("default", "train-exec");
   api().CreateProfile("default", "h100-x8", "train-exec");
-  json::object created = api().CreateInstance("default", "gpu-instance-prod", "h100-x8",
-                                              {{"env", "prod"}});
+  json::object created =
+      api().CreateInstance("default", "gpu-instance-prod", "h100-x8", {{"env", "prod"}});
   EXPECT_EQ(created.at("kind"), "ComputeInstance");
   EXPECT_EQ(Str(created, "status", "phase"), "NotDeployed");
   EXPECT_EQ(At(created, "status", "profileRevision"), 1);
@@ -228,8 +226,7 @@ TEST_F(ResourcesTest, ComputeInstanceCrud) {
   Resp put = api().Put(path, next);
   ASSERT_EQ(put.status, 200) << put.raw;
   EXPECT_EQ(Str(put.obj(), "spec", "description"), "Dedicated cluster");
-  EXPECT_EQ(put.obj().at("metadata").at("annotations"),
-            (json::object{{"owner-notes", "ask ana"}}));
+  EXPECT_EQ(put.obj().at("metadata").at("annotations"), (json::object{{"owner-notes", "ask ana"}}));
   EXPECT_EQ(Str(put.obj(), "status", "phase"), "NotDeployed");
 
   // PUT replaces: labels left out of the body are removed.
@@ -325,8 +322,8 @@ TEST_F(ResourcesTest, UidsAreUniqueAndKeptAcrossUpdates) {
   json::object a = api().CreateProject("a");
   json::object b = api().CreateProject("b");
   EXPECT_NE(Str(a, "metadata", "uid"), Str(b, "metadata", "uid"));
-  Resp patched = api().Patch(ClusterPath("projects", "a"),
-                             json::object{{"spec", {{"displayName", "A"}}}});
+  Resp patched =
+      api().Patch(ClusterPath("projects", "a"), json::object{{"spec", {{"displayName", "A"}}}});
   EXPECT_EQ(patched.meta("uid"), Str(a, "metadata", "uid"));
 }
 
@@ -449,8 +446,8 @@ TEST_F(ResourcesTest, ResourceVersionIncreasesAndGenerationBumpsOnlyOnSpecChange
 // Names
 
 TEST_F(ResourcesTest, NamesMustBeDns1123Labels) {
-  const std::vector<std::string> bad = {"Bad_Name", "UPPER", "-lead", "trail-", "dot.ted",
-                                        "sp ace", std::string(64, 'a'), "ünï"};
+  const std::vector<std::string> bad = {
+      "Bad_Name", "UPPER", "-lead", "trail-", "dot.ted", "sp ace", std::string(64, 'a'), "ünï"};
   for (const auto& name : bad) {
     json::object obj{{"metadata", {{"name", name}}}, {"spec", json::object()}};
     Resp r = api().Post(ClusterPath("projects"), obj);
@@ -460,10 +457,10 @@ TEST_F(ResourcesTest, NamesMustBeDns1123Labels) {
       EXPECT_EQ(r.cause_message("metadata.name"),
                 "Invalid value: \"" + name + "\": must be no more than 63 characters");
     } else if (name == "dot.ted") {
-      EXPECT_EQ(r.cause_message("metadata.name"), "Invalid value: \"dot.ted\": must not contain dots");
-    } else {
       EXPECT_EQ(r.cause_message("metadata.name"),
-                "Invalid value: \"" + name + "\": " + kDnsMessage)
+                "Invalid value: \"dot.ted\": must not contain dots");
+    } else {
+      EXPECT_EQ(r.cause_message("metadata.name"), "Invalid value: \"" + name + "\": " + kDnsMessage)
           << name;
     }
   }
@@ -537,8 +534,9 @@ TEST_F(ResourcesTest, NameIsImmutable) {
   EXPECT_EQ(patch.message(),
             "the name of the object (other) does not match the name on the URL (keep)");
 
-  Resp project = api().Put(ClusterPath("projects", "default"),
-                           json::object{{"metadata", {{"name", "renamed"}}}, {"spec", json::object()}});
+  Resp project =
+      api().Put(ClusterPath("projects", "default"),
+                json::object{{"metadata", {{"name", "renamed"}}}, {"spec", json::object()}});
   EXPECT_TRUE(project.IsStatus(400, "BadRequest")) << project.raw;
 
   EXPECT_EQ(api().Get(path).obj(), created);
@@ -607,11 +605,12 @@ TEST_F(ResourcesTest, UnknownFieldsAreRefusedOnEveryKindAndOnUpdate) {
   Resp pr = api().Post(NsPath("default", "computeprofiles"), prof);
   ASSERT_TRUE(pr.IsStatus(422, "Invalid")) << pr.raw;
   EXPECT_THAT(pr.cause_fields(), ElementsAre("spec.resources.tpu"));
-  EXPECT_EQ(pr.message(), "ComputeProfile \"p\" is invalid: spec.resources.tpu: unknown field \"tpu\"");
+  EXPECT_EQ(pr.message(),
+            "ComputeProfile \"p\" is invalid: spec.resources.tpu: unknown field \"tpu\"");
 
   api().CreateProfile("default", "p", "t");
-  Resp patch = api().Patch(NsPath("default", "computeprofiles", "p"),
-                           json::object{{"spec", {{"gpus", 8}}}});
+  Resp patch =
+      api().Patch(NsPath("default", "computeprofiles", "p"), json::object{{"spec", {{"gpus", 8}}}});
   ASSERT_TRUE(patch.IsStatus(422, "Invalid")) << patch.raw;
   EXPECT_THAT(patch.cause_fields(), ElementsAre("spec.gpus"));
   json::object current = api().Get(NsPath("default", "computeprofiles", "p")).obj();
@@ -627,17 +626,16 @@ TEST_F(ResourcesTest, WrongTypesAreRefusedNamingEachField) {
   json::object prof = ProfileObject("p", "t");
   json::object& spec = prof["spec"].as_object();
   spec["displayName"] = 5;
-  spec["resources"] = json::object{{"gpu", {{"type", "h100"}, {"count", "eight"}}},
-                                   {"cpu", "lots"}};
+  spec["resources"] =
+      json::object{{"gpu", {{"type", "h100"}, {"count", "eight"}}}, {"cpu", "lots"}};
   spec["variables"] = "none";
   spec["sharing"] = json::object{{"mode", "Some"}};
   prof["metadata"].as_object()["labels"] = json::object{{"env", 1}};
   Resp r = api().Post(NsPath("default", "computeprofiles"), prof);
   ASSERT_TRUE(r.IsStatus(422, "Invalid")) << r.raw;
-  EXPECT_THAT(r.cause_fields(),
-              UnorderedElementsAre("spec.displayName", "spec.resources.gpu.count",
-                                   "spec.resources.cpu", "spec.variables", "spec.sharing.mode",
-                                   "metadata.labels.env"));
+  EXPECT_THAT(r.cause_fields(), UnorderedElementsAre("spec.displayName", "spec.resources.gpu.count",
+                                                     "spec.resources.cpu", "spec.variables",
+                                                     "spec.sharing.mode", "metadata.labels.env"));
   EXPECT_EQ(r.cause_message("spec.displayName"), "must be of type string, not number");
   EXPECT_EQ(r.cause_message("spec.resources.gpu.count"), "must be of type integer, not string");
   EXPECT_EQ(r.cause_message("spec.resources.cpu"), "must be of type number, not string");
@@ -661,9 +659,9 @@ TEST_F(ResourcesTest, RequiredSpecFieldsAreNamed) {
   EXPECT_THAT(t.cause_fields(), ElementsAre("spec.driver"));
   EXPECT_EQ(t.cause_message("spec.driver"), "Required value");
 
-  Resp noexec = api().Post(
-      NsPath("default", "environmenttemplates"),
-      json::object{{"metadata", {{"name", "t"}}}, {"spec", {{"driver", "exec"}}}});
+  Resp noexec =
+      api().Post(NsPath("default", "environmenttemplates"),
+                 json::object{{"metadata", {{"name", "t"}}}, {"spec", {{"driver", "exec"}}}});
   ASSERT_TRUE(noexec.IsStatus(422, "Invalid")) << noexec.raw;
   EXPECT_THAT(noexec.cause_fields(), ElementsAre("spec.exec"));
   EXPECT_EQ(noexec.cause_message("spec.exec"),
@@ -676,10 +674,10 @@ TEST_F(ResourcesTest, RequiredSpecFieldsAreNamed) {
   EXPECT_EQ(ci.cause_message("spec"), "Required value");
 }
 
-// Regression (fixed; was: src/api/resources.cc:176, ResourceService::ValidateIncoming): "spec": null passes the
-// schema check (null means "not set") and, for a kind without required spec fields (Project),
-// the required-fields check too; then `obj["spec"].get_object()` is called on the null value.
-// The Debug build aborts on Boost.JSON's `is_object()` assertion, so one POST kills gantryd
+// Regression (fixed; was: src/api/resources.cc:176, ResourceService::ValidateIncoming): "spec":
+// null passes the schema check (null means "not set") and, for a kind without required spec fields
+// (Project), the required-fields check too; then `obj["spec"].get_object()` is called on the null
+// value. The Debug build aborts on Boost.JSON's `is_object()` assertion, so one POST kills gantryd
 // (Release: undefined behaviour). Input: POST /apis/paas.gantry.dev/v1/projects
 // {"metadata":{"name":"nullspec"},"spec":null}. Expected: 201 with an empty spec (or 422
 // naming spec), and the server still up. Enable when fixed.
@@ -694,9 +692,9 @@ TEST_F(ResourcesTest, NullSpecIsNotACrash) {
   EXPECT_TRUE(api().Healthy()) << gantryd_->Log();
 }
 
-// Regression (fixed; was: src/api/resources.cc:451, ResourceService::MergePatch): EnsureObject() replaces a
-// non-object `metadata` in the merged document with {}, so the merge patch {"metadata": 5} is
-// answered 200 and silently removes the object's labels and annotations. Expected: 422
+// Regression (fixed; was: src/api/resources.cc:451, ResourceService::MergePatch): EnsureObject()
+// replaces a non-object `metadata` in the merged document with {}, so the merge patch {"metadata":
+// 5} is answered 200 and silently removes the object's labels and annotations. Expected: 422
 // Invalid with cause metadata "must be of type object, not number", object unchanged.
 TEST_F(ResourcesTest, MergePatchWithNonObjectMetadataIsInvalid) {
   json::object p{{"metadata", {{"name", "keep-labels"}, {"labels", {{"env", "prod"}}}}},
@@ -710,8 +708,9 @@ TEST_F(ResourcesTest, MergePatchWithNonObjectMetadataIsInvalid) {
 }
 
 TEST_F(ResourcesTest, InvalidLabelsAreRefused) {
-  json::object obj{{"metadata", {{"name", "x"}, {"labels", {{"Bad Key", "v"}, {"ok", "bad value!"}}}}},
-                   {"spec", json::object()}};
+  json::object obj{
+      {"metadata", {{"name", "x"}, {"labels", {{"Bad Key", "v"}, {"ok", "bad value!"}}}}},
+      {"spec", json::object()}};
   Resp r = api().Post(ClusterPath("projects"), obj);
   ASSERT_TRUE(r.IsStatus(422, "Invalid")) << r.raw;
   EXPECT_THAT(r.cause_fields(), UnorderedElementsAre("metadata.labels", "metadata.labels.ok"));
@@ -813,9 +812,9 @@ TEST_F(ResourcesTest, InstancePinsProfileRevisionAndKeepsItAfterProfileEdits) {
   ASSERT_EQ(api().Patch(profile, json::object{{"spec", {{"description", "r2"}}}}).status, 200);
   ASSERT_EQ(api().Patch(profile, json::object{{"spec", {{"description", "r3"}}}}).status, 200);
 
-  EXPECT_EQ(At(api().Get(NsPath("default", "computeinstances", "first")), "status",
-               "profileRevision"),
-            1);
+  EXPECT_EQ(
+      At(api().Get(NsPath("default", "computeinstances", "first")), "status", "profileRevision"),
+      1);
   json::object second = api().CreateInstance("default", "second", "p");
   EXPECT_EQ(At(second, "status", "profileRevision"), 3);
 
@@ -872,8 +871,8 @@ TEST_F(ResourcesTest, SharedProfilesAreUsableOnlyByTheProjectsTheyAreSharedWith)
   api().CreateProject("vision");
   api().CreateTemplate("platform", "t");
   json::object prof = ProfileObject("shared", "t");
-  prof["spec"].as_object()["sharing"] = json::object{{"mode", "Selected"},
-                                                     {"projects", json::array{"ml"}}};
+  prof["spec"].as_object()["sharing"] =
+      json::object{{"mode", "Selected"}, {"projects", json::array{"ml"}}};
   api().MustCreate(NsPath("platform", "computeprofiles"), prof);
   api().CreateProfile("platform", "private", "t");
 
@@ -911,8 +910,8 @@ TEST_F(ResourcesTest, SharingRulesAreChecked) {
   EXPECT_EQ(r.cause_message("spec.sharing.projects"),
             "at least one project is required when mode is Selected");
 
-  prof["spec"].as_object()["sharing"] = json::object{{"mode", "All"},
-                                                     {"projects", json::array{"ml"}}};
+  prof["spec"].as_object()["sharing"] =
+      json::object{{"mode", "All"}, {"projects", json::array{"ml"}}};
   r = api().Post(NsPath("default", "computeprofiles"), prof);
   ASSERT_TRUE(r.IsStatus(422, "Invalid")) << r.raw;
   EXPECT_EQ(r.cause_message("spec.sharing.projects"), "may only be set when mode is Selected");
@@ -936,13 +935,12 @@ class VariablesTest : public ResourcesTest {
                                  {"type", "enum"},
                                  {"allowedValues", json::array{"s", "m", "l"}},
                                  {"default", "s"}}});
-    api().CreateProfile(
-        "default", "p", "t",
-        json::array{json::object{{"name", "image"},
-                                 {"override", "restricted"},
-                                 {"allowedValues", json::array{"pytorch", "jax"}},
-                                 {"default", "jax"}},
-                    json::object{{"name", "fixed"}, {"override", "notallowed"}}});
+    api().CreateProfile("default", "p", "t",
+                        json::array{json::object{{"name", "image"},
+                                                 {"override", "restricted"},
+                                                 {"allowedValues", json::array{"pytorch", "jax"}},
+                                                 {"default", "jax"}},
+                                    json::object{{"name", "fixed"}, {"override", "notallowed"}}});
   }
 
   Resp CreateWith(json::object variables, const std::string& name = "i") {
@@ -955,8 +953,9 @@ class VariablesTest : public ResourcesTest {
 TEST_F(VariablesTest, ValidValuesAreSavedAsStrings) {
   Resp r = CreateWith({{"nodes", 12}, {"image", "pytorch"}, {"debug", true}, {"size", "l"}});
   ASSERT_EQ(r.status, 201) << r.raw;
-  EXPECT_EQ(r.obj().at("spec").at("variables"),
-            (json::object{{"nodes", "12"}, {"image", "pytorch"}, {"debug", "true"}, {"size", "l"}}));
+  EXPECT_EQ(
+      r.obj().at("spec").at("variables"),
+      (json::object{{"nodes", "12"}, {"image", "pytorch"}, {"debug", "true"}, {"size", "l"}}));
 }
 
 TEST_F(VariablesTest, EachBadValueIsNamed) {
@@ -967,10 +966,10 @@ TEST_F(VariablesTest, EachBadValueIsNamed) {
                        {"size", "xl"},
                        {"colour", "red"}});
   ASSERT_TRUE(r.IsStatus(422, "Invalid")) << r.raw;
-  EXPECT_THAT(r.cause_fields(),
-              UnorderedElementsAre("spec.variables.nodes", "spec.variables.image",
-                                   "spec.variables.fixed", "spec.variables.debug",
-                                   "spec.variables.size", "spec.variables.colour"));
+  EXPECT_THAT(
+      r.cause_fields(),
+      UnorderedElementsAre("spec.variables.nodes", "spec.variables.image", "spec.variables.fixed",
+                           "spec.variables.debug", "spec.variables.size", "spec.variables.colour"));
   EXPECT_EQ(r.cause_message("spec.variables.nodes"), "Invalid value: \"many\" is not a number");
   EXPECT_EQ(r.cause_message("spec.variables.image"),
             "Unsupported value: \"tensorflow\": supported values: \"pytorch\", \"jax\"");
@@ -1077,7 +1076,8 @@ TEST_F(ResourcesTest, StaleResourceVersionIsConflict) {
   ASSERT_TRUE(ruid.IsStatus(409, "Conflict")) << ruid.raw;
   EXPECT_EQ(ruid.message(),
             "Precondition failed: UID in precondition: 00000000-0000-0000-0000-000000000000, UID "
-            "in object meta: " + Str(v1, "metadata", "uid"));
+            "in object meta: " +
+                Str(v1, "metadata", "uid"));
 
   json::object bad = c;
   bad["metadata"].as_object()["resourceVersion"] = "x1";
@@ -1091,21 +1091,25 @@ TEST_F(ResourcesTest, StaleResourceVersionIsConflict) {
 TEST_F(ResourcesTest, DeletePreconditions) {
   json::object p = api().CreateProject("gone");
   std::string rv = Str(p, "metadata", "resourceVersion");
-  ASSERT_EQ(api().Patch(ClusterPath("projects", "gone"),
-                        json::object{{"spec", {{"displayName", "G"}}}})
-                .status,
-            200);
-  Resp stale = api().Call("DELETE", ClusterPath("projects", "gone"),
-                          json::serialize(json::object{{"preconditions", {{"resourceVersion", rv}}}}));
+  ASSERT_EQ(
+      api()
+          .Patch(ClusterPath("projects", "gone"), json::object{{"spec", {{"displayName", "G"}}}})
+          .status,
+      200);
+  Resp stale =
+      api().Call("DELETE", ClusterPath("projects", "gone"),
+                 json::serialize(json::object{{"preconditions", {{"resourceVersion", rv}}}}));
   EXPECT_TRUE(stale.IsStatus(409, "Conflict")) << stale.raw;
   Resp uid = api().Call("DELETE", ClusterPath("projects", "gone"),
                         json::serialize(json::object{{"preconditions", {{"uid", "not-it"}}}}));
   EXPECT_TRUE(uid.IsStatus(409, "Conflict")) << uid.raw;
-  EXPECT_EQ(uid.message(), "Precondition failed: UID in precondition: not-it, UID in object meta: " +
-                               Str(p, "metadata", "uid"));
+  EXPECT_EQ(uid.message(),
+            "Precondition failed: UID in precondition: not-it, UID in object meta: " +
+                Str(p, "metadata", "uid"));
   EXPECT_EQ(api().Get(ClusterPath("projects", "gone")).status, 200);
-  Resp ok = api().Call("DELETE", ClusterPath("projects", "gone"),
-                       json::serialize(json::object{{"preconditions", {{"uid", Str(p, "metadata", "uid")}}}}));
+  Resp ok = api().Call(
+      "DELETE", ClusterPath("projects", "gone"),
+      json::serialize(json::object{{"preconditions", {{"uid", Str(p, "metadata", "uid")}}}}));
   EXPECT_EQ(ok.status, 200) << ok.raw;
 }
 
@@ -1124,7 +1128,8 @@ TEST_F(ResourcesTest, ProfileInUseCannotBeDeleted) {
 
   Resp t = api().Delete(NsPath("default", "environmenttemplates", "t"));
   ASSERT_TRUE(t.IsStatus(409, "InUse")) << t.raw;
-  EXPECT_EQ(t.message(), "environmenttemplate t is used by 1 compute profile (p); delete them first");
+  EXPECT_EQ(t.message(),
+            "environmenttemplate t is used by 1 compute profile (p); delete them first");
 
   EXPECT_EQ(api().Delete(NsPath("default", "computeinstances", "first")).status, 200);
   r = api().Delete(NsPath("default", "computeprofiles", "p"));
@@ -1198,9 +1203,10 @@ TEST_F(ResourcesTest, ObjectsSurviveARestart) {
 TEST_F(ResourcesTest, DryRunChecksEverythingAndStoresNothing) {
   api().CreateTemplate("default", "t");
   api().CreateProfile("default", "p", "t");
-  std::string rv_before = std::to_string(Rv(api().Get(NsPath("default", "computeprofiles", "p")).obj()));
-  Resp created = api().Post(NsPath("default", "computeinstances") + "?dryRun=All",
-                            InstanceObject("dry", "p"));
+  std::string rv_before =
+      std::to_string(Rv(api().Get(NsPath("default", "computeprofiles", "p")).obj()));
+  Resp created =
+      api().Post(NsPath("default", "computeinstances") + "?dryRun=All", InstanceObject("dry", "p"));
   EXPECT_EQ(created.status, 201) << created.raw;
   EXPECT_EQ(created.obj().at("status").at("phase"), json::value("NotDeployed"));
   EXPECT_EQ(api().Get(NsPath("default", "computeinstances", "dry")).status, 404);
@@ -1231,7 +1237,8 @@ TEST_F(ResourcesTest, DryRunChecksEverythingAndStoresNothing) {
   Resp action = api().Post(NsPath("default", "computeinstances", "real") + "/deploy?dryRun=All",
                            json::object{});
   EXPECT_EQ(action.status, 400) << action.raw;
-  EXPECT_EQ(std::to_string(Rv(api().Get(NsPath("default", "computeprofiles", "p")).obj())), rv_before);
+  EXPECT_EQ(std::to_string(Rv(api().Get(NsPath("default", "computeprofiles", "p")).obj())),
+            rv_before);
 }
 
 }  // namespace

@@ -89,17 +89,16 @@ TEST_F(WatchTest, ResumingReplaysExactlyTheLaterEvents) {
   api().CreateProject("elsewhere");  // another kind: not in this watch
   api().CreateInstance("default", "marker", "p");
 
-  auto watch = Watch(Instances() + "?watch=true&resourceVersion=" + after,
-                     StopAt("ADDED", "marker"));
+  auto watch =
+      Watch(Instances() + "?watch=true&resourceVersion=" + after, StopAt("ADDED", "marker"));
   ASSERT_TRUE(watch->WaitDone());
-  EXPECT_THAT(watch->Summary(),
-              ElementsAre("MODIFIED a", "ADDED c", "DELETED c", "ADDED marker"));
+  EXPECT_THAT(watch->Summary(), ElementsAre("MODIFIED a", "ADDED c", "DELETED c", "ADDED marker"));
 
   // Each event's object carries its own resourceVersion, increasing.
   int64_t last = std::stoll(after);
   for (const auto& e : watch->events()) {
-    int64_t rv = std::stoll(
-        std::string(e.at("object").at("metadata").at("resourceVersion").as_string()));
+    int64_t rv =
+        std::stoll(std::string(e.at("object").at("metadata").at("resourceVersion").as_string()));
     EXPECT_GT(rv, last);
     last = rv;
   }
@@ -122,13 +121,14 @@ TEST_F(WatchTest, WatchesAreFilteredBySelectorsProjectAndName) {
 
   // Resuming from a list's resourceVersion: every later event arrives, whether the watch is
   // established before or after the writes below.
-  const std::string rv = "&resourceVersion=" + api().Get(ClusterPath("projects")).meta("resourceVersion");
+  const std::string rv =
+      "&resourceVersion=" + api().Get(ClusterPath("projects")).meta("resourceVersion");
   auto by_label = Watch(Instances() + "?watch=true&labelSelector=env%3Dprod" + rv,
                         StopAt("ADDED", "prod-marker"));
   auto by_name = Watch(NsPath("default", "computeinstances", "x") + "?watch=true" + rv,
                        StopAt("DELETED", "x"));
-  auto all = Watch(ClusterPath("computeinstances") + "?watch=true" + rv,
-                   StopAt("ADDED", "prod-marker"));
+  auto all =
+      Watch(ClusterPath("computeinstances") + "?watch=true" + rv, StopAt("ADDED", "prod-marker"));
 
   api().CreateInstance("other", "x", "p", {{"env", "prod"}});  // other project
   api().CreateInstance("default", "x", "p");
@@ -148,8 +148,8 @@ TEST_F(WatchTest, WatchesAreFilteredBySelectorsProjectAndName) {
 }
 
 TEST_F(WatchTest, ProjectsCanBeWatched) {
-  auto watch = Watch(ClusterPath("projects") + "?watch=true&resourceVersion=0",
-                     StopAt("DELETED", "temp"));
+  auto watch =
+      Watch(ClusterPath("projects") + "?watch=true&resourceVersion=0", StopAt("DELETED", "temp"));
   ASSERT_TRUE(watch->WaitFor([](const auto& ev) { return ev.size() >= 1; }));
   api().CreateProject("temp");
   api().Delete(ClusterPath("projects", "temp"));
@@ -164,7 +164,8 @@ TEST_F(WatchTest, BadWatchParametersAreBadRequest) {
   const std::vector<Case> cases = {
       {"resourceVersion=abc", "resourceVersion \"abc\" is not valid"},
       {"resourceVersion=-1", "resourceVersion \"-1\" is not valid"},
-      {"resourceVersion=99999999999999999999", "resourceVersion \"99999999999999999999\" is not valid"},
+      {"resourceVersion=99999999999999999999",
+       "resourceVersion \"99999999999999999999\" is not valid"},
       {"timeoutSeconds=soon", "timeoutSeconds must be a non-negative integer, not \"soon\""},
       {"labelSelector=" + Escape("env in ("),
        "unable to parse requirement: found '', expected: ',', ')' or identifier"},
@@ -190,7 +191,8 @@ TEST_F(ExpiredWatchTest, TooOldResourceVersionYieldsAnErrorEventWith410) {
   const std::string path = ClusterPath("projects", "default");
   // Compaction runs every 100 commits; 120 writes guarantee it ran with only 5 kept.
   for (int i = 0; i < 120; ++i) {
-    Resp r = api().Patch(path, json::object{{"metadata", {{"labels", {{"n", std::to_string(i)}}}}}});
+    Resp r =
+        api().Patch(path, json::object{{"metadata", {{"labels", {{"n", std::to_string(i)}}}}}});
     ASSERT_EQ(r.status, 200) << r.raw;
   }
   auto watch = Watch(ClusterPath("projects") + "?watch=true&resourceVersion=1", nullptr);
@@ -204,15 +206,15 @@ TEST_F(ExpiredWatchTest, TooOldResourceVersionYieldsAnErrorEventWith410) {
   EXPECT_EQ(status.at("status"), "Failure");
   EXPECT_EQ(status.at("code"), 410);
   EXPECT_EQ(status.at("reason"), "Expired");
-  EXPECT_TRUE(std::string(status.at("message").as_string()).starts_with(
-      "too old resource version: 1 ("))
+  EXPECT_TRUE(
+      std::string(status.at("message").as_string()).starts_with("too old resource version: 1 ("))
       << status.at("message");
 
   // A recent resourceVersion still resumes.
   Resp list = api().Get(ClusterPath("projects"));
-  auto recent = Watch(ClusterPath("projects") + "?watch=true&resourceVersion=" +
-                          list.meta("resourceVersion"),
-                      StopAt("ADDED", "marker"));
+  auto recent =
+      Watch(ClusterPath("projects") + "?watch=true&resourceVersion=" + list.meta("resourceVersion"),
+            StopAt("ADDED", "marker"));
   api().CreateProject("marker");
   ASSERT_TRUE(recent->WaitDone());
   EXPECT_THAT(recent->Summary(), ElementsAre("ADDED marker"));
@@ -251,8 +253,8 @@ class BookmarkTest : public WatchTest {
 TEST_F(BookmarkTest, BookmarksCarryTheVersionAWatchHasSeenEverythingUpTo) {
   auto plain = Watch(Instances() + "?watch=true&resourceVersion=0", StopAt("ADDED", "marker"));
   const std::string start = api().Get(Instances()).meta("resourceVersion");
-  auto watch = Watch(Instances() + "?watch=true&allowWatchBookmarks=true&resourceVersion=" + start,
-                     nullptr);
+  auto watch =
+      Watch(Instances() + "?watch=true&allowWatchBookmarks=true&resourceVersion=" + start, nullptr);
   // A write of another kind moves the bookmarks of this watch past it.
   json::object other = api().CreateProject("elsewhere");
   const int64_t other_rv =
@@ -274,8 +276,8 @@ TEST_F(BookmarkTest, BookmarksCarryTheVersionAWatchHasSeenEverythingUpTo) {
   // Resuming from the bookmark sends exactly what came after it.
   const std::string resume = std::string(bookmark.at("metadata").at("resourceVersion").as_string());
   api().CreateInstance("default", "marker", "p");
-  auto resumed = Watch(Instances() + "?watch=true&resourceVersion=" + resume,
-                       StopAt("ADDED", "marker"));
+  auto resumed =
+      Watch(Instances() + "?watch=true&resourceVersion=" + resume, StopAt("ADDED", "marker"));
   ASSERT_TRUE(resumed->WaitDone());
   EXPECT_THAT(resumed->Summary(), ElementsAre("ADDED marker"));
   // Without allowWatchBookmarks there are none.
@@ -289,8 +291,9 @@ TEST_F(WatchTest, SendInitialEventsEndsWithAnAnnotatedBookmark) {
   api().CreateInstance("default", "a", "p");
   api().CreateInstance("default", "b", "p");
   const std::string rv = api().Get(Instances()).meta("resourceVersion");
-  auto watch = Watch(Instances() + "?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
-                                   "&resourceVersionMatch=NotOlderThan",
+  auto watch = Watch(Instances() +
+                         "?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
+                         "&resourceVersionMatch=NotOlderThan",
                      [](const json::object& e) { return TypeOf(e) == "BOOKMARK"; });
   ASSERT_TRUE(watch->WaitDone());
   EXPECT_THAT(watch->Summary(), ElementsAre("ADDED a", "ADDED b", "BOOKMARK "));
@@ -302,8 +305,9 @@ TEST_F(WatchTest, SendInitialEventsEndsWithAnAnnotatedBookmark) {
 
 TEST_F(BookmarkTest, SendInitialEventsFalseStartsFromNow) {
   api().CreateInstance("default", "a", "p");
-  auto fresh = Watch(Instances() + "?watch=1&sendInitialEvents=false&allowWatchBookmarks=1"
-                                   "&resourceVersionMatch=NotOlderThan",
+  auto fresh = Watch(Instances() +
+                         "?watch=1&sendInitialEvents=false&allowWatchBookmarks=1"
+                         "&resourceVersionMatch=NotOlderThan",
                      StopAt("ADDED", "marker"));
   // A bookmark says the watch has started: what is written now reaches it.
   ASSERT_TRUE(fresh->WaitFor([](const auto& events) { return !events.empty(); }));

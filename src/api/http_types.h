@@ -17,17 +17,17 @@ namespace gantry::api {
 using ::gantry::LineStream;
 
 struct Request {
-  std::string method;       // GET, POST, PUT, PATCH, DELETE, ...
-  std::string target;       // raw request-target: path and query, percent-encoded
+  std::string method;  // GET, POST, PUT, PATCH, DELETE, ...
+  std::string target;  // raw request-target: path and query, percent-encoded
   std::string content_type;
   std::string accept;
   std::string authorization;
-  std::string cookie;       // the Cookie header (web sessions)
-  std::string host;         // the Host header: which name the client reached us by
-  std::string csrf;         // the X-Gantry-CSRF header
-  std::string user_agent;   // names the field manager of writes without ?fieldManager=
+  std::string cookie;      // the Cookie header (web sessions)
+  std::string host;        // the Host header: which name the client reached us by
+  std::string csrf;        // the X-Gantry-CSRF header
+  std::string user_agent;  // names the field manager of writes without ?fieldManager=
   std::string body;
-  std::string remote;       // peer address, for logs and audit
+  std::string remote;  // peer address, for logs and audit
 };
 
 struct Response {

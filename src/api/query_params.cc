@@ -23,8 +23,8 @@ FieldCause Forbidden(const std::string& field, const std::string& message) {
 
 FieldCause NotSupported(const std::string& field, const std::string& value,
                         const std::string& supported) {
-  return {field, "Unsupported value: \"" + value.substr(0, 64) + "\": supported values: " +
-                     supported,
+  return {field,
+          "Unsupported value: \"" + value.substr(0, 64) + "\": supported values: " + supported,
           "FieldValueNotSupported"};
 }
 
@@ -41,8 +41,8 @@ void CheckListCombination(const Query& q, const std::string& match, std::vector<
       out.push_back(Forbidden("resourceVersionMatch",
                               "resourceVersionMatch is forbidden when continue is provided"));
     if (match != "Exact" && match != "NotOlderThan")
-      out.push_back(NotSupported("resourceVersionMatch", match,
-                                 "\"Exact\", \"NotOlderThan\", \"\""));
+      out.push_back(
+          NotSupported("resourceVersionMatch", match, "\"Exact\", \"NotOlderThan\", \"\""));
     if (match == "Exact" && rv && *rv == "0")
       out.push_back(Forbidden("resourceVersionMatch",
                               "resourceVersionMatch \"exact\" is forbidden for resourceVersion "
@@ -53,8 +53,7 @@ void CheckListCombination(const Query& q, const std::string& match, std::vector<
 }
 
 // The same for a watch (validateWatchOptions).
-void CheckWatchCombination(const Query& q, const std::string& match,
-                           std::vector<FieldCause>& out) {
+void CheckWatchCombination(const Query& q, const std::string& match, std::vector<FieldCause>& out) {
   const bool initial = Find(q, "sendInitialEvents") != nullptr;
   if (initial) {
     if (match != "NotOlderThan")
@@ -102,8 +101,10 @@ absl::StatusOr<VersionOptions> ParseVersionOptions(const Query& q, bool watch) {
   const std::string* match = Find(q, "resourceVersionMatch");
   std::string m = match ? *match : "";
   std::vector<FieldCause> causes;
-  if (watch) CheckWatchCombination(q, m, causes);
-  else CheckListCombination(q, m, causes);
+  if (watch)
+    CheckWatchCombination(q, m, causes);
+  else
+    CheckListCombination(q, m, causes);
   if (!causes.empty()) return InvalidError("ListOptions.meta.k8s.io", "", std::move(causes));
   if (m == "Exact") out.match = VersionOptions::Match::kExact;
   if (m == "NotOlderThan") out.match = VersionOptions::Match::kNotOlderThan;
@@ -122,7 +123,8 @@ absl::Status CheckListVersion(const VersionOptions& want, int64_t current) {
                         std::to_string(current) + ": list again without resourceVersion");
   if (want.match == VersionOptions::Match::kExact && rv != current)
     return ExpiredError("too old resource version: " + std::to_string(rv) + " (" +
-                        std::to_string(current) + "): gantryd lists only the current state; "
+                        std::to_string(current) +
+                        "): gantryd lists only the current state; "
                         "list again without resourceVersionMatch=Exact");
   return absl::OkStatus();
 }

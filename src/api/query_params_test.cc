@@ -99,9 +99,10 @@ TEST(WatchHubBookmarkTest, ABookmarkPromisesEverythingPublishedAndOnlyThat) {
 }
 
 TEST(WatchHubBookmarkTest, TheInitialEventsEndBookmarkIsAnnotated) {
-  EXPECT_EQ(BookmarkLine("Project", 5, /*initial_events_end=*/true),
-            R"({"type":"BOOKMARK","object":{"kind":"Project","apiVersion":"paas.gantry.dev/v1",)"
-            R"("metadata":{"resourceVersion":"5","annotations":{"k8s.io/initial-events-end":"true"}}}})");
+  EXPECT_EQ(
+      BookmarkLine("Project", 5, /*initial_events_end=*/true),
+      R"({"type":"BOOKMARK","object":{"kind":"Project","apiVersion":"paas.gantry.dev/v1",)"
+      R"("metadata":{"resourceVersion":"5","annotations":{"k8s.io/initial-events-end":"true"}}}})");
 }
 
 }  // namespace

@@ -1,17 +1,17 @@
 #include "api/server.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast.hpp>
 #include <boost/beast/ssl.hpp>
-#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 #include "api/status_http.h"
 #include "common/errors.h"
@@ -89,11 +89,11 @@ http::response<http::string_body> ToBeast(const Response& r, unsigned version, b
 
 Server::Impl::Impl(Router& r, ServerOptions o, Metrics& m)
     : router(r), options(std::move(o)), metrics(m), acceptor(ioc), tls_acceptor(ioc) {
-  auto res = ToBeast(ErrorResponse(absl::UnavailableError(
-                         "the server has the most open connections it allows (" +
-                         std::to_string(options.max_connections) +
-                         "); retry later, or close idle connections")),
-                     11, false);
+  auto res = ToBeast(
+      ErrorResponse(absl::UnavailableError("the server has the most open connections it allows (" +
+                                           std::to_string(options.max_connections) +
+                                           "); retry later, or close idle connections")),
+      11, false);
   res.set(http::field::retry_after, "1");
   std::ostringstream bytes;
   bytes << res;
@@ -141,9 +141,12 @@ absl::StatusOr<uint16_t> Server::ListenTls(const std::string& host, uint16_t por
                    net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use);
   boost::system::error_code ec;
   ctx->use_certificate_chain_file(cert_file, ec);
-  if (ec) return absl::InvalidArgumentError("cannot load the TLS certificate " + cert_file + ": " + ec.message());
+  if (ec)
+    return absl::InvalidArgumentError("cannot load the TLS certificate " + cert_file + ": " +
+                                      ec.message());
   ctx->use_private_key_file(key_file, net::ssl::context::pem, ec);
-  if (ec) return absl::InvalidArgumentError("cannot load the TLS key " + key_file + ": " + ec.message());
+  if (ec)
+    return absl::InvalidArgumentError("cannot load the TLS key " + key_file + ": " + ec.message());
   impl_->ssl = std::move(ctx);
   return Bind(impl_->tls_acceptor, host, port);
 }
@@ -228,10 +231,10 @@ std::chrono::milliseconds Server::Impl::AcceptBackoff(const std::string& why,
   // without a pause spins a core and floods the log. Pending connections wait in the
   // listen backlog meanwhile.
   if (failures == 0)
-    spdlog::warn("accept failed: {}; backing off ({} ms doubling to {} ms) until it succeeds "
-                 "(raise the open-file limit or lower --max-connections)",
-                 why, kAcceptBackoffFirst.count(),
-                 std::chrono::milliseconds(kAcceptBackoffMax).count());
+    spdlog::warn(
+        "accept failed: {}; backing off ({} ms doubling to {} ms) until it succeeds "
+        "(raise the open-file limit or lower --max-connections)",
+        why, kAcceptBackoffFirst.count(), std::chrono::milliseconds(kAcceptBackoffMax).count());
   else
     spdlog::debug("accept failed again: {}", why);
   return delay.count() == 0 ? kAcceptBackoffFirst
@@ -249,9 +252,10 @@ bool Server::Impl::TakeSlot(tcp::socket& socket, bool tls) {
   }
   metrics.Add(kRefusedConnections, {});
   if (!at_cap.exchange(true))
-    spdlog::warn("{} connections are open, the most --max-connections allows: refusing new "
-                 "ones (counted in {})",
-                 options.max_connections, kRefusedConnections);
+    spdlog::warn(
+        "{} connections are open, the most --max-connections allows: refusing new "
+        "ones (counted in {})",
+        options.max_connections, kRefusedConnections);
   // Best effort and without waiting: the answer fits in an empty send buffer.
   boost::system::error_code ec;
   socket.non_blocking(true, ec);
@@ -310,7 +314,8 @@ awaitable<bool> Server::Impl::WriteStream(Stream& stream, const Response& respon
       std::string data;
       for (auto& l : batch) data += l;
       beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(30));
-      auto [wec, wn] = co_await net::async_write(stream, http::make_chunk(net::buffer(data)), kTuple);
+      auto [wec, wn] =
+          co_await net::async_write(stream, http::make_chunk(net::buffer(data)), kTuple);
       if (wec) ok = false;
       beast::get_lowest_layer(stream).expires_never();
     }
@@ -318,8 +323,8 @@ awaitable<bool> Server::Impl::WriteStream(Stream& stream, const Response& respon
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) break;
     if (notified->exchange(false)) continue;
-    timer->expires_after(std::min<std::chrono::steady_clock::duration>(deadline - now,
-                                                                       std::chrono::seconds(5)));
+    timer->expires_after(
+        std::min<std::chrono::steady_clock::duration>(deadline - now, std::chrono::seconds(5)));
     co_await timer->async_wait(kTuple);
   }
   lines->Cancel();
@@ -380,11 +385,10 @@ awaitable<void> Server::Impl::Serve(Stream& stream, const std::string& remote) {
       break;
     if (ec) {
       // Malformed HTTP or an oversize body: answer once, then close.
-      absl::Status status =
-          ec == http::error::body_limit
-              ? TooLargeError("the request body is larger than the limit of " +
-                              std::to_string(options.body_limit) + " bytes")
-              : BadRequestError("malformed HTTP request: " + ec.message());
+      absl::Status status = ec == http::error::body_limit
+                                ? TooLargeError("the request body is larger than the limit of " +
+                                                std::to_string(options.body_limit) + " bytes")
+                                : BadRequestError("malformed HTTP request: " + ec.message());
       auto res = ToBeast(ErrorResponse(status), 11, false);
       beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
       co_await http::async_write(stream, res, kTuple);
@@ -407,7 +411,8 @@ awaitable<void> Server::Impl::Serve(Stream& stream, const std::string& remote) {
     auto start = std::chrono::steady_clock::now();
     Response response = router.Handle(r);
     auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                      std::chrono::steady_clock::now() - start).count();
+                      std::chrono::steady_clock::now() - start)
+                      .count();
     spdlog::debug("{} {} {} {}us {}", r.method, r.target, response.status, micros, remote);
     if (response.stream) {
       --in_flight;

@@ -26,11 +26,11 @@ namespace gantry::api {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 8080;                  // 0: pick a free port
-  size_t body_limit = 3 * 1024 * 1024;   // bytes; larger bodies get 413
-  int threads = 4;                       // handler threads (handlers may block on the store)
-  int drain_seconds = 10;                // how long shutdown waits for in-flight requests
-  int max_connections = 1024;            // open connections (both listeners) at most
+  uint16_t port = 8080;                 // 0: pick a free port
+  size_t body_limit = 3 * 1024 * 1024;  // bytes; larger bodies get 413
+  int threads = 4;                      // handler threads (handlers may block on the store)
+  int drain_seconds = 10;               // how long shutdown waits for in-flight requests
+  int max_connections = 1024;           // open connections (both listeners) at most
 };
 
 class Server {

@@ -117,10 +117,12 @@ Response StaticFiles::Serve(const std::string& path, const std::string& accept) 
     r.content_type = "text/plain; charset=utf-8";
     r.body =
         "Gantry is running, but its web UI (PaaS Studio) was not built, so there is nothing to "
-        "show at " + path + ".\n\nBuild it with `bash scripts/run.sh`, or `cd web && npm ci && "
+        "show at " +
+        path +
+        ".\n\nBuild it with `bash scripts/run.sh`, or `cd web && npm ci && "
         "npm run build`, then reload (no restart needed); or start gantryd with --ui-dir "
-        "pointing at a built web/dist.\nLooked in: " + root_ +
-        "\n\nThe API works without it: /apis/paas.gantry.dev/v1\n";
+        "pointing at a built web/dist.\nLooked in: " +
+        root_ + "\n\nThe API works without it: /apis/paas.gantry.dev/v1\n";
     return r;
   }
   // The router refused ".", ".." and empty segments; the path is relative to the root.

@@ -16,7 +16,8 @@ Response ErrorResponse(const absl::Status& status) {
   // (InstanceInProgress, HasServices, InUse, …) is a Conflict whose first cause carries it.
   json::array causes_out;
   if (code == 409 && reason != "Conflict" && reason != "AlreadyExists") {
-    causes_out.push_back(json::object{{"reason", reason}, {"message", std::string(status.message())}});
+    causes_out.push_back(
+        json::object{{"reason", reason}, {"message", std::string(status.message())}});
     reason = "Conflict";
   }
   json::object body{{"kind", "Status"},
@@ -33,7 +34,8 @@ Response ErrorResponse(const absl::Status& status) {
     details["name"] = DetailNameOf(status);
   }
   for (const auto& c : CausesOf(status))
-    causes_out.push_back(json::object{{"reason", c.type}, {"message", c.message}, {"field", c.field}});
+    causes_out.push_back(
+        json::object{{"reason", c.type}, {"message", c.message}, {"field", c.field}});
   if (!causes_out.empty()) details["causes"] = std::move(causes_out);
   if (!details.empty()) body["details"] = std::move(details);
   Response r;
@@ -43,7 +45,7 @@ Response ErrorResponse(const absl::Status& status) {
 }
 
 Response SuccessStatus(std::string_view message) {
-  json::object body{{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()},
+  json::object body{{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", json::object()},
                     {"status", "Success"}, {"message", message}, {"code", 200}};
   Response r;
   r.body = json::serialize(body);

@@ -40,16 +40,15 @@ Column IntPath(std::string name, std::string path, int priority = 0) {
 
 // "Age" as Kubernetes shows it, from metadata.creationTimestamp (RFC 3339, UTC).
 Column Age() {
-  return Column{"Age", "Time since the object was created.", 0,
-                [](const json::object& o, TimePoint now) -> std::string {
-                  std::string ts = GetString(o, "metadata.creationTimestamp");
-                  std::tm tm{};
-                  if (ts.empty() || !strptime(ts.c_str(), "%Y-%m-%dT%H:%M:%S", &tm))
-                    return "<unknown>";
-                  auto created = std::chrono::system_clock::from_time_t(timegm(&tm));
-                  return HumanDuration(
-                      std::chrono::duration_cast<std::chrono::seconds>(now - created));
-                }};
+  return Column{
+      "Age", "Time since the object was created.", 0,
+      [](const json::object& o, TimePoint now) -> std::string {
+        std::string ts = GetString(o, "metadata.creationTimestamp");
+        std::tm tm{};
+        if (ts.empty() || !strptime(ts.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return "<unknown>";
+        auto created = std::chrono::system_clock::from_time_t(timegm(&tm));
+        return HumanDuration(std::chrono::duration_cast<std::chrono::seconds>(now - created));
+      }};
 }
 
 // None, All, or "Selected (a, b)".
@@ -113,9 +112,12 @@ std::string SelectorText(const json::object& o) {
       std::string values;
       if (const json::value* vs = e.get_object().if_contains("values"); vs && vs->is_array())
         for (const auto& v : vs->get_array()) values += (values.empty() ? "" : ",") + text(v);
-      if (op == "Exists") add(key);
-      else if (op == "DoesNotExist") add("!" + key);
-      else add(key + (op == "NotIn" ? " notin (" : " in (") + values + ")");
+      if (op == "Exists")
+        add(key);
+      else if (op == "DoesNotExist")
+        add("!" + key);
+      else
+        add(key + (op == "NotIn" ? " notin (" : " in (") + values + ")");
     }
   }
   return out.empty() ? "<any>" : out;
@@ -139,8 +141,13 @@ std::vector<Column> ColumnsFor(const model::KindInfo& kind) {
   if (kind.kind == "Project")
     return {name, display, Path("Status", "status.phase"), Age(), description};
   if (kind.kind == "EnvironmentTemplate")
-    return {name, display, Path("Driver", "spec.driver"), IntPath("Revision", "status.revision"),
-            Sharing(), Age(), description};
+    return {name,
+            display,
+            Path("Driver", "spec.driver"),
+            IntPath("Revision", "status.revision"),
+            Sharing(),
+            Age(),
+            description};
   if (kind.kind == "ComputeProfile") {
     Column gpus{"GPUs", "GPU type and count.", 1, [](const json::object& o, TimePoint) {
                   std::string type = GetString(o, "spec.resources.gpu.type");
@@ -148,40 +155,75 @@ std::vector<Column> ColumnsFor(const model::KindInfo& kind) {
                   if (type.empty() && count == 0) return std::string();
                   return type.empty() ? std::to_string(count) : std::to_string(count) + "x " + type;
                 }};
-    return {name, display, Ref("Template", "spec.templateRef"),
-            IntPath("Revision", "status.revision"), Sharing(), Age(), gpus, description};
+    return {name,
+            display,
+            Ref("Template", "spec.templateRef"),
+            IntPath("Revision", "status.revision"),
+            Sharing(),
+            Age(),
+            gpus,
+            description};
   }
   if (kind.kind == "ComputeInstance")
-    return {name, display, Ref("Profile", "spec.profileRef"), Age(), InstanceStatus(),
-            Sharing(), IntPath("Revision", "status.profileRevision", 1),
-            Path("Reason", "status.reason", 1), Path("Last Run", "status.lastRunRef.name", 1)};
+    return {name,
+            display,
+            Ref("Profile", "spec.profileRef"),
+            Age(),
+            InstanceStatus(),
+            Sharing(),
+            IntPath("Revision", "status.profileRevision", 1),
+            Path("Reason", "status.reason", 1),
+            Path("Last Run", "status.lastRunRef.name", 1)};
   if (kind.kind == "ServiceProfile") {
     Column selector{"Compute Selector", "Which compute profiles the service runs on.", 1,
                     [](const json::object& o, TimePoint) { return SelectorText(o); }};
-    return {name, display, Path("Type", "spec.serviceType"), Ref("Template", "spec.templateRef"),
-            IntPath("Revision", "status.revision"), Age(), selector,
+    return {name,
+            display,
+            Path("Type", "spec.serviceType"),
+            Ref("Template", "spec.templateRef"),
+            IntPath("Revision", "status.revision"),
+            Age(),
+            selector,
             Ref("Auto-create Compute", "spec.autoCreateCompute.profileRef", 1),
-            Sharing(1), description};
+            Sharing(1),
+            description};
   }
   if (kind.kind == "ServiceInstance") {
     Column outputs = MapColumn("Outputs", "What the driver produced.", "status.outputs", "=", 1);
-    return {name, display, Ref("Profile", "spec.profileRef"), Ref("Compute", "spec.computeRef"),
-            InstanceStatus(), Age(), IntPath("Revision", "status.profileRevision", 1),
-            Path("Reason", "status.reason", 1), outputs, Sharing(1)};
+    return {name,
+            display,
+            Ref("Profile", "spec.profileRef"),
+            Ref("Compute", "spec.computeRef"),
+            InstanceStatus(),
+            Age(),
+            IntPath("Revision", "status.profileRevision", 1),
+            Path("Reason", "status.reason", 1),
+            outputs,
+            Sharing(1)};
   }
   if (kind.kind == "Run")
-    return {name, Path("Instance", "spec.instanceRef.name"), Path("Action", "spec.action"),
-            Path("Status", "status.phase"), Age(), IntPath("Generation", "spec.generation", 1),
+    return {name,
+            Path("Instance", "spec.instanceRef.name"),
+            Path("Action", "spec.action"),
+            Path("Status", "status.phase"),
+            Age(),
+            IntPath("Generation", "spec.generation", 1),
             Path("Reason", "status.reason", 1)};
   if (kind.kind == "User")
     return {name, display, Path("Email", "spec.email"), Path("Org Role", "spec.orgRole"), Age()};
   if (kind.kind == "RoleBinding")
     return {name, Path("User", "spec.user"), Path("Role", "spec.role"), Age()};
   if (kind.kind == "AuditEvent")
-    return {Path("Time", "time"), Path("User", "user"), Path("Verb", "verb"),
-            Path("Resource", "objectRef.resource"), Path("Project", "objectRef.namespace"),
-            Path("Object", "objectRef.name"), Path("Result", "result"), IntPath("Code", "code"),
-            Path("Message", "message", 1), Path("Source", "sourceAddress", 1)};
+    return {Path("Time", "time"),
+            Path("User", "user"),
+            Path("Verb", "verb"),
+            Path("Resource", "objectRef.resource"),
+            Path("Project", "objectRef.namespace"),
+            Path("Object", "objectRef.name"),
+            Path("Result", "result"),
+            IntPath("Code", "code"),
+            Path("Message", "message", 1),
+            Path("Source", "sourceAddress", 1)};
   if (kind.kind == "Node")
     return {name, Path("GPU Source", "status.gpuSource"),
             MapColumn("Capacity", "GPUs per type.", "status.capacity", ":")};
@@ -230,9 +272,8 @@ std::string TableVersionWanted(std::string_view accept) {
     size_t p = entry.find(';');
     while (p != std::string_view::npos) {
       size_t next = entry.find(';', p + 1);
-      std::string_view param = entry.substr(p + 1, next == std::string_view::npos
-                                                        ? std::string_view::npos
-                                                        : next - p - 1);
+      std::string_view param = entry.substr(
+          p + 1, next == std::string_view::npos ? std::string_view::npos : next - p - 1);
       while (!param.empty() && param.front() == ' ') param.remove_prefix(1);
       while (!param.empty() && param.back() == ' ') param.remove_suffix(1);
       if (param == "as=Table") table = true;
@@ -278,8 +319,7 @@ json::object ToTable(const model::KindInfo& kind, const json::object& body, Incl
 
 std::shared_ptr<LineStream> TableWatch(std::shared_ptr<LineStream> events,
                                        const model::KindInfo& kind, IncludeObject include,
-                                       std::string version,
-                                       std::function<TimePoint()> now) {
+                                       std::string version, std::function<TimePoint()> now) {
   auto out = std::make_shared<LineStream>();
   out->timeout = events->timeout;
   out->max_pending = events->max_pending;

@@ -6,11 +6,10 @@
 // Thread-safety: the functions are pure; TableWatch's relay may be driven from any thread.
 #pragma once
 
+#include <boost/json.hpp>
 #include <chrono>
 #include <memory>
 #include <string_view>
-
-#include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "common/line_stream.h"

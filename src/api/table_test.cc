@@ -49,14 +49,14 @@ TEST(ServerTable, ServiceProfiles) {
      "status":{"revision":2}},
     {"metadata":{"name":"ray","namespace":"ml","creationTimestamp":"2027-01-15T07:59:00Z"},
      "spec":{"serviceType":"ray","templateRef":{"name":"ray"}},"status":{"revision":1}}]})");
-  EXPECT_EQ(s.columns, (std::vector<std::string>{"Name", "Display Name", "Type", "Template",
-                                                 "Revision", "Age", "Compute Selector*",
-                                                 "Auto-create Compute*", "Sharing*",
-                                                 "Description*"}));
+  EXPECT_EQ(s.columns,
+            (std::vector<std::string>{"Name", "Display Name", "Type", "Template", "Revision", "Age",
+                                      "Compute Selector*", "Auto-create Compute*", "Sharing*",
+                                      "Description*"}));
   ASSERT_EQ(s.rows.size(), 2u);
-  EXPECT_EQ(s.rows[0], (std::vector<std::string>{"jupyter", "Jupyter", "notebook", "platform/nb",
-                                                 "2", "3h", "tier=gpu,zone in (a,b),!spot",
-                                                 "small", "All", ""}));
+  EXPECT_EQ(s.rows[0],
+            (std::vector<std::string>{"jupyter", "Jupyter", "notebook", "platform/nb", "2", "3h",
+                                      "tier=gpu,zone in (a,b),!spot", "small", "All", ""}));
   EXPECT_EQ(s.rows[1], (std::vector<std::string>{"ray", "", "ray", "ray", "1", "60s", "<any>", "",
                                                  "None", ""}));
 }
@@ -68,9 +68,9 @@ TEST(ServerTable, ServiceInstances) {
       "computeRef":{"name":"gpu-1","namespace":"platform"}},
     "status":{"phase":"Waiting","reason":"ComputeNotReady","profileRevision":2,
       "outputs":{"endpoint":"http://h:1","token":"t"}}})");
-  EXPECT_EQ(s.columns, (std::vector<std::string>{"Name", "Display Name", "Profile", "Compute",
-                                                 "Status", "Age", "Revision*", "Reason*",
-                                                 "Outputs*", "Sharing*"}));
+  EXPECT_EQ(s.columns,
+            (std::vector<std::string>{"Name", "Display Name", "Profile", "Compute", "Status", "Age",
+                                      "Revision*", "Reason*", "Outputs*", "Sharing*"}));
   ASSERT_EQ(s.rows.size(), 1u);
   EXPECT_EQ(s.rows[0], (std::vector<std::string>{"nb", "Notebook", "jupyter", "platform/gpu-1",
                                                  "Waiting", "5m", "2", "ComputeNotReady",

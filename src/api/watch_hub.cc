@@ -46,11 +46,10 @@ std::string BookmarkLine(const std::string& kind, int64_t resource_version,
                          bool initial_events_end) {
   json::object meta{{"resourceVersion", std::to_string(resource_version)}};
   if (initial_events_end) meta["annotations"] = json::object{{"k8s.io/initial-events-end", "true"}};
-  return json::serialize(json::object{
-      {"type", "BOOKMARK"},
-      {"object", json::object{{"kind", kind},
-                              {"apiVersion", model::kApiVersion},
-                              {"metadata", std::move(meta)}}}});
+  return json::serialize(json::object{{"type", "BOOKMARK"},
+                                      {"object", json::object{{"kind", kind},
+                                                              {"apiVersion", model::kApiVersion},
+                                                              {"metadata", std::move(meta)}}}});
 }
 
 WatchHub::~WatchHub() { StopBookmarks(); }

@@ -210,10 +210,11 @@ class RunWaiter {
   }
 
   int TimedOut() {
-    PrintError(ctx_, absl::StrCat("timed out after ", absl::FormatDuration(timeout_),
-                                  " waiting for ", action_, " run ", run_, " (", kind_.singular, "/",
-                                  name_, " is ", PhaseWords(printed_phase_), "); the run goes on: ",
-                                  Backquoted("gantry logs " + Typed() + " -f"), " follows it"));
+    PrintError(ctx_,
+               absl::StrCat("timed out after ", absl::FormatDuration(timeout_), " waiting for ",
+                            action_, " run ", run_, " (", kind_.singular, "/", name_, " is ",
+                            PhaseWords(printed_phase_), "); the run goes on: ",
+                            Backquoted("gantry logs " + Typed() + " -f"), " follows it"));
     return kExitError;
   }
 
@@ -269,8 +270,8 @@ int RunAction(CommandContext& ctx, const ActionOptions& options) {
     PrintError(ctx, target.status());
     return kExitUsage;
   }
-  std::string path = ObjectPath(target->kind, ctx.settings.project, target->name) + "/" +
-                     options.action;
+  std::string path =
+      ObjectPath(target->kind, ctx.settings.project, target->name) + "/" + options.action;
   if (options.cascade) {
     if (options.action != "destroy" || target->kind.plural != "computeinstances") {
       PrintError(ctx, "--cascade applies to destroying a compute instance");

@@ -33,8 +33,8 @@ inline constexpr int kMaxReconnects = 8;
 // NAME is a compute instance; KIND/NAME names the kind: ci/NAME or si/NAME (a service
 // instance; any alias of either kind works).
 struct ActionOptions {
-  std::string action;  // "deploy", "destroy", "cancel"
-  std::string name;    // NAME or KIND/NAME
+  std::string action;    // "deploy", "destroy", "cancel"
+  std::string name;      // NAME or KIND/NAME
   bool cascade = false;  // destroy of a compute instance: ?cascade=true (its services first)
   bool wait = false;
   std::string timeout;  // "" (none), "90s", "5m", "1h30m", or plain seconds "120"

@@ -498,8 +498,8 @@ TEST_F(ActionsTest, ServiceInstanceDeployWaitsForItsCompute) {
   fake.On("POST", std::string(kSi) + "/nb/deploy", 202,
           Service("Waiting", "nb-1", 20, "ComputeNotReady",
                   "compute instance default/x is In Progress"));
-  const std::string watch = absl::StrCat(kSi, "?watch=true&fieldSelector=metadata.name%3Dnb",
-                                         "&resourceVersion=20");
+  const std::string watch =
+      absl::StrCat(kSi, "?watch=true&fieldSelector=metadata.name%3Dnb", "&resourceVersion=20");
   fake.OnStream(watch, {{Event("MODIFIED", Service("InProgress", "nb-1", 21)),
                          Event("MODIFIED", Service("Success", "nb-1", 22))}});
   EXPECT_EQ(Run({"deploy", "si/nb", "--wait"}), 0) << err.str();
@@ -525,9 +525,10 @@ TEST_F(ActionsTest, ServiceInstanceWaitTimeoutNamesItAsTyped) {
                              "&timeoutSeconds=5"),
                 still);
   EXPECT_EQ(Run({"deploy", "si/nb", "--timeout", "5s"}), 1);
-  EXPECT_EQ(err.str(),
-            "error: timed out after 5s waiting for deploy run nb-2 (serviceinstance/nb is Waiting); "
-            "the run goes on: `gantry logs si/nb -f` follows it\n");
+  EXPECT_EQ(
+      err.str(),
+      "error: timed out after 5s waiting for deploy run nb-2 (serviceinstance/nb is Waiting); "
+      "the run goes on: `gantry logs si/nb -f` follows it\n");
 }
 
 TEST_F(ActionsTest, CascadeDestroyAndDeleteOfAComputeInstance) {

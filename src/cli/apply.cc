@@ -1,12 +1,11 @@
 #include "cli/apply.h"
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <filesystem>
 #include <istream>
 #include <iterator>
 #include <ostream>
-
-#include <boost/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "cli/kinds.h"
@@ -115,7 +114,8 @@ struct Target {
 absl::StatusOr<Target> TargetOf(CommandContext& ctx, Manifest& m) {
   std::string kind = FieldText(m.object, "kind");
   std::string name = FieldText(m.object, "metadata.name");
-  if (kind.empty()) return absl::InvalidArgumentError(absl::StrCat(m.source, ": an object has no kind"));
+  if (kind.empty())
+    return absl::InvalidArgumentError(absl::StrCat(m.source, ": an object has no kind"));
   if (name.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(m.source, ": a ", kind, " has no metadata.name"));
@@ -124,9 +124,9 @@ absl::StatusOr<Target> TargetOf(CommandContext& ctx, Manifest& m) {
   if (t.kind.namespaced) {
     std::string ns = FieldText(m.object, "metadata.namespace");
     if (!ns.empty() && ctx.settings.project_explicit && ns != ctx.settings.project) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          t.kind.singular, "/", name, ": the object's project \"", ns,
-          "\" does not match --project \"", ctx.settings.project, "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat(t.kind.singular, "/", name, ": the object's project \"", ns,
+                       "\" does not match --project \"", ctx.settings.project, "\""));
     }
     t.project = ns.empty() ? ctx.settings.project : ns;
     json::value& md = m.object["metadata"];
@@ -140,9 +140,9 @@ absl::StatusOr<std::string> ApplyOne(CommandContext& ctx, const Target& t, json:
   const std::string path = ObjectPath(t.kind, t.project, t.name);
   ASSIGN_OR_RETURN(client::HttpResponse got, ctx.api->Send("GET", path));
   if (got.status == 404) {
-    ASSIGN_OR_RETURN(client::HttpResponse res,
-                     ctx.api->Send("POST", CollectionPath(t.kind, t.project, false),
-                                   json::serialize(object)));
+    ASSIGN_OR_RETURN(
+        client::HttpResponse res,
+        ctx.api->Send("POST", CollectionPath(t.kind, t.project, false), json::serialize(object)));
     RETURN_IF_ERROR(client::StatusFromResponse(res));
     return std::string("created");
   }
@@ -298,10 +298,9 @@ int RunDelete(CommandContext& ctx, const DeleteOptions& options) {
   int failures = 0;
   for (const One& t : targets) {
     absl::StatusOr<client::HttpResponse> res =
-        options.cascade
-            ? ctx.api->Send("DELETE", ObjectPath(t.kind, t.project, t.name), kForegroundDelete,
-                            "application/json")
-            : ctx.api->Send("DELETE", ObjectPath(t.kind, t.project, t.name));
+        options.cascade ? ctx.api->Send("DELETE", ObjectPath(t.kind, t.project, t.name),
+                                        kForegroundDelete, "application/json")
+                        : ctx.api->Send("DELETE", ObjectPath(t.kind, t.project, t.name));
     absl::Status s = res.ok() ? client::StatusFromResponse(*res) : res.status();
     if (!s.ok()) {
       PrintError(ctx, s);

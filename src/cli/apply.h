@@ -4,10 +4,9 @@
 // Thread-safety: free functions; I/O only through the CommandContext.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <string>
 #include <vector>
-
-#include <boost/json/object.hpp>
 
 #include "absl/status/statusor.h"
 #include "cli/context.h"

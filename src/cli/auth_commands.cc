@@ -3,9 +3,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include <iostream>
-
 #include <boost/json.hpp>
+#include <iostream>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_split.h"
@@ -72,7 +71,8 @@ int RunLogin(CommandContext& ctx, const LoginOptions& o) {
   }
   char host[256] = "unknown";
   ::gethostname(host, sizeof host - 1);
-  json::object body{{"username", o.user}, {"password", password},
+  json::object body{{"username", o.user},
+                    {"password", password},
                     {"description", std::string("gantry CLI on ") + host},
                     {"expiresIn", o.expires}};
   auto token = Call(ctx, "POST", "/auth/token", json::serialize(body));
@@ -156,7 +156,8 @@ int RunTokens(CommandContext& ctx, const TokensOptions& o) {
     PrintError(ctx, list.status());
     return kExitError;
   }
-  *ctx.out << "NAME                       CREATED                EXPIRES                DESCRIPTION\n";
+  *ctx.out
+      << "NAME                       CREATED                EXPIRES                DESCRIPTION\n";
   for (const auto& item : list->at("items").as_array()) {
     const json::object& t = item.as_object();
     const json::object& spec = t.at("spec").as_object();
@@ -167,7 +168,9 @@ int RunTokens(CommandContext& ctx, const TokensOptions& o) {
       expires += " (expired)";
     std::string name = Str(t.at("metadata").as_object(), "name");
     std::string created = Str(t.at("metadata").as_object(), "creationTimestamp");
-    auto pad = [](std::string s, size_t w) { return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' '); };
+    auto pad = [](std::string s, size_t w) {
+      return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
+    };
     *ctx.out << pad(name, 27) << pad(created, 23) << pad(expires.empty() ? "never" : expires, 23)
              << Str(spec, "description") << "\n";
   }
@@ -206,7 +209,7 @@ int RunShare(CommandContext& ctx, const ShareOptions& o) {
   }
   std::string mode = Str(sharing, "mode");
   *ctx.out << kind->singular << "/" << o.name << " shared: "
-           << (mode == "All" ? "with all projects"
+           << (mode == "All"    ? "with all projects"
                : mode == "None" ? "with no other project"
                                 : "with " + o.projects)
            << "\n";

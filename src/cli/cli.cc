@@ -1,9 +1,8 @@
 #include "cli/cli.h"
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/actions.h"
 #include "cli/apply.h"
@@ -117,8 +116,7 @@ Runner SetupUpgrade(CLI::App& sub) {
 
 Runner SetupLogs(CLI::App& sub) {
   auto o = std::make_shared<LogsOptions>();
-  sub.add_option("name", o->name, "A run, a ComputeInstance or si/NAME (its last run)")
-      ->required();
+  sub.add_option("name", o->name, "A run, a ComputeInstance or si/NAME (its last run)")->required();
   sub.add_flag("-f,--follow", o->follow, "Stream new lines until the run ends");
   return [o](CommandContext& ctx) { return RunLogsCommand(ctx, *o); };
 }
@@ -127,7 +125,8 @@ Runner SetupLogin(CLI::App& sub) {
   auto o = std::make_shared<LoginOptions>();
   sub.add_option("-u,--user", o->user, "User name")->capture_default_str();
   sub.add_flag("--password-stdin", o->password_stdin, "Read the password from stdin");
-  sub.add_option("--expires", o->expires, "Lifetime of the token (90d, 12h)")->capture_default_str();
+  sub.add_option("--expires", o->expires, "Lifetime of the token (90d, 12h)")
+      ->capture_default_str();
   return [o](CommandContext& ctx) { return RunLogin(ctx, *o); };
 }
 
@@ -221,8 +220,8 @@ int RunCli(int argc, const char* const* argv, const CliEnvironment& env) {
 
   std::string server, token, project, config;
   CLI::Option* server_opt =
-      app.add_option("--server", server, "gantryd URL (default from config, else " +
-                                             std::string(kDefaultServer) + ")");
+      app.add_option("--server", server,
+                     "gantryd URL (default from config, else " + std::string(kDefaultServer) + ")");
   CLI::Option* token_opt = app.add_option("--token", token, "Bearer token");
   CLI::Option* project_opt =
       app.add_option("-n,--project", project, "Project (default from config, else default)");

@@ -1,12 +1,12 @@
 // Commands driven end to end through RunCli against an in-memory fake of gantryd.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
-
-#include <boost/json.hpp>
-#include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
 #include "cli/apply.h"
@@ -30,8 +30,7 @@ class FakeTransport : public client::HttpTransport {
     script_[method + " " + target].push_back({status, "application/json", std::move(body), {}});
   }
   absl::StatusOr<client::HttpResponse> Send(std::string_view method, std::string_view target,
-                                            std::string_view body,
-                                            std::string_view) override {
+                                            std::string_view body, std::string_view) override {
     requests.push_back({std::string(method), std::string(target), std::string(body)});
     if (unreachable) {
       return absl::UnavailableError("cannot reach gantryd at http://fake:1: connection refused");
@@ -39,7 +38,8 @@ class FakeTransport : public client::HttpTransport {
     auto it = script_.find(std::string(method) + " " + std::string(target));
     if (it == script_.end() || it->second.empty()) {
       return client::HttpResponse{
-          404, "application/json",
+          404,
+          "application/json",
           R"({"kind":"Status","code":404,"reason":"NotFound","message":"not found: )" +
               std::string(target) + "\"}",
           {}};
@@ -95,8 +95,7 @@ class CliTest : public ::testing::Test {
         FakeTransport* f;
         explicit Borrowed(FakeTransport* f) : f(f) {}
         absl::StatusOr<client::HttpResponse> Send(std::string_view m, std::string_view t,
-                                                  std::string_view b,
-                                                  std::string_view c) override {
+                                                  std::string_view b, std::string_view c) override {
           return f->Send(m, t, b, c);
         }
         absl::Status Stream(std::string_view t,
@@ -202,8 +201,9 @@ TEST_F(CliTest, ApplyCreatesConfiguresAndLeavesUnchanged) {
 }
 
 TEST_F(CliTest, ApplyContinuesAfterARefusalAndExits1) {
-  files["a.yaml"] = "kind: ComputeInstance\nmetadata: {name: a}\n---\n"
-                    "kind: ComputeInstance\nmetadata: {name: b}\n";
+  files["a.yaml"] =
+      "kind: ComputeInstance\nmetadata: {name: a}\n---\n"
+      "kind: ComputeInstance\nmetadata: {name: b}\n";
   std::string col = std::string(kPrefix) + "/namespaces/default/computeinstances";
   fake.On("POST", col, 422,
           R"({"kind":"Status","code":422,"reason":"Invalid","message":"ComputeInstance \"a\" )"
@@ -242,8 +242,9 @@ TEST_F(CliTest, DeleteByNameAndFromFile) {
   EXPECT_EQ(Run({"delete", "ci", "x", "y", "z"}), 1);
   EXPECT_EQ(out.str(), "computeinstance/x deleted\ncomputeinstance/y deleted\n");
   EXPECT_TRUE(absl::StartsWith(err.str(), "error: not found")) << err.str();
-  files["d.yaml"] = "kind: Project\nmetadata: {name: p}\n---\nkind: ComputeInstance\n"
-                    "metadata: {name: x, namespace: p}\n";
+  files["d.yaml"] =
+      "kind: Project\nmetadata: {name: p}\n---\nkind: ComputeInstance\n"
+      "metadata: {name: x, namespace: p}\n";
   fake.On("DELETE", std::string(kPrefix) + "/namespaces/p/computeinstances/x", 200, "{}");
   fake.On("DELETE", std::string(kPrefix) + "/projects/p", 200, "{}");
   EXPECT_EQ(Run({"delete", "-f", "d.yaml"}), 0) << err.str();
@@ -279,10 +280,9 @@ TEST_F(CliTest, SettingsPrecedence) {
 }
 
 TEST(SettingsDefaults, NoConfigAnywhere) {
-  auto s = ResolveSettings({}, [](const std::string&) { return std::nullopt; },
-                           [](const std::string& p) -> absl::StatusOr<std::string> {
-                             return absl::NotFoundError(p);
-                           });
+  auto s = ResolveSettings(
+      {}, [](const std::string&) { return std::nullopt; },
+      [](const std::string& p) -> absl::StatusOr<std::string> { return absl::NotFoundError(p); });
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->server, "http://127.0.0.1:8080");
   EXPECT_EQ(s->project, "default");
@@ -296,21 +296,22 @@ TEST(SameDesiredState, ComparesSpecLabelsAndAnnotations) {
                                  R"("status":{"phase":"Success"}})")));
   EXPECT_FALSE(SameDesiredState(o(R"({"spec":{"a":1}})"), o(R"({"spec":{"a":2}})")));
   EXPECT_FALSE(SameDesiredState(o(R"({"spec":{"a":"1"}})"), o(R"({"spec":{"a":1}})")));
-  EXPECT_FALSE(SameDesiredState(o(R"({"metadata":{"labels":{"x":"y"}},"spec":{}})"),
-                                o(R"({"spec":{}})")));
+  EXPECT_FALSE(
+      SameDesiredState(o(R"({"metadata":{"labels":{"x":"y"}},"spec":{}})"), o(R"({"spec":{}})")));
   EXPECT_FALSE(SameDesiredState(o(R"({"metadata":{"annotations":{"n":"1"}}})"),
                                 o(R"({"metadata":{"annotations":{"n":"2"}}})")));
-  EXPECT_FALSE(SameDesiredState(o(R"({"spec":{"displayName":"A"}})"),
-                                o(R"({"spec":{"displayName":"B"}})")));
-  EXPECT_TRUE(SameDesiredState(o(R"({"spec":{"list":[1,{"k":null}]}})"),
-                               o(R"({"spec":{"list":[1,{}]}})")));
+  EXPECT_FALSE(
+      SameDesiredState(o(R"({"spec":{"displayName":"A"}})"), o(R"({"spec":{"displayName":"B"}})")));
+  EXPECT_TRUE(
+      SameDesiredState(o(R"({"spec":{"list":[1,{"k":null}]}})"), o(R"({"spec":{"list":[1,{}]}})")));
 }
 
 TEST(LoadManifests, DirectoriesSortedAndRecursiveOnRequest) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() /
-                 ("gantry_cli_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                  "_" + std::to_string(reinterpret_cast<uintptr_t>(&dir)));
+  fs::path dir =
+      fs::temp_directory_path() /
+      ("gantry_cli_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+       "_" + std::to_string(reinterpret_cast<uintptr_t>(&dir)));
   fs::create_directories(dir / "sub");
   auto write = [](const fs::path& p, const std::string& text) { std::ofstream(p) << text; };
   write(dir / "b.yaml", "kind: Project\nmetadata: {name: b}\n");

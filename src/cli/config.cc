@@ -4,14 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/json.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <boost/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "client/yaml_json.h"
@@ -56,15 +55,14 @@ absl::Status WriteWholeFile(const std::string& path, const std::string& text) {
 
 std::string ConfigYaml(const Settings& settings) {
   // JSON strings are valid YAML scalars: no quoting rules to get wrong.
-  return absl::StrCat("server: ", boost::json::serialize(boost::json::value(settings.server)),
-                      "\ntoken: ", boost::json::serialize(boost::json::value(settings.token)),
-                      "\nproject: ", boost::json::serialize(boost::json::value(settings.project)),
-                      "\n",
-                      settings.ca_file.empty()
-                          ? ""
-                          : absl::StrCat("caFile: ",
-                                         boost::json::serialize(boost::json::value(settings.ca_file)),
-                                         "\n"));
+  return absl::StrCat(
+      "server: ", boost::json::serialize(boost::json::value(settings.server)),
+      "\ntoken: ", boost::json::serialize(boost::json::value(settings.token)),
+      "\nproject: ", boost::json::serialize(boost::json::value(settings.project)), "\n",
+      settings.ca_file.empty()
+          ? ""
+          : absl::StrCat("caFile: ", boost::json::serialize(boost::json::value(settings.ca_file)),
+                         "\n"));
 }
 
 absl::StatusOr<Settings> ResolveSettings(const GlobalFlags& flags, const EnvGetter& getenv,

@@ -26,9 +26,9 @@ struct Settings {
   std::string server;
   std::string token;
   std::string project;
-  std::string ca_file;             // trusted CA for https:// servers ("" = the system's)
+  std::string ca_file;                    // trusted CA for https:// servers ("" = the system's)
   bool insecure_skip_tls_verify = false;  // --insecure-skip-tls-verify (never saved)
-  bool project_explicit = false;  // -n/--project was given
+  bool project_explicit = false;          // -n/--project was given
   std::string config_path;  // the config file consulted ("" when none); `gantry login` writes it
 };
 

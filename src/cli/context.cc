@@ -1,8 +1,7 @@
 #include "cli/context.h"
 
-#include <ostream>
-
 #include <boost/json.hpp>
+#include <ostream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"

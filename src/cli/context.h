@@ -7,13 +7,12 @@
 // Thread-safety: a CommandContext is used by one command on one thread.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <functional>
 #include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/json/object.hpp>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -33,7 +32,7 @@ struct CommandContext {
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
   std::istream* in = nullptr;  // for `-f -`
-  absl::Time now;  // when the command started: ages in tables
+  absl::Time now;              // when the command started: ages in tables
   FileReader read_file;
   FileWriter write_file;  // unset: WriteWholeFile
   // The running clock and a pause, for commands that wait (--wait, --timeout, reconnect

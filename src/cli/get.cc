@@ -1,8 +1,7 @@
 #include "cli/get.h"
 
-#include <ostream>
-
 #include <boost/json.hpp>
+#include <ostream>
 
 #include "absl/strings/str_cat.h"
 #include "cli/kinds.h"
@@ -26,8 +25,8 @@ int Usage(CommandContext& ctx, std::string_view message) {
 int RunGet(CommandContext& ctx, const GetOptions& options) {
   const std::string& o = options.output;
   if (!o.empty() && o != "wide" && o != "name" && o != "json" && o != "yaml") {
-    return Usage(ctx, absl::StrCat("unknown output format \"", o,
-                                   "\": use one of json, yaml, wide, name"));
+    return Usage(
+        ctx, absl::StrCat("unknown output format \"", o, "\": use one of json, yaml, wide, name"));
   }
   absl::StatusOr<KindInfo> kind = ResolveKind(options.kind);
   if (!kind.ok()) return Usage(ctx, std::string(kind.status().message()));
@@ -86,8 +85,8 @@ int RunGet(CommandContext& ctx, const GetOptions& options) {
   add("labelSelector", options.label_selector);
   add("fieldSelector", options.field_selector);
   add("search", options.search);
-  absl::StatusOr<ListResult> list = ListAll(
-      *ctx.api, CollectionPath(*kind, ctx.settings.project, options.all_projects), query);
+  absl::StatusOr<ListResult> list =
+      ListAll(*ctx.api, CollectionPath(*kind, ctx.settings.project, options.all_projects), query);
   if (!list.ok()) return Fail(ctx, list.status());
   if (o == "json" || o == "yaml") {
     *ctx.out << RenderDocument(*kind, list->items, true, o);

@@ -17,7 +17,7 @@ struct GetOptions {
   std::string label_selector;
   std::string field_selector;
   std::string search;
-  std::string output;  // "", "wide", "name", "json", "yaml"
+  std::string output;      // "", "wide", "name", "json", "yaml"
   bool revisions = false;  // computeprofiles NAME --revisions
 };
 int RunGet(CommandContext& ctx, const GetOptions& options);

@@ -71,7 +71,8 @@ KindInfo KindFromObjectKind(std::string_view kind) {
   info.kind = std::string(kind);
   info.singular = absl::AsciiStrToLower(Sv(kind));
   const std::string& s = info.singular;
-  if (absl::EndsWith(s, "y") && s.size() > 1 && std::string_view("aeiou").find(s[s.size() - 2]) == std::string_view::npos) {
+  if (absl::EndsWith(s, "y") && s.size() > 1 &&
+      std::string_view("aeiou").find(s[s.size() - 2]) == std::string_view::npos) {
     info.plural = s.substr(0, s.size() - 1) + "ies";
   } else if (absl::EndsWith(s, "s") || absl::EndsWith(s, "x") || absl::EndsWith(s, "ch") ||
              absl::EndsWith(s, "sh")) {

@@ -1,9 +1,8 @@
 #include "cli/printers.h"
 
 #include <algorithm>
-#include <utility>
-
 #include <boost/json.hpp>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "cli/table.h"
@@ -42,7 +41,8 @@ std::string MapText(const json::object& o, std::string_view path) {
   if (v == nullptr || !v->is_object() || v->get_object().empty()) return "<none>";
   std::string out;
   for (const auto& kv : v->get_object())
-    absl::StrAppend(&out, out.empty() ? "" : ",", std::string(kv.key()), "=", ScalarText(kv.value()));
+    absl::StrAppend(&out, out.empty() ? "" : ",", std::string(kv.key()), "=",
+                    ScalarText(kv.value()));
   return out;
 }
 
@@ -64,7 +64,9 @@ std::string GpuUsageText(const json::object& o) {
 std::string SelectorText(const json::object& o, std::string_view path) {
   const json::value* sel = Lookup(o, path);
   std::string out;
-  auto add = [&out](const std::string& part) { absl::StrAppend(&out, out.empty() ? "" : ",", part); };
+  auto add = [&out](const std::string& part) {
+    absl::StrAppend(&out, out.empty() ? "" : ",", part);
+  };
   if (sel != nullptr && sel->is_object()) {
     if (const json::value* ml = sel->get_object().if_contains("matchLabels"); ml && ml->is_object())
       for (const auto& kv : ml->get_object())
@@ -79,9 +81,12 @@ std::string SelectorText(const json::object& o, std::string_view path) {
         if (const json::value* vs = e.get_object().if_contains("values"); vs && vs->is_array())
           for (const json::value& x : vs->get_array())
             absl::StrAppend(&values, values.empty() ? "" : ",", ScalarText(x));
-        if (op == "Exists") add(key);
-        else if (op == "DoesNotExist") add(absl::StrCat("!", key));
-        else add(absl::StrCat(key, op == "NotIn" ? " notin (" : " in (", values, ")"));
+        if (op == "Exists")
+          add(key);
+        else if (op == "DoesNotExist")
+          add(absl::StrCat("!", key));
+        else
+          add(absl::StrCat(key, op == "NotIn" ? " notin (" : " in (", values, ")"));
       }
     }
   }
@@ -140,17 +145,15 @@ std::string RenderTable(const KindInfo& kind, const std::vector<json::object>& i
     cols.push_back({"DISPLAY NAME", display});
     cols.push_back({"PROFILE", ProfileColumn});
     cols.push_back({"CREATED", age});
-    cols.push_back({"STATUS", [](const json::object& o) {
-                      return PhaseWords(FieldText(o, "status.phase"));
-                    }});
+    cols.push_back(
+        {"STATUS", [](const json::object& o) { return PhaseWords(FieldText(o, "status.phase")); }});
     cols.push_back({"SHARING", SharingSummary});
     if (options.wide) {
       cols.push_back({"PROFILE REVISION", [](const json::object& o) {
                         return OrNone(FieldText(o, "status.profileRevision"));
                       }});
-      cols.push_back({"REASON", [](const json::object& o) {
-                        return OrNone(FieldText(o, "status.reason"));
-                      }});
+      cols.push_back(
+          {"REASON", [](const json::object& o) { return OrNone(FieldText(o, "status.reason")); }});
     }
   } else if (kind.plural == "computeprofiles") {
     cols.push_back({"DISPLAY NAME", display});
@@ -163,9 +166,8 @@ std::string RenderTable(const KindInfo& kind, const std::vector<json::object>& i
     cols.push_back({"AGE", age});
   } else if (kind.plural == "serviceprofiles") {
     cols.push_back({"DISPLAY NAME", display});
-    cols.push_back({"TYPE", [](const json::object& o) {
-                      return OrNone(FieldText(o, "spec.serviceType"));
-                    }});
+    cols.push_back(
+        {"TYPE", [](const json::object& o) { return OrNone(FieldText(o, "spec.serviceType")); }});
     cols.push_back({"TEMPLATE", [](const json::object& o) {
                       return OrNone(FieldText(o, "spec.templateRef.name"));
                     }});
@@ -183,53 +185,44 @@ std::string RenderTable(const KindInfo& kind, const std::vector<json::object>& i
   } else if (kind.plural == "serviceinstances") {
     cols.push_back({"DISPLAY NAME", display});
     cols.push_back({"PROFILE", ProfileColumn});
-    cols.push_back({"COMPUTE", [](const json::object& o) {
-                      return RefText(o, "spec.computeRef");
-                    }});
-    cols.push_back({"STATUS", [](const json::object& o) {
-                      return PhaseWords(FieldText(o, "status.phase"));
-                    }});
+    cols.push_back(
+        {"COMPUTE", [](const json::object& o) { return RefText(o, "spec.computeRef"); }});
+    cols.push_back(
+        {"STATUS", [](const json::object& o) { return PhaseWords(FieldText(o, "status.phase")); }});
     cols.push_back({"AGE", age});
     if (options.wide) {
       cols.push_back({"PROFILE REVISION", [](const json::object& o) {
                         return OrNone(FieldText(o, "status.profileRevision"));
                       }});
-      cols.push_back({"REASON", [](const json::object& o) {
-                        return OrNone(FieldText(o, "status.reason"));
-                      }});
-      cols.push_back({"OUTPUTS", [](const json::object& o) {
-                        return MapText(o, "status.outputs");
-                      }});
+      cols.push_back(
+          {"REASON", [](const json::object& o) { return OrNone(FieldText(o, "status.reason")); }});
+      cols.push_back(
+          {"OUTPUTS", [](const json::object& o) { return MapText(o, "status.outputs"); }});
       cols.push_back({"SHARING", SharingSummary});
     }
   } else if (kind.plural == "environmenttemplates") {
     cols.push_back({"DISPLAY NAME", display});
-    cols.push_back({"DRIVER", [](const json::object& o) {
-                      return OrNone(FieldText(o, "spec.driver"));
-                    }});
+    cols.push_back(
+        {"DRIVER", [](const json::object& o) { return OrNone(FieldText(o, "spec.driver")); }});
     cols.push_back({"REVISION", revision});
     cols.push_back({"AGE", age});
   } else if (kind.plural == "runs") {
     cols.push_back({"INSTANCE", [](const json::object& o) {
                       return OrNone(FieldText(o, "spec.instanceRef.name"));
                     }});
-    cols.push_back({"ACTION", [](const json::object& o) {
-                      return OrNone(FieldText(o, "spec.action"));
-                    }});
-    cols.push_back({"STATUS", [](const json::object& o) {
-                      return OrNone(FieldText(o, "status.phase"));
-                    }});
-    cols.push_back({"ATTEMPT", [](const json::object& o) {
-                      return OrNone(FieldText(o, "status.attempt"));
-                    }});
+    cols.push_back(
+        {"ACTION", [](const json::object& o) { return OrNone(FieldText(o, "spec.action")); }});
+    cols.push_back(
+        {"STATUS", [](const json::object& o) { return OrNone(FieldText(o, "status.phase")); }});
+    cols.push_back(
+        {"ATTEMPT", [](const json::object& o) { return OrNone(FieldText(o, "status.attempt")); }});
     cols.push_back({"STARTED", [now](const json::object& o) {
                       std::string start = FieldText(o, "status.startTime");
                       return start.empty() ? "<none>" : FormatAge(start, now);
                     }});
     cols.push_back({"DURATION", [now](const json::object& o) { return RunDuration(o, now); }});
-    cols.push_back({"REASON", [](const json::object& o) {
-                      return OrNone(FieldText(o, "status.reason"));
-                    }});
+    cols.push_back(
+        {"REASON", [](const json::object& o) { return OrNone(FieldText(o, "status.reason")); }});
   } else if (kind.plural == "projects") {
     cols.push_back({"DISPLAY NAME", display});
     cols.push_back({"AGE", age});
@@ -269,8 +262,8 @@ std::string RenderDocument(const KindInfo& kind, const std::vector<json::object>
   json::value doc;
   auto complete = [&](json::object o) {
     if (!kind.kind.empty()) {
-      if (!o.contains("apiVersion")) o["apiVersion"] = json::string_view(
-          kApiGroupVersion.data(), kApiGroupVersion.size());
+      if (!o.contains("apiVersion"))
+        o["apiVersion"] = json::string_view(kApiGroupVersion.data(), kApiGroupVersion.size());
       if (!o.contains("kind")) o["kind"] = kind.kind;
     }
     return o;
@@ -314,8 +307,8 @@ void Flatten(const json::value& v, const std::string& prefix,
   if (v.is_object()) {
     if (v.get_object().empty() && !prefix.empty()) out.push_back({prefix, "{}"});
     for (const auto& kv : v.get_object()) {
-      std::string key = prefix.empty() ? std::string(kv.key())
-                                       : absl::StrCat(prefix, ".", std::string(kv.key()));
+      std::string key =
+          prefix.empty() ? std::string(kv.key()) : absl::StrCat(prefix, ".", std::string(kv.key()));
       Flatten(kv.value(), key, out);
     }
   } else if (v.is_array()) {

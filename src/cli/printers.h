@@ -7,10 +7,9 @@
 // Thread-safety: free functions, no state.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <string>
 #include <vector>
-
-#include <boost/json/object.hpp>
 
 #include "absl/time/time.h"
 #include "cli/kinds.h"
@@ -46,7 +45,6 @@ std::string RenderRevisions(const std::vector<boost::json::object>& items,
 
 // The `describe` view: name, project, labels, annotations, metadata, every spec field
 // flattened ("profileRef.name:"), status fields, and a conditions table.
-std::string RenderDescribe(const KindInfo& kind, const boost::json::object& object,
-                           absl::Time now);
+std::string RenderDescribe(const KindInfo& kind, const boost::json::object& object, absl::Time now);
 
 }  // namespace gantry::cli

@@ -1,7 +1,8 @@
 #include "cli/printers.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 
 #include "client/yaml_json.h"
 
@@ -43,11 +44,12 @@ TEST(RenderTable, AllProjectsAndWide) {
 }
 
 TEST(RenderTable, ProfilesTemplatesProjectsAndOthers) {
-  auto profile = json::parse(
-      R"({"metadata":{"name":"h100-x8","creationTimestamp":"2027-01-15T05:00:00Z"},)"
-      R"("spec":{"displayName":"8x H100","templateRef":{"name":"train"},"resources":{"gpu":)"
-      R"({"type":"h100","count":8}},"sharing":{"mode":"All"}},"status":{"revision":4}})")
-                     .as_object();
+  auto profile =
+      json::parse(
+          R"({"metadata":{"name":"h100-x8","creationTimestamp":"2027-01-15T05:00:00Z"},)"
+          R"("spec":{"displayName":"8x H100","templateRef":{"name":"train"},"resources":{"gpu":)"
+          R"({"type":"h100","count":8}},"sharing":{"mode":"All"}},"status":{"revision":4}})")
+          .as_object();
   EXPECT_EQ(RenderTable(*ResolveKind("cp"), {profile}, {false, false, kNow}),
             "NAME     DISPLAY NAME  TEMPLATE  GPU       REVISION  SHARING  AGE\n"
             "h100-x8  8x H100       train     h100 x 8  4         All      3h\n");
@@ -67,15 +69,16 @@ TEST(RenderTable, ProfilesTemplatesProjectsAndOthers) {
 }
 
 TEST(RenderTable, ServiceProfiles) {
-  auto sp = json::parse(
-      R"({"metadata":{"name":"jupyter","namespace":"ml","creationTimestamp":"2027-01-15T05:00:00Z"},)"
-      R"("spec":{"displayName":"Jupyter","serviceType":"notebook","templateRef":{"name":"nb"},)"
-      R"("computeSelector":{"matchLabels":{"tier":"gpu"},"matchExpressions":[)"
-      R"({"key":"zone","operator":"In","values":["a","b"]},{"key":"spot","operator":"DoesNotExist"},)"
-      R"({"key":"gpu","operator":"Exists"},{"key":"os","operator":"NotIn","values":["win"]}]},)"
-      R"("autoCreateCompute":{"profileRef":{"name":"small","namespace":"platform"}},)"
-      R"("sharing":{"mode":"All"}},"status":{"revision":2}})")
-                .as_object();
+  auto sp =
+      json::parse(
+          R"({"metadata":{"name":"jupyter","namespace":"ml","creationTimestamp":"2027-01-15T05:00:00Z"},)"
+          R"("spec":{"displayName":"Jupyter","serviceType":"notebook","templateRef":{"name":"nb"},)"
+          R"("computeSelector":{"matchLabels":{"tier":"gpu"},"matchExpressions":[)"
+          R"({"key":"zone","operator":"In","values":["a","b"]},{"key":"spot","operator":"DoesNotExist"},)"
+          R"({"key":"gpu","operator":"Exists"},{"key":"os","operator":"NotIn","values":["win"]}]},)"
+          R"("autoCreateCompute":{"profileRef":{"name":"small","namespace":"platform"}},)"
+          R"("sharing":{"mode":"All"}},"status":{"revision":2}})")
+          .as_object();
   auto bare = json::parse(R"({"metadata":{"name":"ray"},"spec":{"serviceType":"ray",)"
                           R"("templateRef":{"name":"ray"}},"status":{"revision":1}})")
                   .as_object();
@@ -120,9 +123,8 @@ TEST(RenderTable, ServiceInstances) {
 }
 
 TEST(RenderTable, NodesShowTheirGpusNotAnAge) {
-  auto node = json::parse(
-      R"({"metadata":{"name":"gpu-host"},"status":{"gpuSource":"nvidia-smi",)"
-      R"("capacity":{"a100":2,"h100":8},"allocated":{"a100":0,"h100":3}}})")
+  auto node = json::parse(R"({"metadata":{"name":"gpu-host"},"status":{"gpuSource":"nvidia-smi",)"
+                          R"("capacity":{"a100":2,"h100":8},"allocated":{"a100":0,"h100":3}}})")
                   .as_object();
   EXPECT_EQ(RenderTable(*ResolveKind("nodes"), {node}, {false, false, kNow}),
             "NAME      GPU SOURCE  GPUS (ALLOCATED/CAPACITY)\n"
@@ -154,17 +156,19 @@ TEST(RenderRevisions, BothShapes) {
       json::parse(R"({"metadata":{"creationTimestamp":"2027-01-14T08:00:00Z"},)"
                   R"("status":{"revision":1}})")
           .as_object()};
-  EXPECT_EQ(RenderRevisions(revs, {false, false, kNow}), "REVISION  CREATED\n2         1h\n1         1d\n");
+  EXPECT_EQ(RenderRevisions(revs, {false, false, kNow}),
+            "REVISION  CREATED\n2         1h\n1         1d\n");
 }
 
 TEST(RenderDescribe, FlattensSpecAndStatus) {
-  auto obj = json::parse(
-      R"({"kind":"ComputeInstance","metadata":{"name":"gpu-1","namespace":"ml",)"
-      R"("labels":{"env":"prod","team":"llm"},"creationTimestamp":"2027-01-15T07:55:00Z"},)"
-      R"("spec":{"displayName":"GPU one","profileRef":{"name":"h100"},"variables":{"nodes":"12"},)"
-      R"("tags":["a"]},"status":{"phase":"Success","conditions":[{"type":"Ready",)"
-      R"("status":"True","reason":"Deployed","lastTransitionTime":"2027-01-15T07:58:00Z"}]}})")
-                 .as_object();
+  auto obj =
+      json::parse(
+          R"({"kind":"ComputeInstance","metadata":{"name":"gpu-1","namespace":"ml",)"
+          R"("labels":{"env":"prod","team":"llm"},"creationTimestamp":"2027-01-15T07:55:00Z"},)"
+          R"("spec":{"displayName":"GPU one","profileRef":{"name":"h100"},"variables":{"nodes":"12"},)"
+          R"("tags":["a"]},"status":{"phase":"Success","conditions":[{"type":"Ready",)"
+          R"("status":"True","reason":"Deployed","lastTransitionTime":"2027-01-15T07:58:00Z"}]}})")
+          .as_object();
   EXPECT_EQ(RenderDescribe(*ResolveKind("ci"), obj, kNow),
             "Name:         gpu-1\n"
             "Project:      ml\n"

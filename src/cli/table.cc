@@ -1,7 +1,6 @@
 #include "cli/table.h"
 
 #include <algorithm>
-
 #include <boost/json.hpp>
 
 #include "absl/strings/ascii.h"
@@ -116,10 +115,14 @@ const json::value* Lookup(const json::object& object, std::string_view path) {
 
 std::string ScalarText(const json::value& v) {
   switch (v.kind()) {
-    case json::kind::string: return std::string(v.get_string());
-    case json::kind::null: return "";
-    case json::kind::bool_: return v.get_bool() ? "true" : "false";
-    default: return json::serialize(v);
+    case json::kind::string:
+      return std::string(v.get_string());
+    case json::kind::null:
+      return "";
+    case json::kind::bool_:
+      return v.get_bool() ? "true" : "false";
+    default:
+      return json::serialize(v);
   }
 }
 

@@ -4,13 +4,12 @@
 // Thread-safety: Table is a value type (not shared); the free functions have no state.
 #pragma once
 
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/json/object.hpp>
-#include <boost/json/value.hpp>
 
 #include "absl/time/time.h"
 

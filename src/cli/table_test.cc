@@ -1,7 +1,8 @@
 #include "cli/table.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 
 namespace gantry::cli {
 namespace {

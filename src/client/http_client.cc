@@ -1,9 +1,5 @@
 #include "client/http_client.h"
 
-#include <cctype>
-#include <cstdint>
-#include <limits>
-
 #include <openssl/ssl.h>
 
 #include <boost/asio/connect.hpp>
@@ -13,6 +9,9 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/url/parse.hpp>
+#include <cctype>
+#include <cstdint>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -62,8 +61,8 @@ void CopyHeaders(const Fields& fields, HttpResponse& out) {
 
 struct HttpClient::Impl {
   net::io_context ioc;
-  std::unique_ptr<ssl::context> tls;   // https:// only
-  tcp::socket socket{ioc};             // http://
+  std::unique_ptr<ssl::context> tls;      // https:// only
+  tcp::socket socket{ioc};                // http://
   std::unique_ptr<TlsStream> tls_stream;  // https://: the kept-alive connection
   beast::flat_buffer buffer;
   bool connected = false;
@@ -111,14 +110,15 @@ HttpClient::HttpClient(std::string base_url, std::string token, TlsOptions tls)
     ctx->set_options(ssl::context::no_sslv2 | ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
                      ssl::context::no_tlsv1_1);
     beast::error_code ec;
-    if (!tls.ca_file.empty()) ctx->load_verify_file(tls.ca_file, ec);
-    else ctx->set_default_verify_paths(ec);
+    if (!tls.ca_file.empty())
+      ctx->load_verify_file(tls.ca_file, ec);
+    else
+      ctx->set_default_verify_paths(ec);
     if (ec) {
       init_status_ = absl::InvalidArgumentError(
           tls.ca_file.empty()
               ? absl::StrCat("cannot load the system's trusted certificates: ", Describe(ec))
-              : absl::StrCat("cannot load CA certificates from ", tls.ca_file, ": ",
-                             Describe(ec)));
+              : absl::StrCat("cannot load CA certificates from ", tls.ca_file, ": ", Describe(ec)));
       return;
     }
     if (tls.insecure_skip_verify) {
@@ -162,11 +162,11 @@ absl::Status ConnectTls(net::io_context& ioc, TlsStream& stream, const std::stri
   stream.handshake(ssl::stream_base::client, ec);
   if (ec) {
     std::string why = Describe(ec);
-    return absl::UnavailableError(absl::StrCat(
-        "TLS handshake with gantryd at ", base_url, " failed: ", why,
-        why.find("certificate") != std::string::npos
-            ? " (pass the server's CA with --ca-file, e.g. gantryd's DATA_DIR/tls.crt)"
-            : ""));
+    return absl::UnavailableError(
+        absl::StrCat("TLS handshake with gantryd at ", base_url, " failed: ", why,
+                     why.find("certificate") != std::string::npos
+                         ? " (pass the server's CA with --ca-file, e.g. gantryd's DATA_DIR/tls.crt)"
+                         : ""));
   }
   return absl::OkStatus();
 }
@@ -207,7 +207,8 @@ absl::StatusOr<HttpResponse> HttpClient::SendWithHeaders(
     if (!reused) {
       if (impl_->tls) {
         impl_->tls_stream = std::make_unique<TlsStream>(impl_->ioc, *impl_->tls);
-        absl::Status connected = ConnectTls(impl_->ioc, *impl_->tls_stream, host_, port_, base_url_);
+        absl::Status connected =
+            ConnectTls(impl_->ioc, *impl_->tls_stream, host_, port_, base_url_);
         if (!connected.ok()) {
           impl_->Close();
           return connected;
@@ -316,7 +317,6 @@ absl::Status StreamOver(Stream& socket, tcp::socket& raw,
   }
   return absl::OkStatus();
 }
-
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 #include "client/http_client.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,8 +14,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -150,7 +149,9 @@ TEST(HttpClient, SendsAndReusesTheConnection) {
 }
 
 TEST(HttpClient, NoAuthorizationWithoutToken) {
-  ScriptedServer server([](const std::string&) { return ScriptedServer::Reply{Ok("{}"), false, {}, {}}; });
+  ScriptedServer server([](const std::string&) {
+    return ScriptedServer::Reply{Ok("{}"), false, {}, {}};
+  });
   HttpClient client(server.url());
   ASSERT_TRUE(client.Send("GET", "/x").ok());
   EXPECT_FALSE(absl::StrContains(server.requests()[0], "Authorization"));
@@ -270,8 +271,8 @@ TEST(HttpClient, StreamDeliversEachLineWithoutWaitingForMore) {
 
 TEST(HttpClient, StreamsCloseDelimitedBodies) {
   ScriptedServer server([](const std::string&) {
-    return ScriptedServer::Reply{"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nline 1\nline 2\n",
-                                 true, {}, {}};
+    return ScriptedServer::Reply{
+        "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nline 1\nline 2\n", true, {}, {}};
   });
   HttpClient client(server.url());
   std::vector<std::string> lines;
@@ -288,7 +289,9 @@ TEST(HttpClient, StreamErrorAnswerBecomesStatus) {
     std::string body = R"({"kind":"Status","code":404,"reason":"NotFound","message":"gone"})";
     return ScriptedServer::Reply{
         absl::StrCat("HTTP/1.1 404 Not Found\r\nContent-Length: ", body.size(), "\r\n\r\n", body),
-        true, {}, {}};
+        true,
+        {},
+        {}};
   });
   HttpClient client(server.url());
   absl::Status s = client.Stream("/x", [](std::string_view) { return true; });

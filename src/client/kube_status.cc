@@ -1,9 +1,8 @@
 #include "client/kube_status.h"
 
+#include <boost/json.hpp>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -26,22 +25,35 @@ std::string StringAt(const json::object& o, std::string_view key) {
 absl::Status Template(int http_code, const std::string& reason, const std::string& kind,
                       const std::string& name, std::vector<FieldCause> causes) {
   switch (http_code) {
-    case 400: return BadRequestError("");
-    case 401: return absl::UnauthenticatedError("");
-    case 403: return absl::PermissionDeniedError("");
-    case 404: return NotFoundError("");
-    case 405: return MethodNotAllowedError("");
+    case 400:
+      return BadRequestError("");
+    case 401:
+      return absl::UnauthenticatedError("");
+    case 403:
+      return absl::PermissionDeniedError("");
+    case 404:
+      return NotFoundError("");
+    case 405:
+      return MethodNotAllowedError("");
     case 409:
       if (reason == "AlreadyExists") return AlreadyExistsError("");
       return ConflictError("", reason.empty() ? "Conflict" : reason);
-    case 410: return ExpiredError("");
-    case 413: return TooLargeError("");
-    case 415: return UnsupportedMediaTypeError("");
-    case 422: return InvalidError(kind, name, std::move(causes));
-    case 429: return absl::ResourceExhaustedError("");
-    case 503: return absl::UnavailableError("");
-    case 504: return absl::DeadlineExceededError("");
-    default: break;
+    case 410:
+      return ExpiredError("");
+    case 413:
+      return TooLargeError("");
+    case 415:
+      return UnsupportedMediaTypeError("");
+    case 422:
+      return InvalidError(kind, name, std::move(causes));
+    case 429:
+      return absl::ResourceExhaustedError("");
+    case 503:
+      return absl::UnavailableError("");
+    case 504:
+      return absl::DeadlineExceededError("");
+    default:
+      break;
   }
   if (http_code >= 500) return absl::InternalError("");
   if (http_code >= 400) return absl::InvalidArgumentError("");

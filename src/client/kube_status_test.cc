@@ -38,8 +38,7 @@ TEST(KubeStatus, InvalidCarriesCauses) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(HttpCodeOf(s), 422);
   EXPECT_EQ(ReasonOf(s), "Invalid");
-  EXPECT_EQ(s.message(),
-            "ComputeInstance \"x\" is invalid: spec.profileRef.name: Required value");
+  EXPECT_EQ(s.message(), "ComputeInstance \"x\" is invalid: spec.profileRef.name: Required value");
   auto causes = CausesOf(s);
   ASSERT_EQ(causes.size(), 1u);
   EXPECT_EQ(causes[0].field, "spec.profileRef.name");

@@ -1,6 +1,10 @@
 #include "client/yaml_json.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
+#include <boost/json.hpp>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -8,16 +12,12 @@
 #include <optional>
 #include <sstream>
 
-#include <boost/json.hpp>
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/yaml.h>
-
-#include "common/utf8.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/absl_compat.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 
 namespace gantry::client {
 namespace {
@@ -125,11 +125,16 @@ json::value TypePlain(const std::string& s) {
 
 std::string NodeKindName(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Sequence: return "a sequence";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Null: return "null";
-    case YAML::NodeType::Map: return "a mapping";
-    default: return "nothing";
+    case YAML::NodeType::Sequence:
+      return "a sequence";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    default:
+      return "nothing";
   }
 }
 
@@ -234,9 +239,9 @@ absl::Status AddDocument(json::value doc, int index, const std::string& where,
     int i = 0;
     for (json::value& item : doc.get_array()) {
       if (!item.is_object()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "document ", index, where, ": item ", i, " is ", describe(item),
-            ", expected a mapping (an API object)"));
+        return absl::InvalidArgumentError(absl::StrCat("document ", index, where, ": item ", i,
+                                                       " is ", describe(item),
+                                                       ", expected a mapping (an API object)"));
       }
       out.push_back(std::move(item.get_object()));
       ++i;
@@ -256,9 +261,9 @@ absl::Status AddDocument(json::value doc, int index, const std::string& where,
     if (items->is_array()) {
       for (const json::value& item : items->get_array()) {
         if (!item.is_object()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "document ", index, where, ": items[", i, "] is ", describe(item),
-              ", expected a mapping (an API object)"));
+          return absl::InvalidArgumentError(absl::StrCat("document ", index, where, ": items[", i,
+                                                         "] is ", describe(item),
+                                                         ", expected a mapping (an API object)"));
         }
         out.push_back(item.get_object());
         ++i;
@@ -288,12 +293,23 @@ void AppendDoubleQuoted(std::string_view s, std::string& out) {
   for (size_t i = 0; i < s.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\r': out += "\\r"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      default:
+        break;
     }
     if (c < 0x20 || c == 0x7f) {
       char buf[8];
@@ -303,10 +319,26 @@ void AppendDoubleQuoted(std::string_view s, std::string& out) {
     }
     // U+0085, U+2028, U+2029 and the BOM would be taken as line breaks or stripped.
     std::string_view rest = s.substr(i);
-    if (StartsWith(rest, "\xC2\x85")) { out += "\\N"; ++i; continue; }
-    if (StartsWith(rest, "\xE2\x80\xA8")) { out += "\\L"; i += 2; continue; }
-    if (StartsWith(rest, "\xE2\x80\xA9")) { out += "\\P"; i += 2; continue; }
-    if (StartsWith(rest, "\xEF\xBB\xBF")) { out += "\\uFEFF"; i += 2; continue; }
+    if (StartsWith(rest, "\xC2\x85")) {
+      out += "\\N";
+      ++i;
+      continue;
+    }
+    if (StartsWith(rest, "\xE2\x80\xA8")) {
+      out += "\\L";
+      i += 2;
+      continue;
+    }
+    if (StartsWith(rest, "\xE2\x80\xA9")) {
+      out += "\\P";
+      i += 2;
+      continue;
+    }
+    if (StartsWith(rest, "\xEF\xBB\xBF")) {
+      out += "\\uFEFF";
+      i += 2;
+      continue;
+    }
     out += static_cast<char>(c);
   }
   out += '"';
@@ -320,8 +352,8 @@ bool LiteralBlockFits(std::string_view s) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     if ((c < 0x20 && c != '\n') || c == 0x7f) return false;
   }
-  if (Contains(s, "\xC2\x85") || Contains(s, "\xE2\x80\xA8") ||
-      Contains(s, "\xE2\x80\xA9") || Contains(s, "\xEF\xBB\xBF")) {
+  if (Contains(s, "\xC2\x85") || Contains(s, "\xE2\x80\xA8") || Contains(s, "\xE2\x80\xA9") ||
+      Contains(s, "\xEF\xBB\xBF")) {
     return false;
   }
   // A line with trailing spaces before a line break survives a literal block, but a last
@@ -420,12 +452,24 @@ void EmitArray(const json::array& a, int indent, bool first_inline, std::string&
 // Any value at the start of a line (after the key/dash for scalars), ending in "\n".
 void EmitValue(const json::value& v, int indent, std::string& out) {
   switch (v.kind()) {
-    case json::kind::null: out += "null\n"; return;
-    case json::kind::bool_: out += v.get_bool() ? "true\n" : "false\n"; return;
-    case json::kind::int64: out += std::to_string(v.get_int64()) + "\n"; return;
-    case json::kind::uint64: out += std::to_string(v.get_uint64()) + "\n"; return;
-    case json::kind::double_: out += FormatDouble(v.get_double(), true) + "\n"; return;
-    case json::kind::string: AppendStringValue(View(v.get_string()), indent, out); return;
+    case json::kind::null:
+      out += "null\n";
+      return;
+    case json::kind::bool_:
+      out += v.get_bool() ? "true\n" : "false\n";
+      return;
+    case json::kind::int64:
+      out += std::to_string(v.get_int64()) + "\n";
+      return;
+    case json::kind::uint64:
+      out += std::to_string(v.get_uint64()) + "\n";
+      return;
+    case json::kind::double_:
+      out += FormatDouble(v.get_double(), true) + "\n";
+      return;
+    case json::kind::string:
+      AppendStringValue(View(v.get_string()), indent, out);
+      return;
     case json::kind::object:
       if (v.get_object().empty()) {
         out += "{}\n";
@@ -445,10 +489,15 @@ void EmitValue(const json::value& v, int indent, std::string& out) {
 
 void EmitJson(const json::value& v, int indent, int level, std::string& out) {
   switch (v.kind()) {
-    case json::kind::double_: out += FormatDouble(v.get_double(), false); return;
+    case json::kind::double_:
+      out += FormatDouble(v.get_double(), false);
+      return;
     case json::kind::object: {
       const json::object& o = v.get_object();
-      if (o.empty()) { out += "{}"; return; }
+      if (o.empty()) {
+        out += "{}";
+        return;
+      }
       out += "{\n";
       size_t i = 0;
       for (const auto& kv : o) {
@@ -465,7 +514,10 @@ void EmitJson(const json::value& v, int indent, int level, std::string& out) {
     }
     case json::kind::array: {
       const json::array& a = v.get_array();
-      if (a.empty()) { out += "[]"; return; }
+      if (a.empty()) {
+        out += "[]";
+        return;
+      }
       out += "[\n";
       for (size_t i = 0; i < a.size(); ++i) {
         Indent(indent * (level + 1), out);
@@ -477,7 +529,9 @@ void EmitJson(const json::value& v, int indent, int level, std::string& out) {
       out += ']';
       return;
     }
-    default: out += json::serialize(v); return;
+    default:
+      out += json::serialize(v);
+      return;
   }
 }
 
@@ -524,8 +578,8 @@ bool YamlNeedsQuotes(std::string_view s) {
     unsigned char c = static_cast<unsigned char>(ch);
     if (c < 0x20 || c == 0x7f) return true;
   }
-  return Contains(s, "\xC2\x85") || Contains(s, "\xE2\x80\xA8") ||
-         Contains(s, "\xE2\x80\xA9") || Contains(s, "\xEF\xBB\xBF");
+  return Contains(s, "\xC2\x85") || Contains(s, "\xE2\x80\xA8") || Contains(s, "\xE2\x80\xA9") ||
+         Contains(s, "\xEF\xBB\xBF");
 }
 
 // yaml-cpp (0.7) never leaves a stray flow entry in block context (",-", "- a\n,"): each

@@ -8,12 +8,11 @@
 // Thread-safety: free functions, no state.
 #pragma once
 
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/json/object.hpp>
-#include <boost/json/value.hpp>
 
 #include "absl/status/statusor.h"
 

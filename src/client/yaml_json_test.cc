@@ -1,7 +1,8 @@
 #include "client/yaml_json.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 
 namespace gantry::client {
 namespace {
@@ -19,10 +20,10 @@ json::object One(std::string_view text) {
 }
 
 TEST(YamlToJson, PlainScalarsFollowTheCoreSchema) {
-  json::object o = One(
-      "t: true\nf: False\ni: 12\nneg: -3\nplus: +4\nhex: 0x1F\noct: 0o17\nd: 2.5\n"
-      "e: 1e3\nn: null\ntilde: ~\nempty:\ns: hello world\nver: 1.2.3\nyes: yes\n"
-      "big: 18446744073709551615\ninf: .inf\n");
+  json::object o =
+      One("t: true\nf: False\ni: 12\nneg: -3\nplus: +4\nhex: 0x1F\noct: 0o17\nd: 2.5\n"
+          "e: 1e3\nn: null\ntilde: ~\nempty:\ns: hello world\nver: 1.2.3\nyes: yes\n"
+          "big: 18446744073709551615\ninf: .inf\n");
   EXPECT_EQ(o["t"], json::value(true));
   EXPECT_EQ(o["f"], json::value(false));
   EXPECT_EQ(o["i"], json::value(12));
@@ -54,9 +55,10 @@ TEST(YamlToJson, QuotedScalarsStayStrings) {
 }
 
 TEST(YamlToJson, NestedStructures) {
-  json::object o = One(
-      "kind: ComputeProfile\nspec:\n  resources: {gpu: {type: h100, count: 8}}\n"
-      "  variables:\n  - {name: nodes, default: \"1\"}\n  - name: image\n    allowedValues: [a, b]\n");
+  json::object o =
+      One("kind: ComputeProfile\nspec:\n  resources: {gpu: {type: h100, count: 8}}\n"
+          "  variables:\n  - {name: nodes, default: \"1\"}\n  - name: image\n    allowedValues: "
+          "[a, b]\n");
   const json::object& spec = o["spec"].get_object();
   EXPECT_EQ(spec.at("resources").at("gpu").at("count"), json::value(8));
   EXPECT_EQ(spec.at("variables").at(1).at("allowedValues").at(1), json::value("b"));
@@ -151,9 +153,9 @@ TEST(YamlToJson, AliasBombIsRefused) {
 }
 
 TEST(JsonToYaml, QuotesStringsThatWouldBeMisread) {
-  for (const char* s : {"true", "False", "123", "", "1.5", "null", "~", "a: b", " lead", "trail ",
-                        "- x", "#c", "yes", "no", "0x1F", "1e3", "@x", "*a", "!t", ".inf",
-                        "a #b", "x:"}) {
+  for (const char* s :
+       {"true", "False", "123", "",     "1.5", "null", "~",  "a: b", " lead", "trail ", "- x",
+        "#c",   "yes",   "no",  "0x1F", "1e3", "@x",   "*a", "!t",   ".inf",  "a #b",   "x:"}) {
     EXPECT_TRUE(YamlNeedsQuotes(s)) << s;
   }
   for (const char* s : {"hello", "gpu-instance-prod", "nvcr.io/nvidia/pytorch:24.05", "a-b_c",
@@ -165,10 +167,10 @@ TEST(JsonToYaml, QuotesStringsThatWouldBeMisread) {
 }
 
 TEST(JsonToYaml, BlockLayout) {
-  json::value v = json::parse(
-      R"({"kind":"ComputeProfile","metadata":{"name":"p","labels":{}},)"
-      R"("spec":{"variables":[{"name":"nodes","default":"1"},{"name":"image"}],)"
-      R"("outputs":["endpoint"],"nested":[[1,2],[]],"n":3.0,"none":null}})");
+  json::value v =
+      json::parse(R"({"kind":"ComputeProfile","metadata":{"name":"p","labels":{}},)"
+                  R"("spec":{"variables":[{"name":"nodes","default":"1"},{"name":"image"}],)"
+                  R"("outputs":["endpoint"],"nested":[[1,2],[]],"n":3.0,"none":null}})");
   EXPECT_EQ(JsonToYaml(v),
             "kind: ComputeProfile\n"
             "metadata:\n"

@@ -107,40 +107,65 @@ absl::Status TooManyRequestsError(std::string_view message) {
 std::string ReasonOf(const absl::Status& status) {
   if (auto r = Payload(status, kReasonUrl)) return *r;
   switch (status.code()) {
-    case absl::StatusCode::kOk: return "";
-    case absl::StatusCode::kInvalidArgument: return "BadRequest";
-    case absl::StatusCode::kNotFound: return "NotFound";
-    case absl::StatusCode::kAlreadyExists: return "AlreadyExists";
+    case absl::StatusCode::kOk:
+      return "";
+    case absl::StatusCode::kInvalidArgument:
+      return "BadRequest";
+    case absl::StatusCode::kNotFound:
+      return "NotFound";
+    case absl::StatusCode::kAlreadyExists:
+      return "AlreadyExists";
     case absl::StatusCode::kAborted:
-    case absl::StatusCode::kFailedPrecondition: return "Conflict";
-    case absl::StatusCode::kPermissionDenied: return "Forbidden";
-    case absl::StatusCode::kUnauthenticated: return "Unauthorized";
-    case absl::StatusCode::kResourceExhausted: return "TooManyRequests";
-    case absl::StatusCode::kOutOfRange: return "Expired";
-    case absl::StatusCode::kUnimplemented: return "MethodNotAllowed";
-    case absl::StatusCode::kUnavailable: return "ServiceUnavailable";
-    case absl::StatusCode::kDeadlineExceeded: return "Timeout";
-    default: return "InternalError";
+    case absl::StatusCode::kFailedPrecondition:
+      return "Conflict";
+    case absl::StatusCode::kPermissionDenied:
+      return "Forbidden";
+    case absl::StatusCode::kUnauthenticated:
+      return "Unauthorized";
+    case absl::StatusCode::kResourceExhausted:
+      return "TooManyRequests";
+    case absl::StatusCode::kOutOfRange:
+      return "Expired";
+    case absl::StatusCode::kUnimplemented:
+      return "MethodNotAllowed";
+    case absl::StatusCode::kUnavailable:
+      return "ServiceUnavailable";
+    case absl::StatusCode::kDeadlineExceeded:
+      return "Timeout";
+    default:
+      return "InternalError";
   }
 }
 
 int HttpCodeOf(const absl::Status& status) {
   if (auto h = Payload(status, kHttpUrl)) return std::stoi(*h);
   switch (status.code()) {
-    case absl::StatusCode::kOk: return 200;
-    case absl::StatusCode::kInvalidArgument: return 400;
-    case absl::StatusCode::kNotFound: return 404;
+    case absl::StatusCode::kOk:
+      return 200;
+    case absl::StatusCode::kInvalidArgument:
+      return 400;
+    case absl::StatusCode::kNotFound:
+      return 404;
     case absl::StatusCode::kAlreadyExists:
     case absl::StatusCode::kAborted:
-    case absl::StatusCode::kFailedPrecondition: return 409;
-    case absl::StatusCode::kPermissionDenied: return 403;
-    case absl::StatusCode::kUnauthenticated: return 401;
-    case absl::StatusCode::kResourceExhausted: return 429;
-    case absl::StatusCode::kOutOfRange: return 410;
-    case absl::StatusCode::kUnimplemented: return 405;
-    case absl::StatusCode::kUnavailable: return 503;
-    case absl::StatusCode::kDeadlineExceeded: return 504;
-    default: return 500;
+    case absl::StatusCode::kFailedPrecondition:
+      return 409;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kResourceExhausted:
+      return 429;
+    case absl::StatusCode::kOutOfRange:
+      return 410;
+    case absl::StatusCode::kUnimplemented:
+      return 405;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    case absl::StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
   }
 }
 
@@ -157,7 +182,8 @@ std::vector<FieldCause> CausesOf(const absl::Status& status) {
     size_t a = rec.find('\x1f');
     size_t b = a == std::string::npos ? std::string::npos : rec.find('\x1f', a + 1);
     c.field = rec.substr(0, a);
-    if (a != std::string::npos) c.message = rec.substr(a + 1, b == std::string::npos ? b : b - a - 1);
+    if (a != std::string::npos)
+      c.message = rec.substr(a + 1, b == std::string::npos ? b : b - a - 1);
     if (b != std::string::npos) c.type = rec.substr(b + 1);
     out.push_back(std::move(c));
     start = end + 1;

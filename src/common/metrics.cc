@@ -98,7 +98,8 @@ std::string Metrics::Render() {
         return l.empty() ? std::string() : "{" + l + "}";
       };
       for (size_t i = 0; i < f.buckets.size(); ++i)
-        out += name + "_bucket" + with("le=\"" + Num(f.buckets[i]) + "\"") + " " + Num(counts[i]) + "\n";
+        out += name + "_bucket" + with("le=\"" + Num(f.buckets[i]) + "\"") + " " + Num(counts[i]) +
+               "\n";
       out += name + "_bucket" + with("le=\"+Inf\"") + " " + Num(counts.back()) + "\n";
       out += name + "_sum" + with("") + " " + Num(f.sums.at(key)) + "\n";
       out += name + "_count" + with("") + " " + Num(counts.back()) + "\n";

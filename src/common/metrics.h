@@ -40,8 +40,8 @@ class Metrics {
   struct Family {
     std::string type, help;
     std::vector<double> buckets;
-    std::map<std::string, double> values;                 // rendered labels -> value
-    std::map<std::string, std::vector<double>> counts;    // histogram bucket counts (+Inf last)
+    std::map<std::string, double> values;               // rendered labels -> value
+    std::map<std::string, std::vector<double>> counts;  // histogram bucket counts (+Inf last)
     std::map<std::string, double> sums;
   };
   static std::string RenderLabels(const MetricLabels& labels, const std::string& extra = "");

@@ -12,9 +12,9 @@
 #define GANTRY_CONCAT_INNER_(a, b) a##b
 #define GANTRY_CONCAT_(a, b) GANTRY_CONCAT_INNER_(a, b)
 
-#define RETURN_IF_ERROR(expr)                  \
-  do {                                         \
-    ::absl::Status gantry_status_ = (expr);    \
+#define RETURN_IF_ERROR(expr)                        \
+  do {                                               \
+    ::absl::Status gantry_status_ = (expr);          \
     if (!gantry_status_.ok()) return gantry_status_; \
   } while (0)
 

@@ -26,7 +26,8 @@ absl::Status Fail(const std::string& what) {
 }
 
 bool IsIp(const std::string& host) {
-  return host.find_first_not_of("0123456789.") == std::string::npos || host.find(':') != std::string::npos;
+  return host.find_first_not_of("0123456789.") == std::string::npos ||
+         host.find(':') != std::string::npos;
 }
 
 bool AddExtension(X509* cert, int nid, const std::string& value) {
@@ -44,7 +45,8 @@ bool AddExtension(X509* cert, int nid, const std::string& value) {
 
 absl::Status EnsureSelfSignedCertificate(const std::string& cert_path, const std::string& key_path,
                                          const std::vector<std::string>& hosts) {
-  if (std::filesystem::exists(cert_path) && std::filesystem::exists(key_path)) return absl::OkStatus();
+  if (std::filesystem::exists(cert_path) && std::filesystem::exists(key_path))
+    return absl::OkStatus();
   Key key(EVP_EC_gen("P-256"));
   if (!key) return Fail("key generation failed");
   Cert cert(X509_new());
@@ -67,7 +69,8 @@ absl::Status EnsureSelfSignedCertificate(const std::string& cert_path, const std
   X509_set_issuer_name(cert.get(), name);
   std::string san = "DNS:localhost,IP:127.0.0.1,IP:::1";
   for (const auto& h : hosts) {
-    if (h.empty() || h == "localhost" || h == "127.0.0.1" || h == "::1" || h == "0.0.0.0" || h == "::")
+    if (h.empty() || h == "localhost" || h == "127.0.0.1" || h == "::1" || h == "0.0.0.0" ||
+        h == "::")
       continue;
     if (h.find_first_of(", \n") != std::string::npos) continue;
     san += (IsIp(h) ? ",IP:" : ",DNS:") + h;

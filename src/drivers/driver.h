@@ -16,6 +16,7 @@
 // concurrently for different runs.
 #pragma once
 
+#include <boost/json.hpp>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -23,28 +24,26 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/json.hpp>
-
 #include "absl/status/statusor.h"
 #include "common/errors.h"
 
 namespace gantry::drivers {
 
 struct DeployRequest {
-  std::string action;      // "apply" or "destroy"
-  std::string run_name;    // e.g. gpu-1-7
+  std::string action;    // "apply" or "destroy"
+  std::string run_name;  // e.g. gpu-1-7
   std::string run_uid;
-  int attempt = 1;         // > 1 when the run is re-run after a control-plane restart
-  boost::json::object instance;   // kind, name, project, uid, labels, annotations, displayName
+  int attempt = 1;               // > 1 when the run is re-run after a control-plane restart
+  boost::json::object instance;  // kind, name, project, uid, labels, annotations, displayName
   std::map<std::string, std::string> variables;  // resolved, plaintext
-  boost::json::object resources;  // the profile's spec.resources
-  boost::json::object config;     // the template's spec.<driver>
+  boost::json::object resources;                 // the profile's spec.resources
+  boost::json::object config;                    // the template's spec.<driver>
   boost::json::object previous_outputs;
   // ServiceInstance runs: the compute instance the service runs on {name, project, phase,
   // outputs, gpus, resources}; empty for compute instances. Drivers pass it to the workload
   // (ComputeEnvironment below).
   boost::json::object compute;
-  std::string state_dir;   // a private directory per instance that persists across runs
+  std::string state_dir;  // a private directory per instance that persists across runs
   std::chrono::seconds timeout{3600};
   // GPUs assigned to the instance on this host by the engine (local driver): nvidia-smi
   // indices as strings, and their UUIDs when known (same order). Empty when none.

@@ -57,8 +57,8 @@ absl::Status HasServicesError(const std::string& verb, const std::string& ns,
   std::string n = std::to_string(services.size());
   return ConflictError(
       "compute instance " + name + " cannot be " + (verb == "destroy" ? "destroyed" : "deleted") +
-          ": " + n + " service instance" + (services.size() == 1 ? " runs" : "s run") +
-          " on it (" + DescribeServices(services, ns) + "); " +
+          ": " + n + " service instance" + (services.size() == 1 ? " runs" : "s run") + " on it (" +
+          DescribeServices(services, ns) + "); " +
           (verb == "destroy" ? "destroy them first, or destroy with ?cascade=true to destroy "
                                "them first"
                              : "delete them first, or delete with propagationPolicy=Foreground "

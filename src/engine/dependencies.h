@@ -10,10 +10,9 @@
 // Thread-safety: free functions over a thread-safe Store.
 #pragma once
 
+#include <boost/json.hpp>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "store/store.h"

@@ -29,7 +29,8 @@ std::vector<std::string> Split(std::string_view s, char sep) {
 bool ValidType(const std::string& t) {
   if (t.empty() || t.size() > 63) return false;
   for (char c : t)
-    if (!std::islower(static_cast<unsigned char>(c)) && !std::isdigit(static_cast<unsigned char>(c)) && c != '-')
+    if (!std::islower(static_cast<unsigned char>(c)) &&
+        !std::isdigit(static_cast<unsigned char>(c)) && c != '-')
       return false;
   return true;
 }
@@ -40,7 +41,8 @@ std::string GpuTypeOf(std::string_view product_name) {
   std::istringstream words{std::string(product_name)};
   std::string w;
   while (words >> w) {
-    if (std::none_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    if (std::none_of(w.begin(), w.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       continue;
     std::string t;
     for (char c : w) {
@@ -86,7 +88,8 @@ absl::StatusOr<Inventory> ParseGpuFlag(std::string_view flag) {
     if (colon != std::string::npos) {
       std::string n = part.substr(colon + 1);
       if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos)
-        return absl::InvalidArgumentError("--gpus: \"" + part + "\" must be TYPE:COUNT, e.g. h100:8");
+        return absl::InvalidArgumentError("--gpus: \"" + part +
+                                          "\" must be TYPE:COUNT, e.g. h100:8");
       count = std::stoi(n);
     }
     if (!ValidType(type))
@@ -156,8 +159,10 @@ std::optional<std::vector<Gpu>> PickGpus(const std::vector<Gpu>& gpus,
   for (const auto& g : gpus) {
     if (!Matches(g, type)) continue;
     auto it = owner_of.find(g.index);
-    if (it == owner_of.end()) free.push_back(g);
-    else if (it->second == owner) held.push_back(g);
+    if (it == owner_of.end())
+      free.push_back(g);
+    else if (it->second == owner)
+      held.push_back(g);
   }
   if (static_cast<int>(held.size()) >= count) {
     held.resize(count);

@@ -46,8 +46,7 @@ std::string RunLogs::Read(const std::string& run_uid) {
   return ss.str();
 }
 
-void RunLogs::Follow(const std::string& run_uid, bool active,
-                     std::shared_ptr<LineStream> stream) {
+void RunLogs::Follow(const std::string& run_uid, bool active, std::shared_ptr<LineStream> stream) {
   std::lock_guard<std::mutex> lock(mu_);
   std::ifstream in(PathOf(run_uid));
   std::string line;

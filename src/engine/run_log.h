@@ -35,8 +35,7 @@ class RunLogs {
 
   const std::string dir_;
   std::mutex mu_;
-  std::map<std::string, std::vector<std::shared_ptr<LineStream>>> followers_
-      ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<std::shared_ptr<LineStream>>> followers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gantry::engine

@@ -14,7 +14,8 @@ namespace {
 // back as JSON: such a body is refused rather than stored.
 bool AllFinite(const json::value& v) {
   switch (v.kind()) {
-    case json::kind::double_: return std::isfinite(v.get_double());
+    case json::kind::double_:
+      return std::isfinite(v.get_double());
     case json::kind::array:
       for (const auto& e : v.get_array())
         if (!AllFinite(e)) return false;
@@ -23,7 +24,8 @@ bool AllFinite(const json::value& v) {
       for (const auto& kv : v.get_object())
         if (!AllFinite(kv.value())) return false;
       return true;
-    default: return true;
+    default:
+      return true;
   }
 }
 }  // namespace
@@ -45,7 +47,8 @@ absl::StatusOr<json::object> ParseStoredObject(std::string_view text) {
   boost::system::error_code ec;
   json::value v = json::parse(text, ec, {}, opts);
   if (ec || !v.is_object())
-    return absl::InternalError("a stored object cannot be read: " + std::string(strict.status().message()));
+    return absl::InternalError("a stored object cannot be read: " +
+                               std::string(strict.status().message()));
   ScrubUtf8(v);
   return std::move(v.get_object());
 }
@@ -115,8 +118,7 @@ const json::value* FindPath(const json::object& obj, std::string_view dotted) {
   }
 }
 
-std::string GetString(const json::object& obj, std::string_view dotted,
-                      std::string_view fallback) {
+std::string GetString(const json::object& obj, std::string_view dotted, std::string_view fallback) {
   const json::value* v = FindPath(obj, dotted);
   if (v && v->is_string()) return std::string(v->get_string());
   return std::string(fallback);

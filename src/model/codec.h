@@ -4,11 +4,10 @@
 // Thread-safety: free functions, no state.
 #pragma once
 
+#include <boost/json.hpp>
 #include <map>
 #include <string>
 #include <string_view>
-
-#include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
 

@@ -69,13 +69,20 @@ TEST(ParseObjectJson, EmptyBody) {
 
 TEST(ParseObjectJson, MalformedJson) {
   // Each message names where the parser stopped.
-  EXPECT_EQ(ParseError("{"), "the request body is not valid JSON: incomplete JSON at line 1, column 2");
-  EXPECT_EQ(ParseError("   "), "the request body is not valid JSON: incomplete JSON at line 1, column 4");
-  EXPECT_EQ(ParseError(R"({"a" 1})"), "the request body is not valid JSON: syntax error at line 1, column 6");
-  EXPECT_EQ(ParseError(R"({"a": 1,})"), "the request body is not valid JSON: syntax error at line 1, column 9");
-  EXPECT_EQ(ParseError(R"({'a': 1})"), "the request body is not valid JSON: syntax error at line 1, column 2");
-  EXPECT_EQ(ParseError(R"({"a": 1} x)"), "the request body is not valid JSON: extra data at line 1, column 10");
-  EXPECT_EQ(ParseError(R"({}{})"), "the request body is not valid JSON: extra data at line 1, column 3");
+  EXPECT_EQ(ParseError("{"),
+            "the request body is not valid JSON: incomplete JSON at line 1, column 2");
+  EXPECT_EQ(ParseError("   "),
+            "the request body is not valid JSON: incomplete JSON at line 1, column 4");
+  EXPECT_EQ(ParseError(R"({"a" 1})"),
+            "the request body is not valid JSON: syntax error at line 1, column 6");
+  EXPECT_EQ(ParseError(R"({"a": 1,})"),
+            "the request body is not valid JSON: syntax error at line 1, column 9");
+  EXPECT_EQ(ParseError(R"({'a': 1})"),
+            "the request body is not valid JSON: syntax error at line 1, column 2");
+  EXPECT_EQ(ParseError(R"({"a": 1} x)"),
+            "the request body is not valid JSON: extra data at line 1, column 10");
+  EXPECT_EQ(ParseError(R"({}{})"),
+            "the request body is not valid JSON: extra data at line 1, column 3");
   EXPECT_EQ(ParseError("apiVersion: v1\nkind: X\n"),
             "the request body is not valid JSON: syntax error at line 1, column 1");
 }
@@ -85,9 +92,9 @@ TEST(ParseObjectJson, CommentsAreNotJson) {
   EXPECT_THAT(ParseError("/* c */ {}"), StartsWith("the request body is not valid JSON: "));
 }
 
-// Regression (fixed; was: src/model/codec.cc, ParseObjectJson): codec.h promises that the message of malformed
-// JSON "names line/offset", and the comment above the return says "Report the line and column
-// of the failure", but the message is only Boost's error text ("syntax error"), with no
+// Regression (fixed; was: src/model/codec.cc, ParseObjectJson): codec.h promises that the message
+// of malformed JSON "names line/offset", and the comment above the return says "Report the line and
+// column of the failure", but the message is only Boost's error text ("syntax error"), with no
 // position. Fix: track the bytes consumed (stream_parser::write returns them) and append
 // " at line L, column C" (or " at offset N").
 TEST(ParseObjectJson, MalformedJsonNamesThePosition) {
@@ -119,11 +126,13 @@ TEST(ParseObjectJson, NestingUpToTheLimitIsAccepted) {
 
 TEST(ParseObjectJson, NestingDeeperThan64IsRefused) {
   EXPECT_THAT(ParseError(Nested(kMaxJsonDepth + 1)),
-              testing::StartsWith("the request body is not valid JSON: nesting deeper than 64 levels at line 1"));
+              testing::StartsWith(
+                  "the request body is not valid JSON: nesting deeper than 64 levels at line 1"));
   // Far deeper input is refused the same way, without recursing into it.
   std::string deep(100000, '[');
-  EXPECT_EQ(ParseError("{\"a\":" + deep),
-            "the request body is not valid JSON: nesting deeper than 64 levels at line 1, column 69");
+  EXPECT_EQ(
+      ParseError("{\"a\":" + deep),
+      "the request body is not valid JSON: nesting deeper than 64 levels at line 1, column 69");
 }
 
 TEST(ParseObjectJson, DuplicateKeysKeepTheLast) {
@@ -291,12 +300,12 @@ TEST(EnsureObject, ReplacesNonObjects) {
 // Issue 15, item 5: an object stored before every write was checked for UTF-8 must still be
 // readable (and so deletable): invalid bytes come back as U+FFFD.
 TEST(ParseStoredObject, ReadsInvalidUtf8WithReplacementCharacters) {
-  auto o = ParseStoredObject("{\"metadata\":{\"name\":\"i\",\"managedFields\":"
-                             "[{\"manager\":\"\xff\"}]}}");
+  auto o = ParseStoredObject(
+      "{\"metadata\":{\"name\":\"i\",\"managedFields\":"
+      "[{\"manager\":\"\xff\"}]}}");
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(GetString(*o, "metadata.name"), "i");
-  EXPECT_EQ(o->at("metadata").at("managedFields").at(0).at("manager").as_string(),
-            "\xEF\xBF\xBD");
+  EXPECT_EQ(o->at("metadata").at("managedFields").at(0).at("manager").as_string(), "\xEF\xBF\xBD");
   EXPECT_TRUE(ParseStoredObject(R"({"a": 1})").ok());
   EXPECT_EQ(ParseStoredObject("not json").status().code(), absl::StatusCode::kInternal);
 }

@@ -25,9 +25,12 @@ absl::StatusOr<std::vector<std::string>> ParsePointer(std::string_view ptr) {
       continue;
     }
     if (ptr[i] == '~') {
-      if (i + 1 < ptr.size() && ptr[i + 1] == '0') token += '~';
-      else if (i + 1 < ptr.size() && ptr[i + 1] == '1') token += '/';
-      else return absl::InvalidArgumentError("\"~\" must be followed by 0 or 1");
+      if (i + 1 < ptr.size() && ptr[i + 1] == '0')
+        token += '~';
+      else if (i + 1 < ptr.size() && ptr[i + 1] == '1')
+        token += '/';
+      else
+        return absl::InvalidArgumentError("\"~\" must be followed by 0 or 1");
       ++i;
       continue;
     }
@@ -38,7 +41,8 @@ absl::StatusOr<std::vector<std::string>> ParsePointer(std::string_view ptr) {
 
 // An array index: digits without leading zeros (RFC 6901), below `limit`.
 bool ParseIndex(const std::string& token, size_t limit, size_t* index) {
-  if (token.empty() || token.size() > 9 || token.find_first_not_of("0123456789") != std::string::npos ||
+  if (token.empty() || token.size() > 9 ||
+      token.find_first_not_of("0123456789") != std::string::npos ||
       (token.size() > 1 && token[0] == '0'))
     return false;
   *index = std::stoul(token);
@@ -50,9 +54,12 @@ std::string Pointer(const std::vector<std::string>& tokens, size_t n) {
   for (size_t i = 0; i < n && i < tokens.size(); ++i) {
     out += "/";
     for (char c : tokens[i]) {
-      if (c == '~') out += "~0";
-      else if (c == '/') out += "~1";
-      else out += c;
+      if (c == '~')
+        out += "~0";
+      else if (c == '/')
+        out += "~1";
+      else
+        out += c;
     }
   }
   return out;
@@ -70,12 +77,14 @@ absl::StatusOr<json::value*> Resolve(json::value& doc, const std::vector<std::st
     } else if (cur->is_array()) {
       size_t index = 0;
       if (!ParseIndex(tokens[i], cur->get_array().size(), &index))
-        return absl::NotFoundError(Pointer(tokens, i + 1) + " does not exist (no such index in "
-                                   "a list of " + std::to_string(cur->get_array().size()) + ")");
+        return absl::NotFoundError(Pointer(tokens, i + 1) +
+                                   " does not exist (no such index in "
+                                   "a list of " +
+                                   std::to_string(cur->get_array().size()) + ")");
       cur = &cur->get_array()[index];
     } else {
-      return absl::NotFoundError(Pointer(tokens, i + 1) + " does not exist (" +
-                                 Pointer(tokens, i) + " is not an object or a list)");
+      return absl::NotFoundError(Pointer(tokens, i + 1) + " does not exist (" + Pointer(tokens, i) +
+                                 " is not an object or a list)");
     }
   }
   return cur;
@@ -146,8 +155,10 @@ absl::StatusOr<json::value> Remove(json::value& doc, const std::vector<std::stri
     json::array& arr = (*parent)->get_array();
     size_t index = 0;
     if (!ParseIndex(last, arr.size(), &index))
-      return absl::NotFoundError(Pointer(path, path.size()) + " does not exist (no such index in "
-                                 "a list of " + std::to_string(arr.size()) + ")");
+      return absl::NotFoundError(Pointer(path, path.size()) +
+                                 " does not exist (no such index in "
+                                 "a list of " +
+                                 std::to_string(arr.size()) + ")");
     json::value out = std::move(arr[index]);
     arr.erase(arr.begin() + static_cast<long>(index));
     return out;
@@ -159,8 +170,9 @@ absl::StatusOr<json::value> Remove(json::value& doc, const std::vector<std::stri
 
 absl::Status ApplyJsonPatch(json::value& doc, const json::value& patch) {
   if (!patch.is_array())
-    return BadRequestError("a JSON patch must be a list of operations ([{\"op\": \"replace\", "
-                           "\"path\": \"/spec/...\", \"value\": ...}])");
+    return BadRequestError(
+        "a JSON patch must be a list of operations ([{\"op\": \"replace\", "
+        "\"path\": \"/spec/...\", \"value\": ...}])");
   const json::array& ops = patch.get_array();
   if (ops.size() > kMaxJsonPatchOperations)
     return BadRequestError("the JSON patch has " + std::to_string(ops.size()) +
@@ -212,32 +224,38 @@ absl::Status ApplyJsonPatch(json::value& doc, const json::value& patch) {
       s = Remove(doc, *path).status();
     } else if (name == "replace") {
       auto target = Resolve(doc, *path, path->size());
-      if (!target.ok()) s = target.status();
+      if (!target.ok())
+        s = target.status();
       else if (path->size() + Depth(*value) > static_cast<size_t>(kMaxJsonDepth))
         s = absl::InvalidArgumentError("the result would be nested deeper than " +
                                        std::to_string(kMaxJsonDepth) + " levels");
-      else **target = *value;
+      else
+        **target = *value;
     } else if (name == "test") {
       auto target = Resolve(doc, *path, path->size());
-      if (!target.ok()) s = target.status();
+      if (!target.ok())
+        s = target.status();
       else if (**target != *value)
         s = absl::FailedPreconditionError("the value at " + path_text + " is not the one tested");
     } else if (name == "copy") {
       auto source = Resolve(doc, from, from.size());
-      if (!source.ok()) s = source.status();
-      else s = Add(doc, *path, **source);
+      if (!source.ok())
+        s = source.status();
+      else
+        s = Add(doc, *path, **source);
       if (s.ok() && json::serialize(doc).size() > kMaxJsonPatchResultBytes)
         return UnprocessableError("the JSON patch's " + at + " makes the object larger than " +
                                   std::to_string(kMaxJsonPatchResultBytes) + " bytes");
     } else {  // move
-      if (path->size() > from.size() &&
-          std::equal(from.begin(), from.end(), path->begin()))
+      if (path->size() > from.size() && std::equal(from.begin(), from.end(), path->begin()))
         s = absl::InvalidArgumentError("cannot move " + from_text + " into its own child " +
                                        path_text);
       else {
         auto moved = Remove(doc, from);
-        if (!moved.ok()) s = moved.status();
-        else s = Add(doc, *path, *std::move(moved));
+        if (!moved.ok())
+          s = moved.status();
+        else
+          s = Add(doc, *path, *std::move(moved));
       }
     }
     if (!s.ok()) return fail(s);

@@ -21,7 +21,8 @@ std::string Patch(std::string_view doc, std::string_view patch) {
 
 TEST(JsonPatchTest, Rfc6902Operations) {
   EXPECT_EQ(Patch(R"({"a":1})", R"([{"op":"add","path":"/b","value":2}])"), R"({"a":1,"b":2})");
-  EXPECT_EQ(Patch(R"({"a":[1,3]})", R"([{"op":"add","path":"/a/1","value":2}])"), R"({"a":[1,2,3]})");
+  EXPECT_EQ(Patch(R"({"a":[1,3]})", R"([{"op":"add","path":"/a/1","value":2}])"),
+            R"({"a":[1,2,3]})");
   EXPECT_EQ(Patch(R"({"a":[1]})", R"([{"op":"add","path":"/a/-","value":2}])"), R"({"a":[1,2]})");
   EXPECT_EQ(Patch(R"({"a":1,"b":2})", R"([{"op":"remove","path":"/a"}])"), R"({"b":2})");
   EXPECT_EQ(Patch(R"({"a":[1,2,3]})", R"([{"op":"remove","path":"/a/1"}])"), R"({"a":[1,3]})");
@@ -39,13 +40,15 @@ TEST(JsonPatchTest, Rfc6902Operations) {
 }
 
 TEST(JsonPatchTest, FailuresAre422NamingTheOperation) {
-  EXPECT_EQ(Patch(R"({"a":1})", R"([{"op":"add","path":"/b","value":2},{"op":"test","path":"/a","value":2}])"),
+  EXPECT_EQ(Patch(R"({"a":1})",
+                  R"([{"op":"add","path":"/b","value":2},{"op":"test","path":"/a","value":2}])"),
             "ERROR 422: the JSON patch's operation 2 (test) failed: the value at /a is not the "
             "one tested");
   EXPECT_EQ(Patch(R"({"a":1})", R"([{"op":"remove","path":"/x"}])"),
             "ERROR 422: the JSON patch's operation 1 (remove) failed: /x does not exist");
-  EXPECT_THAT(Patch(R"({"a":{}})", R"([{"op":"replace","path":"/a/b/c","value":1}])"),
-              HasSubstr("ERROR 422: the JSON patch's operation 1 (replace) failed: /a/b does not exist"));
+  EXPECT_THAT(
+      Patch(R"({"a":{}})", R"([{"op":"replace","path":"/a/b/c","value":1}])"),
+      HasSubstr("ERROR 422: the JSON patch's operation 1 (replace) failed: /a/b does not exist"));
   EXPECT_THAT(Patch(R"({"a":[1]})", R"([{"op":"add","path":"/a/5","value":1}])"),
               HasSubstr("ERROR 422"));
   EXPECT_THAT(Patch(R"({"a":[1]})", R"([{"op":"replace","path":"/a/01","value":1}])"),
@@ -66,8 +69,11 @@ TEST(JsonPatchTest, MalformedPatchesAre400) {
 }
 
 TEST(JsonPatchTest, CopyCannotBlowUpTheDocument) {
-  std::string ops = R"([{"op":"add","path":"/a","value":"0123456789012345678901234567890123456789"})";
-  for (int i = 0; i < 40; ++i) ops += R"(,{"op":"copy","from":"/a","path":"/b"},{"op":"add","path":"/a","value":[]},{"op":"move","from":"/b","path":"/a/-"},{"op":"copy","from":"/a/0","path":"/a/-"})";
+  std::string ops =
+      R"([{"op":"add","path":"/a","value":"0123456789012345678901234567890123456789"})";
+  for (int i = 0; i < 40; ++i)
+    ops +=
+        R"(,{"op":"copy","from":"/a","path":"/b"},{"op":"add","path":"/a","value":[]},{"op":"move","from":"/b","path":"/a/-"},{"op":"copy","from":"/a/0","path":"/a/-"})";
   ops += "]";
   std::string out = Patch("{}", ops);
   EXPECT_THAT(out, HasSubstr("ERROR 422"));
@@ -77,7 +83,8 @@ TEST(JsonPatchTest, DepthIsBounded) {
   // Moving an object into itself repeatedly would nest it without bound.
   std::string ops = R"([{"op":"add","path":"/a","value":{}})";
   for (int i = 0; i < 100; ++i)
-    ops += R"(,{"op":"move","from":"/a","path":"/b"},{"op":"add","path":"/a","value":{}},{"op":"move","from":"/b","path":"/a/x"})";
+    ops +=
+        R"(,{"op":"move","from":"/a","path":"/b"},{"op":"add","path":"/a","value":{}},{"op":"move","from":"/b","path":"/a/x"})";
   ops += "]";
   EXPECT_THAT(Patch("{}", ops), HasSubstr("nested deeper than"));
 }

@@ -47,7 +47,7 @@ struct LabelSelector {
 absl::StatusOr<LabelSelector> ParseLabelSelector(std::string_view text);
 
 struct FieldRequirement {
-  std::string field;  // e.g. "status.phase"
+  std::string field;   // e.g. "status.phase"
   bool equals = true;  // false for !=
   std::string value;
 };

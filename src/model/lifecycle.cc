@@ -17,34 +17,50 @@ Phase ParsePhase(std::string_view s) {
 
 std::string_view PhaseName(Phase p) {
   switch (p) {
-    case Phase::kNotDeployed: return "NotDeployed";
-    case Phase::kWaiting: return "Waiting";
-    case Phase::kInProgress: return "InProgress";
-    case Phase::kSuccess: return "Success";
-    case Phase::kFailed: return "Failed";
+    case Phase::kNotDeployed:
+      return "NotDeployed";
+    case Phase::kWaiting:
+      return "Waiting";
+    case Phase::kInProgress:
+      return "InProgress";
+    case Phase::kSuccess:
+      return "Success";
+    case Phase::kFailed:
+      return "Failed";
   }
   return "NotDeployed";
 }
 
 std::string_view PhaseWords(Phase p) {
   switch (p) {
-    case Phase::kNotDeployed: return "Not Deployed";
-    case Phase::kWaiting: return "Waiting";
-    case Phase::kInProgress: return "In Progress";
-    case Phase::kSuccess: return "Success";
-    case Phase::kFailed: return "Failed";
+    case Phase::kNotDeployed:
+      return "Not Deployed";
+    case Phase::kWaiting:
+      return "Waiting";
+    case Phase::kInProgress:
+      return "In Progress";
+    case Phase::kSuccess:
+      return "Success";
+    case Phase::kFailed:
+      return "Failed";
   }
   return "Not Deployed";
 }
 
 std::string_view ActionVerb(Action a) {
   switch (a) {
-    case Action::kUpdate: return "updated";
-    case Action::kDeploy: return "deployed";
-    case Action::kDestroy: return "destroyed";
-    case Action::kCancel: return "canceled";
-    case Action::kUpgrade: return "upgraded";
-    case Action::kDelete: return "deleted";
+    case Action::kUpdate:
+      return "updated";
+    case Action::kDeploy:
+      return "deployed";
+    case Action::kDestroy:
+      return "destroyed";
+    case Action::kCancel:
+      return "canceled";
+    case Action::kUpgrade:
+      return "upgraded";
+    case Action::kDelete:
+      return "deleted";
   }
   return "changed";
 }

@@ -9,12 +9,11 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
 
@@ -32,12 +31,12 @@ std::string_view ActionVerb(Action a);  // "updated", "deployed", "destroyed", .
 
 // What an allowed action does to an instance in `phase`.
 enum class Effect {
-  kSaveSpec,         // update: store the spec, nothing deployed
-  kQueueRun,         // deploy/destroy: a run is queued (Waiting)
-  kCancelQueuedRun,  // destroy/cancel while Waiting: the queued run is dropped, NotDeployed
-  kRemoveNow,        // delete of a NotDeployed instance: the record goes at once
+  kSaveSpec,            // update: store the spec, nothing deployed
+  kQueueRun,            // deploy/destroy: a run is queued (Waiting)
+  kCancelQueuedRun,     // destroy/cancel while Waiting: the queued run is dropped, NotDeployed
+  kRemoveNow,           // delete of a NotDeployed instance: the record goes at once
   kTeardownThenRemove,  // delete of a deployed instance: destroy run, then the record goes
-  kRepin,            // upgrade: move to the profile's latest revision
+  kRepin,               // upgrade: move to the profile's latest revision
 };
 
 // Decides `action` on `instance` (its status.phase, status.action, status.lastRunRef).
@@ -54,8 +53,8 @@ struct RunOutcome {
   RunAction action;
   Result result = Result::kFailed;
   std::string run_name;
-  std::string reason;   // failed or canceled: CamelCase (DriverError, Timeout, ...)
-  std::string message;  // failed or canceled: the driver's words
+  std::string reason;           // failed or canceled: CamelCase (DriverError, Timeout, ...)
+  std::string message;          // failed or canceled: the driver's words
   boost::json::object outputs;  // a deploy that succeeded
   int64_t generation = 1;       // the instance generation the run deployed
   // Services: the compute instance they run on (condition ComputeReady).

@@ -176,12 +176,12 @@ json::object TrackedFields(const json::object& obj) {
   json::object meta;
   if (const json::value* m = obj.if_contains("metadata"); m && m->is_object())
     for (const char* key : {"labels", "annotations"})
-      if (const json::value* v = m->get_object().if_contains(key); v && v->is_object() &&
-                                                                  !v->get_object().empty())
+      if (const json::value* v = m->get_object().if_contains(key);
+          v && v->is_object() && !v->get_object().empty())
         meta[key] = *v;
   if (!meta.empty()) out["metadata"] = std::move(meta);
-  if (const json::value* s = obj.if_contains("spec"); s && s->is_object() &&
-                                                      !s->get_object().empty())
+  if (const json::value* s = obj.if_contains("spec");
+      s && s->is_object() && !s->get_object().empty())
     out["spec"] = *s;
   return out;
 }
@@ -232,16 +232,15 @@ absl::StatusOr<Managers> DecodeManagedFields(const json::value& v) {
     };
     ManagerEntry e{str("manager"), str("operation"), str("apiVersion"), str("time"), {}};
     const json::value* fields = o.if_contains("fieldsV1");
-    if (e.manager.empty() && (!fields || fields->is_null() ||
-                              (fields->is_object() && fields->get_object().empty())))
+    if (e.manager.empty() &&
+        (!fields || fields->is_null() || (fields->is_object() && fields->get_object().empty())))
       continue;  // [{}]: reset
     if (e.manager.empty()) return absl::InvalidArgumentError(at + ".manager: Required value");
     if (e.operation != kOperationApply && e.operation != kOperationUpdate)
       return absl::InvalidArgumentError(at + ".operation: must be Apply or Update, not \"" +
                                         e.operation + "\"");
     if (std::string type = str("fieldsType"); !type.empty() && type != "FieldsV1")
-      return absl::InvalidArgumentError(at + ".fieldsType: must be FieldsV1, not \"" + type +
-                                        "\"");
+      return absl::InvalidArgumentError(at + ".fieldsType: must be FieldsV1, not \"" + type + "\"");
     if (fields && !fields->is_null()) {
       auto set = DecodeFieldsV1(*fields);
       if (!set.ok())
@@ -262,7 +261,8 @@ json::array EncodeManagedFields(const Managers& managers) {
   for (const auto& e : managers)
     if (!e.fields.empty()) sorted.push_back(&e);
   std::stable_sort(sorted.begin(), sorted.end(), [](const ManagerEntry* a, const ManagerEntry* b) {
-    return std::tie(a->operation, a->time, a->manager) < std::tie(b->operation, b->time, b->manager);
+    return std::tie(a->operation, a->time, a->manager) <
+           std::tie(b->operation, b->time, b->manager);
   });
   json::array out;
   for (const ManagerEntry* e : sorted)
@@ -298,8 +298,10 @@ absl::Status ForgetAbsentFields(json::object& obj) {
   }
   if (!changed) return absl::OkStatus();
   json::array encoded = EncodeManagedFields(*managers);
-  if (encoded.empty()) meta->get_object().erase("managedFields");
-  else meta->get_object()["managedFields"] = std::move(encoded);
+  if (encoded.empty())
+    meta->get_object().erase("managedFields");
+  else
+    meta->get_object()["managedFields"] = std::move(encoded);
   return absl::OkStatus();
 }
 
@@ -310,8 +312,10 @@ FieldChange CompareFields(const json::object& old_obj, const json::object& new_o
   for (const auto& [p, v] : after) {
     c.present.insert(p);
     auto it = before.find(p);
-    if (it == before.end()) c.added.insert(p);
-    else if (*it->second != *v) c.modified.insert(p);
+    if (it == before.end())
+      c.added.insert(p);
+    else if (*it->second != *v)
+      c.modified.insert(p);
   }
   for (const auto& [p, v] : before)
     if (!after.count(p)) c.removed.insert(p);
@@ -370,8 +374,7 @@ absl::Status RecordApply(Managers& managers, const FieldChange& change, const Fi
   if (!conflicts.empty() && !force) {
     std::vector<FieldCause> causes;
     for (const auto& c : conflicts)
-      causes.push_back({PathString(c.path),
-                        "conflict with " + DescribeManager(managers[c.entry]),
+      causes.push_back({PathString(c.path), "conflict with " + DescribeManager(managers[c.entry]),
                         "FieldManagerConflict"});
     std::string message;
     if (conflicts.size() == 1) {
@@ -428,8 +431,10 @@ FieldSet FieldsToPrune(const Managers& managers, const std::string& manager,
                        const FieldSet& applied) {
   FieldSet last, others;
   for (const auto& e : managers) {
-    if (e.manager == manager && e.operation == kOperationApply) last = e.fields;
-    else others.insert(e.fields.begin(), e.fields.end());
+    if (e.manager == manager && e.operation == kOperationApply)
+      last = e.fields;
+    else
+      others.insert(e.fields.begin(), e.fields.end());
   }
   FieldSet out;
   for (const auto& p : last)

@@ -18,12 +18,11 @@
 // functions, no state.
 #pragma once
 
+#include <boost/json.hpp>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -61,7 +60,7 @@ struct ManagerEntry {
   std::string manager;
   std::string operation;  // kOperationApply or kOperationUpdate
   std::string api_version;
-  std::string time;       // RFC 3339
+  std::string time;  // RFC 3339
   FieldSet fields;
 };
 using Managers = std::vector<ManagerEntry>;
@@ -108,7 +107,8 @@ absl::Status RecordApply(Managers& managers, const FieldChange& change, const Fi
 // The live object with an applied configuration merged in: labels, annotations and spec
 // merged key by key (objects) with the configuration's values replacing scalars and lists.
 // Nulls in the configuration are not applied. Everything else is the live object's.
-boost::json::object MergeApplied(const boost::json::object& live, const boost::json::object& config);
+boost::json::object MergeApplied(const boost::json::object& live,
+                                 const boost::json::object& config);
 
 // The fields an applier applied last time (its Apply entry) but not now, that no other
 // manager owns and that nothing applied now lies under or above: what the apply removes.

@@ -25,12 +25,11 @@ TEST(ManagedFieldsTest, TrackedFieldsAreLabelsAnnotationsAndSpec) {
     "metadata":{"name":"a","uid":"u","labels":{"env":"prod"},"annotations":{}},
     "spec":{"displayName":"A","resources":{"gpu":{"count":8}},"args":["x","y"],"exec":{}},
     "status":{"phase":"Deployed"}})");
-  EXPECT_EQ(LeafSet(TrackedFields(o)),
-            Set({{"metadata", "labels", "env"},
-                 {"spec", "args"},
-                 {"spec", "displayName"},
-                 {"spec", "exec"},
-                 {"spec", "resources", "gpu", "count"}}));
+  EXPECT_EQ(LeafSet(TrackedFields(o)), Set({{"metadata", "labels", "env"},
+                                            {"spec", "args"},
+                                            {"spec", "displayName"},
+                                            {"spec", "exec"},
+                                            {"spec", "resources", "gpu", "count"}}));
 }
 
 TEST(ManagedFieldsTest, LeavesSkipNulls) {
@@ -52,8 +51,10 @@ TEST(ManagedFieldsTest, FieldsV1RoundTrips) {
 }
 
 TEST(ManagedFieldsTest, DecodeRefusesListKeysAndNonObjects) {
-  EXPECT_THAT(std::string(DecodeFieldsV1(Obj(R"({"f:spec":{"k:{\"name\":\"a\"}":{}}})")).status().message()),
-              HasSubstr("lists are atomic"));
+  EXPECT_THAT(
+      std::string(
+          DecodeFieldsV1(Obj(R"({"f:spec":{"k:{\"name\":\"a\"}":{}}})")).status().message()),
+      HasSubstr("lists are atomic"));
   EXPECT_FALSE(DecodeFieldsV1(Obj(R"({"f:spec":1})")).ok());
   EXPECT_FALSE(DecodeFieldsV1(json::value(3)).ok());
 }
@@ -82,17 +83,25 @@ TEST(ManagedFieldsTest, DecodeManagedFieldsResetsAndRefuses) {
   auto reset = DecodeManagedFields(json::parse("[{}]"));
   ASSERT_TRUE(reset.ok());
   EXPECT_TRUE(reset->empty());
-  EXPECT_THAT(std::string(DecodeManagedFields(json::parse(R"([{"manager":"a","operation":"Delete"}])"))
-                              .status().message()),
-              HasSubstr("managedFields[0].operation"));
-  EXPECT_THAT(std::string(DecodeManagedFields(json::parse(
-                              R"([{"manager":"a","operation":"Update","fieldsV1":{"x":{}}}])"))
-                              .status().message()),
-              HasSubstr("managedFields[0].fieldsV1: unsupported key \"x\""));
-  EXPECT_THAT(std::string(DecodeManagedFields(json::parse(
-                              R"([{"manager":"a","operation":"Update"},{"manager":"a","operation":"Update"}])"))
-                              .status().message()),
-              HasSubstr("listed twice"));
+  EXPECT_THAT(
+      std::string(DecodeManagedFields(json::parse(R"([{"manager":"a","operation":"Delete"}])"))
+                      .status()
+                      .message()),
+      HasSubstr("managedFields[0].operation"));
+  EXPECT_THAT(
+      std::string(DecodeManagedFields(
+                      json::parse(R"([{"manager":"a","operation":"Update","fieldsV1":{"x":{}}}])"))
+                      .status()
+                      .message()),
+      HasSubstr("managedFields[0].fieldsV1: unsupported key \"x\""));
+  EXPECT_THAT(
+      std::string(
+          DecodeManagedFields(
+              json::parse(
+                  R"([{"manager":"a","operation":"Update"},{"manager":"a","operation":"Update"}])"))
+              .status()
+              .message()),
+      HasSubstr("listed twice"));
 }
 
 TEST(ManagedFieldsTest, CompareFindsAddedModifiedRemoved) {
@@ -180,8 +189,8 @@ TEST(ManagedFieldsTest, ApplyConflictsWithAnotherManagersChangedField) {
 TEST(ManagedFieldsTest, ManyConflictsAreGroupedByManager) {
   Managers m = {{"b", kOperationApply, kV1, kNow, Set({{"spec", "x"}})},
                 {"a", kOperationUpdate, kV1, kNow, Set({{"spec", "y"}, {"spec", "z"}})}};
-  auto c = CompareFields(Obj(R"({"spec":{"x":1,"y":1,"z":1}})"),
-                         Obj(R"({"spec":{"x":2,"y":2,"z":2}})"));
+  auto c =
+      CompareFields(Obj(R"({"spec":{"x":1,"y":1,"z":1}})"), Obj(R"({"spec":{"x":2,"y":2,"z":2}})"));
   absl::Status s = RecordApply(m, c, Set({{"spec", "x"}, {"spec", "y"}, {"spec", "z"}}), "me", kV1,
                                kLater, false);
   EXPECT_EQ(s.message(),
@@ -233,8 +242,9 @@ TEST(ManagedFieldsTest, PruneRemovesWhatOnlyTheApplierOwned) {
 
 TEST(ManagedFieldsTest, ForgetAbsentFieldsDropsWhatTheServerRemoved) {
   json::object obj = Obj(R"({"metadata":{"name":"u"},"spec":{"displayName":"U"}})");
-  Managers m = {{"a", kOperationUpdate, kV1, kNow, Set({{"spec", "displayName"}, {"spec", "password"}})},
-                {"b", kOperationUpdate, kV1, kNow, Set({{"spec", "password"}})}};
+  Managers m = {
+      {"a", kOperationUpdate, kV1, kNow, Set({{"spec", "displayName"}, {"spec", "password"}})},
+      {"b", kOperationUpdate, kV1, kNow, Set({{"spec", "password"}})}};
   obj["metadata"].as_object()["managedFields"] = EncodeManagedFields(m);
   ASSERT_TRUE(ForgetAbsentFields(obj).ok());
   auto back = ManagersOf(obj);

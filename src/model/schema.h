@@ -8,11 +8,10 @@
 // Thread-safety: the kind table is built once, on first use, and immutable afterwards.
 #pragma once
 
+#include <boost/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "common/errors.h"
 

@@ -410,9 +410,9 @@ TEST(CheckSchema, RequiredFieldSentAsNullIsReportedAsRequired) {
               Contains(Required("spec.profileRef.name")));
 }
 
-// Regression (fixed; was: src/model/schema.cc, CheckField, kObject case): a required field sent as null is
-// reported twice: once as "must be of type object, not null" (FieldValueTypeInvalid) because
-// the null skip applies only to optional fields, and once as "Required value". Kubernetes
+// Regression (fixed; was: src/model/schema.cc, CheckField, kObject case): a required field sent as
+// null is reported twice: once as "must be of type object, not null" (FieldValueTypeInvalid)
+// because the null skip applies only to optional fields, and once as "Required value". Kubernetes
 // reports one "Required value". Fix: `if (kv.value().is_null()) continue;` for every child and
 // let the required loop below report it.
 TEST(CheckSchema, RequiredFieldSentAsNullIsOneCause) {

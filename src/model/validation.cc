@@ -69,8 +69,8 @@ std::optional<std::string> TypeError(const std::string& type, const std::string&
   if (type == "bool" && value != "true" && value != "false")
     return Shown(value, sensitive) + " is not a boolean (true or false)";
   if (type == "enum" && !Contains(allowed, value))
-    return "unsupported value " + Shown(value, sensitive) + ": supported values: " +
-           Quoted(allowed);
+    return "unsupported value " + Shown(value, sensitive) +
+           ": supported values: " + Quoted(allowed);
   return std::nullopt;
 }
 
@@ -146,9 +146,9 @@ void ValidateProfileRules(const json::object& spec, std::vector<FieldCause>* cau
     bool sensitive = GetBool(o, "sensitive");
     if (override_policy == "restricted" && o.contains("default") && !KeptSecret(def) &&
         !Contains(allowed, def))
-      causes->push_back({path + ".default", Shown(def, sensitive) +
-                                                " is not one of the allowed values " +
-                                                Quoted(allowed)});
+      causes->push_back(
+          {path + ".default",
+           Shown(def, sensitive) + " is not one of the allowed values " + Quoted(allowed)});
   });
   const json::value* gpu = FindPath(spec, "resources.gpu");
   if (gpu && gpu->is_object()) {
@@ -201,7 +201,8 @@ void ValidateTemplateDriver(const json::object& spec, std::vector<FieldCause>* c
     else if (script && GetString(slurm, "script").rfind("#!", 0) != 0)
       causes->push_back({"spec.slurm.script", "must start with #! (an interpreter line)"});
     else if (command && Strings(FindPath(slurm, "command")).empty())
-      causes->push_back({"spec.slurm.command", "Required value: the program to run", "FieldValueRequired"});
+      causes->push_back(
+          {"spec.slurm.command", "Required value: the program to run", "FieldValueRequired"});
     if (slurm.contains("nodes") && GetInt(slurm, "nodes") < 1)
       causes->push_back({"spec.slurm.nodes", "must be greater than or equal to 1"});
     if (slurm.contains("timeoutSeconds") && GetInt(slurm, "timeoutSeconds") <= 0)
@@ -228,13 +229,13 @@ void ValidateComputeSelector(const json::object& spec, std::vector<FieldCause>* 
     for (const auto& kv : m->get_object()) {
       std::string key(kv.key());
       if (auto err = LabelKeyError(key))
-        causes->push_back({"spec.computeSelector.matchLabels",
-                           "Invalid value: \"" + key + "\": " + *err});
+        causes->push_back(
+            {"spec.computeSelector.matchLabels", "Invalid value: \"" + key + "\": " + *err});
       if (kv.value().is_string())
         if (auto err = LabelValueError(kv.value().get_string()))
-          causes->push_back({"spec.computeSelector.matchLabels." + key,
-                             "Invalid value: \"" + std::string(kv.value().get_string()) +
-                                 "\": " + *err});
+          causes->push_back(
+              {"spec.computeSelector.matchLabels." + key,
+               "Invalid value: \"" + std::string(kv.value().get_string()) + "\": " + *err});
     }
   const json::value* e = FindPath(spec, "computeSelector.matchExpressions");
   if (!e || !e->is_array()) return;
@@ -366,12 +367,24 @@ std::string DescribeSelector(const LabelSelector& selector) {
     std::string values;
     for (const auto& v : r.values) values += (values.empty() ? "" : ",") + v;
     switch (r.op) {
-      case SelectorOp::kEquals: out += r.key + "=" + values; break;
-      case SelectorOp::kNotEquals: out += r.key + "!=" + values; break;
-      case SelectorOp::kIn: out += r.key + " in (" + values + ")"; break;
-      case SelectorOp::kNotIn: out += r.key + " notin (" + values + ")"; break;
-      case SelectorOp::kExists: out += r.key; break;
-      case SelectorOp::kDoesNotExist: out += "!" + r.key; break;
+      case SelectorOp::kEquals:
+        out += r.key + "=" + values;
+        break;
+      case SelectorOp::kNotEquals:
+        out += r.key + "!=" + values;
+        break;
+      case SelectorOp::kIn:
+        out += r.key + " in (" + values + ")";
+        break;
+      case SelectorOp::kNotIn:
+        out += r.key + " notin (" + values + ")";
+        break;
+      case SelectorOp::kExists:
+        out += r.key;
+        break;
+      case SelectorOp::kDoesNotExist:
+        out += "!" + r.key;
+        break;
     }
   }
   return out;
@@ -460,8 +473,7 @@ std::map<std::string, ResolvedVariable> ResolveVariables(const json::object& tem
         } else if (policy == "restricted" &&
                    !Contains(Strings(FindPath(*rule, "allowedValues")), v)) {
           causes->push_back({path,
-                             "Unsupported value: " + Shown(v, sensitive) +
-                                 ": supported values: " +
+                             "Unsupported value: " + Shown(v, sensitive) + ": supported values: " +
                                  Quoted(Strings(FindPath(*rule, "allowedValues"))),
                              "FieldValueNotSupported"});
         } else if (auto err = TypeError(type, v, enum_values, sensitive)) {

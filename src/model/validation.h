@@ -6,11 +6,10 @@
 // stopping at the first problem. Pure functions: no I/O, no state, thread-safe.
 #pragma once
 
+#include <boost/json.hpp>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "common/errors.h"
 #include "model/label_selector.h"

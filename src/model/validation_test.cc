@@ -287,10 +287,11 @@ TEST(ValidateSpec, TemplateNumberDefaults) {
   }
 }
 
-// Regression (fixed; was: src/model/validation.cc, ParsesAsNumber): the number check is std::strtod, which also
-// accepts leading whitespace, hexadecimal ("0x10") and hex-float ("0x1p3") forms, so those pass
-// as "number" values and reach drivers verbatim. Fix: accept only JSON-style decimal numbers
-// (e.g. std::from_chars with chars_format::general, which takes no whitespace and no hex).
+// Regression (fixed; was: src/model/validation.cc, ParsesAsNumber): the number check is
+// std::strtod, which also accepts leading whitespace, hexadecimal ("0x10") and hex-float ("0x1p3")
+// forms, so those pass as "number" values and reach drivers verbatim. Fix: accept only JSON-style
+// decimal numbers (e.g. std::from_chars with chars_format::general, which takes no whitespace and
+// no hex).
 TEST(ValidateSpec, NumberDefaultsAreDecimalOnly) {
   for (const char* bad : {" 1", "0x10", "0x1p3"}) {
     EXPECT_THAT(Spec("EnvironmentTemplate", std::string(R"({"driver": "local", "local": {},
@@ -330,9 +331,10 @@ TEST(ValidateSpec, OtherDriversConfigurationForbidden) {
                                      "FieldValueForbidden"}));
 }
 
-// Regression (fixed; was: src/model/validation.cc, ValidateTemplateDriver): another driver's configuration sent
-// as null (`exec: null`, which the schema reads as "not set") is refused with "may only be set
-// when driver is ...", because the check is spec.contains(other). Fix: skip null values
+// Regression (fixed; was: src/model/validation.cc, ValidateTemplateDriver): another driver's
+// configuration sent as null (`exec: null`, which the schema reads as "not set") is refused with
+// "may only be set when driver is ...", because the check is spec.contains(other). Fix: skip null
+// values
 // (`spec.contains(other) && !spec.at(other).is_null()`).
 TEST(ValidateSpec, OtherDriversConfigurationNullIsNotSet) {
   EXPECT_THAT(Spec("EnvironmentTemplate",
@@ -343,21 +345,23 @@ TEST(ValidateSpec, OtherDriversConfigurationNullIsNotSet) {
 TEST(ValidateSpec, SlurmNeedsScriptOrCommand) {
   EXPECT_THAT(Spec("EnvironmentTemplate", R"({"driver": "slurm", "slurm": {"command": ["x"]}})"),
               IsEmpty());
-  EXPECT_THAT(Spec("EnvironmentTemplate", R"({"driver": "slurm", "slurm": {"partition": "gpu"}})"),
-              ElementsAre(FieldCause{"spec.slurm.script",
-                                     "Required value: the job's batch script (script) or command (command)",
-                                     "FieldValueRequired"}));
+  EXPECT_THAT(
+      Spec("EnvironmentTemplate", R"({"driver": "slurm", "slurm": {"partition": "gpu"}})"),
+      ElementsAre(FieldCause{"spec.slurm.script",
+                             "Required value: the job's batch script (script) or command (command)",
+                             "FieldValueRequired"}));
   EXPECT_THAT(Spec("EnvironmentTemplate",
                    R"({"driver": "slurm", "slurm": {"script": "#!/bin/sh", "command": ["x"]}})"),
               ElementsAre(FieldCause{"spec.slurm.command",
                                      "Forbidden: give either script or command, not both",
                                      "FieldValueForbidden"}));
-  EXPECT_THAT(Spec("EnvironmentTemplate", R"({"driver": "slurm", "slurm": {"script": "hostname",
+  EXPECT_THAT(
+      Spec("EnvironmentTemplate", R"({"driver": "slurm", "slurm": {"script": "hostname",
                    "nodes": 0, "timeoutSeconds": 0, "slurmConf": "slurm.conf"}})"),
-              ElementsAre(FieldCause{"spec.slurm.script", "must start with #! (an interpreter line)"},
-                          FieldCause{"spec.slurm.nodes", "must be greater than or equal to 1"},
-                          FieldCause{"spec.slurm.timeoutSeconds", "must be greater than 0"},
-                          FieldCause{"spec.slurm.slurmConf", "must be an absolute path"}));
+      ElementsAre(FieldCause{"spec.slurm.script", "must start with #! (an interpreter line)"},
+                  FieldCause{"spec.slurm.nodes", "must be greater than or equal to 1"},
+                  FieldCause{"spec.slurm.timeoutSeconds", "must be greater than 0"},
+                  FieldCause{"spec.slurm.slurmConf", "must be an absolute path"}));
 }
 
 TEST(ValidateSpec, ExecNeedsACommandAndAPositiveTimeout) {
@@ -672,8 +676,8 @@ TEST(NormalizeVariableValues, StringsAreUntouched) {
   EXPECT_EQ(vars, Obj(R"({"a": "1.50", "b": "TRUE", "c": ""})"));
 }
 
-// Regression (fixed; was: src/model/validation.cc, NormalizeVariableValues and ResolveVariables): non-integer
-// numbers are turned into strings with boost::json::serialize, which writes doubles in
+// Regression (fixed; was: src/model/validation.cc, NormalizeVariableValues and ResolveVariables):
+// non-integer numbers are turned into strings with boost::json::serialize, which writes doubles in
 // exponent form: `lr: 0.5` in a YAML manifest is stored as "5E-1", `nodes: 3.0` as "3E0" and
 // `version: 1.10` as "1.1E0". Users see those strings in the API and drivers receive them.
 // Fix: format doubles with std::to_chars (shortest round-trip, plain notation), e.g.

@@ -12,13 +12,12 @@
 // transaction is durable, in resourceVersion order, one commit at a time.
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "model/label_selector.h"

@@ -4,10 +4,9 @@
 // Thread-safety: plain functions over their arguments.
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdint>
 #include <string>
-
-#include <boost/json.hpp>
 
 #include "absl/status/statusor.h"
 

@@ -356,13 +356,14 @@ TEST_F(CliEngineTest, RefusalsWhileInProgressAndFollowingALiveLog) {
 // the compute cannot be destroyed or deleted under it without --cascade.
 TEST_F(CliEngineTest, ServiceInstanceWaitsForItsComputeAndCascade) {
   ASSERT_NO_FATAL_FAILURE(ApplyFixtures());
-  WriteFile("services.yaml",
-            "apiVersion: paas.gantry.dev/v1\nkind: ServiceProfile\n"
-            "metadata: {name: nb-prof, namespace: cli-e2e}\n"
-            "spec: {serviceType: notebook, templateRef: {name: good-tmpl}}\n"
-            "---\napiVersion: paas.gantry.dev/v1\nkind: ServiceInstance\n"
-            "metadata: {name: nb, namespace: cli-e2e}\n"
-            "spec: {displayName: Notebook, profileRef: {name: nb-prof}, computeRef: {name: slow}}\n");
+  WriteFile(
+      "services.yaml",
+      "apiVersion: paas.gantry.dev/v1\nkind: ServiceProfile\n"
+      "metadata: {name: nb-prof, namespace: cli-e2e}\n"
+      "spec: {serviceType: notebook, templateRef: {name: good-tmpl}}\n"
+      "---\napiVersion: paas.gantry.dev/v1\nkind: ServiceInstance\n"
+      "metadata: {name: nb, namespace: cli-e2e}\n"
+      "spec: {displayName: Notebook, profileRef: {name: nb-prof}, computeRef: {name: slow}}\n");
   Result r = Gantry({"apply", "-f", Path("services.yaml")});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "serviceprofile/nb-prof created\nserviceinstance/nb created\n");
@@ -373,8 +374,9 @@ TEST_F(CliEngineTest, ServiceInstanceWaitsForItsComputeAndCascade) {
   ASSERT_TRUE(WaitText("svc-deploy.out", "Waiting\n")) << Slurp(Path("svc-deploy.err"));
   r = Gantry({"get", "sp"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(absl::StartsWith(r.out, "NAME     DISPLAY NAME  TYPE      TEMPLATE   REVISION  AGE\n"
-                                      "nb-prof  <none>        notebook  good-tmpl  1 "))
+  EXPECT_TRUE(absl::StartsWith(r.out,
+                               "NAME     DISPLAY NAME  TYPE      TEMPLATE   REVISION  AGE\n"
+                               "nb-prof  <none>        notebook  good-tmpl  1 "))
       << r.out;
 
   // Deploy the compute instance; its run holds until released. The service then deploys by
@@ -390,7 +392,8 @@ TEST_F(CliEngineTest, ServiceInstanceWaitsForItsComputeAndCascade) {
   Result deployed = Collect(waiter, "svc-deploy");
   background_.clear();
   EXPECT_EQ(deployed.exit_code, 0) << deployed.err;
-  EXPECT_TRUE(absl::StartsWith(deployed.out, "serviceinstance/nb deploy queued (run ")) << deployed.out;
+  EXPECT_TRUE(absl::StartsWith(deployed.out, "serviceinstance/nb deploy queued (run "))
+      << deployed.out;
   EXPECT_TRUE(absl::EndsWith(deployed.out, "Success\n")) << deployed.out;
   r = Gantry({"logs", "si/nb"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

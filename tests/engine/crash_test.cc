@@ -154,20 +154,21 @@ TEST_F(EngineCrashTest, CrashDuringADeployOfASharedProfileIsCleanedUpAndRunAgain
 cat > /dev/null
 GEN=$(cat "$D/gen")
 sh -c 'while [ ! -f "$1" ]; do sleep 0.05; done; :' )SH" +
-                                                   marker + R"SH($GEN "$D/release-$GEN"
+                                                    marker + R"SH($GEN "$D/release-$GEN"
 printf '{"generation": "%s"}' "$GEN" > "$GANTRY_OUTPUTS"
 )SH");
   api().CreateProject("platform");
   CreateExecTemplate("shared-tmpl", json::array{script}, {}, {}, "platform");
   api().CreateProfile("platform", "shared", "shared-tmpl");
-  ASSERT_EQ(api().Patch(NsPath("platform", "computeprofiles", "shared"),
-                        json::object{{"spec", {{"sharing", {{"mode", "All"}}}}}})
+  ASSERT_EQ(api()
+                .Patch(NsPath("platform", "computeprofiles", "shared"),
+                       json::object{{"spec", {{"sharing", {{"mode", "All"}}}}}})
                 .status,
             200);
-  api().MustCreate(NsPath("default", "computeinstances"),
-                   json::object{{"metadata", {{"name", "user-nb"}}},
-                                {"spec", {{"profileRef", {{"name", "shared"},
-                                                          {"namespace", "platform"}}}}}});
+  api().MustCreate(
+      NsPath("default", "computeinstances"),
+      json::object{{"metadata", {{"name", "user-nb"}}},
+                   {"spec", {{"profileRef", {{"name", "shared"}, {"namespace", "platform"}}}}}});
   ASSERT_EQ(Action("user-nb", "deploy").status, 202);
   ASSERT_TRUE(PollUntil([&] { return ProcessesWith(marker + "1").size() == 1; }));
   ASSERT_TRUE(PollUntil([&] {

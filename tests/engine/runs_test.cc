@@ -2,9 +2,8 @@
 // requests race, timeouts that take the script's whole process tree, watch events for every
 // phase change, run logs (plain and followed), sensitive values kept out of every answer, log
 // and file, /metrics, and graceful shutdown.
-#include <libpq-fe.h>
-
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -220,8 +219,8 @@ TEST_F(RunsTest, MetricsExposeRequestsRunsQueueDepthAndDurations) {
   WaitPhase("bad", "Failed");
 
   // The engine counts a run (and then its duration) right after committing its end, so the
-  // phase can be seen a moment before the counters move (longer on PostgreSQL, whose commits are visible before
-  // the flush that Commit waits for): poll for the failed run's sample.
+  // phase can be seen a moment before the counters move (longer on PostgreSQL, whose commits are
+  // visible before the flush that Commit waits for): poll for the failed run's sample.
   Resp m;
   EXPECT_TRUE(PollUntil([&] {
     m = api().Get("/metrics");
@@ -309,8 +308,9 @@ printf '{"endpoint": "http://db.example"}' > "$GANTRY_OUTPUTS"
     // PostgreSQL: every stored text, as the database holds it.
     PGconn* c = PQconnectdb(gantryd_->store_url().c_str());
     ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
-    PGresult* r = PQexec(c, "SELECT body FROM objects UNION ALL SELECT body FROM events "
-                            "UNION ALL SELECT spec FROM revisions");
+    PGresult* r = PQexec(c,
+                         "SELECT body FROM objects UNION ALL SELECT body FROM events "
+                         "UNION ALL SELECT spec FROM revisions");
     ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK);
     EXPECT_GT(PQntuples(r), 0);
     for (int i = 0; i < PQntuples(r); ++i)

@@ -34,9 +34,9 @@ class ServicesTest : public EngineTest {
                       {"serviceType", "notebook"},
                       {"templateRef", json::object{{"name", "svc-tmpl"}}}};
     for (auto& kv : extra) spec[kv.key()] = kv.value();
-    return api().MustCreate(NsPath(ns, "serviceprofiles"),
-                            json::object{{"metadata", json::object{{"name", name}}},
-                                         {"spec", std::move(spec)}});
+    return api().MustCreate(
+        NsPath(ns, "serviceprofiles"),
+        json::object{{"metadata", json::object{{"name", name}}}, {"spec", std::move(spec)}});
   }
   json::object ServiceObject(const std::string& name, const std::string& profile,
                              json::object compute_ref) {
@@ -45,7 +45,8 @@ class ServicesTest : public EngineTest {
     return json::object{{"metadata", json::object{{"name", name}}}, {"spec", std::move(spec)}};
   }
   json::object CreateService(const std::string& name, const std::string& compute,
-                             const std::string& ns = "default", const std::string& compute_ns = "") {
+                             const std::string& ns = "default",
+                             const std::string& compute_ns = "") {
     json::object ref{{"name", compute}};
     if (!compute_ns.empty()) ref["namespace"] = compute_ns;
     return api().MustCreate(NsPath(ns, "serviceinstances"), ServiceObject(name, "jupyter", ref));
@@ -75,8 +76,7 @@ class ServicesTest : public EngineTest {
         name, [&](const json::object& o) { return Str(o, "status.phase") == phase; }, phase, ns);
   }
   bool WaitServiceGone(const std::string& name, const std::string& ns = "default") {
-    return PollUntil(
-        [&] { return api().Get(NsPath(ns, "serviceinstances", name)).status == 404; });
+    return PollUntil([&] { return api().Get(NsPath(ns, "serviceinstances", name)).status == 404; });
   }
   void DeployCompute(const std::string& name, const std::string& ns = "default") {
     ASSERT_EQ(Action(name, "deploy", ns).status, 202);
@@ -125,7 +125,8 @@ TEST_F(ServicesTest, ServiceWaitsForComputeThenDeploysWithItsOutputs) {
   json::object done = WaitServicePhase("nb", "Success");
   EXPECT_EQ(Str(done, "status.outputs.endpoint"), "http://nb.example:8080");
   std::string env = ReadFile(Path("env-nb-s1"));
-  EXPECT_NE(env.find("GANTRY_COMPUTE_ENDPOINT=http://gpu.example:8080\n"), std::string::npos) << env;
+  EXPECT_NE(env.find("GANTRY_COMPUTE_ENDPOINT=http://gpu.example:8080\n"), std::string::npos)
+      << env;
   EXPECT_NE(env.find("GANTRY_COMPUTE_NAME=gpu\n"), std::string::npos) << env;
   EXPECT_NE(env.find("GANTRY_COMPUTE_PROJECT=default\n"), std::string::npos) << env;
   json::value input = json::parse(ReadFile(Path("stdin-nb-s1.json")));
@@ -137,7 +138,8 @@ TEST_F(ServicesTest, ServiceWaitsForComputeThenDeploysWithItsOutputs) {
   EXPECT_EQ(Str(svc_run, "spec.instanceRef.kind"), "ServiceInstance");
   EXPECT_EQ(Str(svc_run, "spec.instanceRef.name"), "nb");
   EXPECT_EQ(Str(GetRun(run), "spec.instanceRef.kind"), "ComputeInstance");
-  Resp runs = api().Get(NsPath("default", "runs") + "?fieldSelector=spec.instanceRef.kind=ServiceInstance");
+  Resp runs =
+      api().Get(NsPath("default", "runs") + "?fieldSelector=spec.instanceRef.kind=ServiceInstance");
   ASSERT_EQ(runs.status, 200) << runs.raw;
   ASSERT_EQ(runs.obj().at("items").as_array().size(), 1u);
 }
@@ -162,13 +164,15 @@ TEST_F(ServicesTest, ComputeWithServicesIsNotDestroyedOrDeletedWithoutCascade) {
   EXPECT_EQ(Str(Get("gpu"), "status.phase"), "Success");
 
   // Background (kubectl's default) does not cascade either; a bad policy is a 400.
-  Resp bg = api().Call("DELETE", NsPath("default", "computeinstances", "gpu"),
-                       R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"})");
+  Resp bg =
+      api().Call("DELETE", NsPath("default", "computeinstances", "gpu"),
+                 R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"})");
   EXPECT_TRUE(bg.IsStatus(409, "HasServices")) << bg.raw;
-  Resp bad = api().Delete(NsPath("default", "computeinstances", "gpu") + "?propagationPolicy=Later");
+  Resp bad =
+      api().Delete(NsPath("default", "computeinstances", "gpu") + "?propagationPolicy=Later");
   EXPECT_EQ(bad.status, 400) << bad.raw;
-  Resp bad_cascade = api().Post(NsPath("default", "computeinstances", "gpu") + "/destroy?cascade=yes",
-                                json::object{});
+  Resp bad_cascade = api().Post(
+      NsPath("default", "computeinstances", "gpu") + "/destroy?cascade=yes", json::object{});
   EXPECT_EQ(bad_cascade.status, 400) << bad_cascade.raw;
 
   // Destroying the service frees the compute instance for a destroy (the idle one does not
@@ -210,8 +214,9 @@ TEST_F(ServicesTest, CascadingDestroyDestroysServicesFirst) {
 TEST_F(ServicesTest, ForegroundDeleteRemovesServicesThenCompute) {
   DeployedPair("gpu", "nb");
   CreateService("idle", "gpu");
-  Resp r = api().Call("DELETE", NsPath("default", "computeinstances", "gpu"),
-                      R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Foreground"})");
+  Resp r =
+      api().Call("DELETE", NsPath("default", "computeinstances", "gpu"),
+                 R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Foreground"})");
   ASSERT_EQ(r.status, 202) << r.raw;
   EXPECT_TRUE(WaitServiceGone("idle"));
   EXPECT_TRUE(WaitServiceGone("nb"));
@@ -223,8 +228,8 @@ TEST_F(ServicesTest, ForegroundDeleteRemovesServicesThenCompute) {
   // Not deployed at all: the cascade removes everything at once (200).
   api().CreateInstance("default", "cold", "gpu-small");
   CreateService("cold-nb", "cold");
-  Resp now = api().Delete(NsPath("default", "computeinstances", "cold") +
-                          "?propagationPolicy=Foreground");
+  Resp now =
+      api().Delete(NsPath("default", "computeinstances", "cold") + "?propagationPolicy=Foreground");
   EXPECT_EQ(now.status, 200) << now.raw;
   EXPECT_EQ(api().Get(NsPath("default", "serviceinstances", "cold-nb")).status, 404);
 }
@@ -239,16 +244,17 @@ TEST_F(ServicesTest, ServiceOnComputeSharedFromAnotherProject) {
   // The service profile lives in team-b; a member of team-b launches the service.
   CreateExecTemplate("svc-tmpl", json::array{StandardScript()}, {}, {}, "team-b");
   CreateServiceProfile("jupyter", {}, "team-b");
-  api().MustCreate(ClusterPath("users"), json::object{{"metadata", json::object{{"name", "bo"}}},
-                                                      {"spec", json::object{{"password", "bo-password-1"}}}});
+  api().MustCreate(ClusterPath("users"),
+                   json::object{{"metadata", json::object{{"name", "bo"}}},
+                                {"spec", json::object{{"password", "bo-password-1"}}}});
   api().MustCreate(NsPath("team-b", "rolebindings"),
                    json::object{{"metadata", json::object{{"name", "bo"}}},
                                 {"spec", json::object{{"user", "bo"}, {"role", "member"}}}});
   Resp t = api().Post(ClusterPath("users", "bo") + "/tokens", json::object{});
   ASSERT_EQ(t.status, 201) << t.raw;
   Api bo(gantryd_->base_url(), std::string(t.obj().at("token").as_string()));
-  json::object service =
-      ServiceObject("nb", "jupyter", json::object{{"name", "shared-gpu"}, {"namespace", "platform"}});
+  json::object service = ServiceObject(
+      "nb", "jupyter", json::object{{"name", "shared-gpu"}, {"namespace", "platform"}});
 
   // Not shared yet: refused, naming why.
   Resp refused = bo.Post(NsPath("team-b", "serviceinstances"), service);
@@ -258,12 +264,15 @@ TEST_F(ServicesTest, ServiceOnComputeSharedFromAnotherProject) {
             std::string::npos)
       << refused.raw;
 
-  ASSERT_EQ(api().Patch(NsPath("platform", "computeinstances", "shared-gpu"),
-                        json::object{{"spec", json::object{{"sharing",
-                                                            json::object{{"mode", "Selected"},
-                                                                         {"projects", json::array{"team-b"}}}}}}})
-                .status,
-            200);
+  ASSERT_EQ(
+      api()
+          .Patch(NsPath("platform", "computeinstances", "shared-gpu"),
+                 json::object{
+                     {"spec", json::object{{"sharing",
+                                            json::object{{"mode", "Selected"},
+                                                         {"projects", json::array{"team-b"}}}}}}})
+          .status,
+      200);
   Resp created = bo.Post(NsPath("team-b", "serviceinstances"), service);
   ASSERT_EQ(created.status, 201) << created.raw;
   EXPECT_EQ(Str(created.obj(), "status.createdBy"), "bo");
@@ -274,10 +283,10 @@ TEST_F(ServicesTest, ServiceOnComputeSharedFromAnotherProject) {
   EXPECT_NE(env.find("GANTRY_COMPUTE_PROJECT=platform\n"), std::string::npos) << env;
   // A member cannot destroy the shared compute instance; the platform's admin is told
   // that team-b's service runs on it.
-  EXPECT_EQ(bo.Post(NsPath("platform", "computeinstances", "shared-gpu") + "/destroy",
-                    json::object{})
-                .status,
-            403);
+  EXPECT_EQ(
+      bo.Post(NsPath("platform", "computeinstances", "shared-gpu") + "/destroy", json::object{})
+          .status,
+      403);
   Resp blocked = Action("shared-gpu", "destroy", "platform");
   EXPECT_TRUE(blocked.IsStatus(409, "HasServices")) << blocked.raw;
   EXPECT_NE(blocked.message().find("team-b/nb (Success)"), std::string::npos) << blocked.raw;
@@ -292,8 +301,9 @@ TEST_F(ServicesTest, ComputeSelectorLimitsWhichComputeAServiceRunsOn) {
   api().CreateProfile("default", "h100", "compute-tmpl", {}, json::object{{"gpu", "h100"}});
   api().CreateInstance("default", "big", "h100");
   api().CreateInstance("default", "small", "gpu-small");
-  CreateServiceProfile("ray", json::object{{"computeSelector",
-                                            json::object{{"matchLabels", json::object{{"gpu", "h100"}}}}}});
+  CreateServiceProfile(
+      "ray", json::object{{"computeSelector",
+                           json::object{{"matchLabels", json::object{{"gpu", "h100"}}}}}});
   Resp no = api().Post(NsPath("default", "serviceinstances"),
                        ServiceObject("r1", "ray", json::object{{"name", "small"}}));
   EXPECT_TRUE(no.IsStatus(422, "Invalid")) << no.raw;
@@ -309,26 +319,32 @@ TEST_F(ServicesTest, ComputeSelectorLimitsWhichComputeAServiceRunsOn) {
   // Selector syntax is checked; a missing computeRef without auto-create is named.
   Resp bad = api().Post(
       NsPath("default", "serviceprofiles"),
-      json::object{{"metadata", json::object{{"name", "bad"}}},
-                   {"spec", json::object{{"serviceType", "ray"},
-                                         {"templateRef", json::object{{"name", "svc-tmpl"}}},
-                                         {"computeSelector",
-                                          json::object{{"matchExpressions",
-                                                        json::array{json::object{{"key", "gpu"},
-                                                                                 {"operator", "In"}}}}}}}}});
+      json::object{
+          {"metadata", json::object{{"name", "bad"}}},
+          {"spec",
+           json::object{
+               {"serviceType", "ray"},
+               {"templateRef", json::object{{"name", "svc-tmpl"}}},
+               {"computeSelector",
+                json::object{{"matchExpressions",
+                              json::array{json::object{{"key", "gpu"}, {"operator", "In"}}}}}}}}});
   EXPECT_TRUE(bad.IsStatus(422, "Invalid")) << bad.raw;
-  EXPECT_NE(bad.message().find("spec.computeSelector.matchExpressions[0].values"), std::string::npos)
+  EXPECT_NE(bad.message().find("spec.computeSelector.matchExpressions[0].values"),
+            std::string::npos)
       << bad.raw;
   Resp none = api().Post(NsPath("default", "serviceinstances"), ServiceObject("r2", "ray", {}));
   EXPECT_TRUE(none.IsStatus(422, "Invalid")) << none.raw;
-  EXPECT_NE(none.message().find("spec.computeRef.name: Required value"), std::string::npos) << none.raw;
+  EXPECT_NE(none.message().find("spec.computeRef.name: Required value"), std::string::npos)
+      << none.raw;
 
   // Profiles and templates in use by services are not deleted from under them.
   Resp del_profile = api().Delete(NsPath("default", "serviceprofiles", "ray"));
   EXPECT_TRUE(del_profile.IsStatus(409, "InUse")) << del_profile.raw;
   Resp del_tmpl = api().Delete(NsPath("default", "environmenttemplates", "svc-tmpl"));
   EXPECT_TRUE(del_tmpl.IsStatus(409, "InUse")) << del_tmpl.raw;
-  EXPECT_NE(del_tmpl.message().find("is used by 2 service profiles (ray, jupyter)"), std::string::npos) << del_tmpl.raw;
+  EXPECT_NE(del_tmpl.message().find("is used by 2 service profiles (ray, jupyter)"),
+            std::string::npos)
+      << del_tmpl.raw;
 }
 
 TEST_F(ServicesTest, AutoCreatedComputeDeploysWithTheServiceAndGoesWithIt) {
@@ -337,25 +353,29 @@ TEST_F(ServicesTest, AutoCreatedComputeDeploysWithTheServiceAndGoesWithIt) {
       json::object{{"serviceType", "mlops"},
                    {"autoCreateCompute",
                     json::object{{"profileRef", json::object{{"name", "gpu-small"}}}}}});
-  Resp created = api().Post(NsPath("default", "serviceinstances"),
-                            json::object{{"metadata", json::object{{"name", "mlops"}}},
-                                         {"spec", json::object{{"displayName", "MLOps"},
-                                                               {"profileRef", json::object{{"name", "kubeflow"}}}}}});
+  Resp created = api().Post(
+      NsPath("default", "serviceinstances"),
+      json::object{{"metadata", json::object{{"name", "mlops"}}},
+                   {"spec", json::object{{"displayName", "MLOps"},
+                                         {"profileRef", json::object{{"name", "kubeflow"}}}}}});
   ASSERT_EQ(created.status, 201) << created.raw;
   EXPECT_EQ(Str(created.obj(), "spec.computeRef.name"), "mlops-compute");
   EXPECT_EQ(At(created.obj(), "status.computeCreated"), json::value(true));
   json::object compute = Get("mlops-compute");
-  EXPECT_EQ(compute.at("metadata").at("labels").at("paas.gantry.dev/service"), json::value("mlops"));
+  EXPECT_EQ(compute.at("metadata").at("labels").at("paas.gantry.dev/service"),
+            json::value("mlops"));
   EXPECT_EQ(Str(compute, "spec.displayName"), "MLOps (compute)");
   EXPECT_EQ(Str(compute, "status.phase"), "NotDeployed");
 
   // Sending the manifest again (without the computeRef the server set) changes nothing.
-  Resp again = api().Put(NsPath("default", "serviceinstances", "mlops"),
-                         json::object{{"metadata", json::object{{"name", "mlops"}}},
-                                      {"spec", json::object{{"displayName", "MLOps"},
-                                                            {"profileRef", json::object{{"name", "kubeflow"}}}}}});
+  Resp again = api().Put(
+      NsPath("default", "serviceinstances", "mlops"),
+      json::object{{"metadata", json::object{{"name", "mlops"}}},
+                   {"spec", json::object{{"displayName", "MLOps"},
+                                         {"profileRef", json::object{{"name", "kubeflow"}}}}}});
   ASSERT_EQ(again.status, 200) << again.raw;
-  EXPECT_EQ(Str(again.obj(), "metadata.resourceVersion"), Str(created.obj(), "metadata.resourceVersion"));
+  EXPECT_EQ(Str(again.obj(), "metadata.resourceVersion"),
+            Str(created.obj(), "metadata.resourceVersion"));
   EXPECT_EQ(Str(again.obj(), "spec.computeRef.name"), "mlops-compute");
 
   // Deploying the service deploys its compute instance, then the service.
@@ -375,9 +395,10 @@ TEST_F(ServicesTest, AutoCreatedComputeDeploysWithTheServiceAndGoesWithIt) {
 
   // A name taken by another compute instance: refused before anything is created.
   api().CreateInstance("default", "taken-compute", "gpu-small");
-  Resp clash = api().Post(NsPath("default", "serviceinstances"),
-                          json::object{{"metadata", json::object{{"name", "taken"}}},
-                                       {"spec", json::object{{"profileRef", json::object{{"name", "kubeflow"}}}}}});
+  Resp clash = api().Post(
+      NsPath("default", "serviceinstances"),
+      json::object{{"metadata", json::object{{"name", "taken"}}},
+                   {"spec", json::object{{"profileRef", json::object{{"name", "kubeflow"}}}}}});
   EXPECT_TRUE(clash.IsStatus(409, "AlreadyExists")) << clash.raw;
   EXPECT_EQ(api().Get(NsPath("default", "serviceinstances", "taken")).status, 404);
 }
@@ -393,7 +414,8 @@ json::object Condition(const json::object& o, const std::string& type) {
 TEST_F(ServicesTest, DeployedServiceShowsWhetherItsComputeIsReady) {
   DeployedPair("gpu", "nb");
   json::object ok = WaitService(
-      "nb", [](const json::object& o) { return Str(Condition(o, "ComputeReady"), "status") == "True"; },
+      "nb",
+      [](const json::object& o) { return Str(Condition(o, "ComputeReady"), "status") == "True"; },
       "ComputeReady True");
   EXPECT_EQ(Str(Condition(ok, "ComputeReady"), "reason"), "ComputeSucceeded");
 
@@ -402,12 +424,16 @@ TEST_F(ServicesTest, DeployedServiceShowsWhetherItsComputeIsReady) {
   ASSERT_EQ(Action("gpu", "deploy").status, 202);
   WaitPhase("gpu", "Failed");
   json::object broken = WaitService(
-      "nb", [](const json::object& o) { return Str(Condition(o, "ComputeReady"), "reason") == "ComputeFailed"; },
+      "nb",
+      [](const json::object& o) {
+        return Str(Condition(o, "ComputeReady"), "reason") == "ComputeFailed";
+      },
       "ComputeReady False with ComputeFailed");
   EXPECT_EQ(Str(broken, "status.phase"), "Success");
   json::object cond = Condition(broken, "ComputeReady");
   EXPECT_EQ(Str(cond, "status"), "False");
-  EXPECT_EQ(Str(cond, "message").rfind("compute instance gpu is Failed (DriverError): deploy run gpu-2 failed", 0),
+  EXPECT_EQ(Str(cond, "message")
+                .rfind("compute instance gpu is Failed (DriverError): deploy run gpu-2 failed", 0),
             0u)
       << json::serialize(cond);
 
@@ -416,7 +442,8 @@ TEST_F(ServicesTest, DeployedServiceShowsWhetherItsComputeIsReady) {
   ASSERT_EQ(Action("gpu", "deploy").status, 202);
   WaitPhase("gpu", "Success");
   WaitService(
-      "nb", [](const json::object& o) { return Str(Condition(o, "ComputeReady"), "status") == "True"; },
+      "nb",
+      [](const json::object& o) { return Str(Condition(o, "ComputeReady"), "status") == "True"; },
       "ComputeReady True again");
 }
 
@@ -424,8 +451,9 @@ TEST_F(ServicesTest, ServiceLifecycleRulesMatchCompute) {
   DeployedPair("gpu", "nb");
   // The compute reference cannot move once deployed; neither can the profile.
   api().CreateInstance("default", "gpu2", "gpu-small");
-  Resp move = api().Patch(NsPath("default", "serviceinstances", "nb"),
-                          json::object{{"spec", json::object{{"computeRef", json::object{{"name", "gpu2"}}}}}});
+  Resp move = api().Patch(
+      NsPath("default", "serviceinstances", "nb"),
+      json::object{{"spec", json::object{{"computeRef", json::object{{"name", "gpu2"}}}}}});
   EXPECT_TRUE(move.IsStatus(422, "Invalid")) << move.raw;
   EXPECT_NE(move.message().find("the compute instance can only be changed before the service is "
                                 "first deployed"),

@@ -1,9 +1,8 @@
 // gantryd serving the web UI from / (src/api/static_files.h): files with their content types
 // and cache headers, the single-page-app fallback, API paths that never become pages, path
 // tricks refused, and a clear answer when the UI was not built (the API unaffected).
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -30,7 +29,9 @@ struct Page {
   int status = 0;
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
-  std::string content_type() const { return headers.count("content-type") ? headers.at("content-type") : ""; }
+  std::string content_type() const {
+    return headers.count("content-type") ? headers.at("content-type") : "";
+  }
 };
 
 // A GET the way a browser sends it (HttpClient always asks for JSON), without credentials:
@@ -68,7 +69,8 @@ Page BrowserGet(const std::string& base_url, const std::string& target,
     std::string line = in.substr(pos, eol - pos);
     size_t colon = line.find(':');
     std::string name = line.substr(0, colon);
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
     page.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
     pos = eol + 2;
   }
@@ -120,8 +122,9 @@ TEST_F(StaticFilesTest, HashedAssetsAreCachedForAYear) {
 }
 
 TEST_F(StaticFilesTest, ClientRoutesGetIndexMissingFilesGet404) {
-  for (const char* route : {"/p/ml-research/instances", "/p/ml-research/instances/gpu-instance-prod",
-                            "/login", "/projects/vision?tab=members"}) {
+  for (const char* route :
+       {"/p/ml-research/instances", "/p/ml-research/instances/gpu-instance-prod", "/login",
+        "/projects/vision?tab=members"}) {
     auto r = Fetch(route);
     EXPECT_EQ(r.status, 200) << route;
     EXPECT_EQ(r.content_type(), "text/html; charset=utf-8") << route;
@@ -129,7 +132,8 @@ TEST_F(StaticFilesTest, ClientRoutesGetIndexMissingFilesGet404) {
   auto missing = Fetch("/assets/index-Gone0000.js");
   EXPECT_EQ(missing.status, 404);
   EXPECT_NE(missing.body.find("could not find the requested resource (/assets/index-Gone0000.js)"),
-            std::string::npos) << missing.body;
+            std::string::npos)
+      << missing.body;
   EXPECT_EQ(Fetch("/logo.png").status, 404);
 }
 

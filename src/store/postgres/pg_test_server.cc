@@ -150,8 +150,8 @@ absl::Status PgTestServer::Start() {
         "GANTRY_PG_BIN to the directory of initdb and postgres)");
   const char* base = std::getenv("TMPDIR");
   // Short: the socket path (DIR/.s.PGSQL.PORT) must fit in 107 bytes.
-  std::string tmpl = std::string(base && *base && std::strlen(base) < 60 ? base : "/tmp") +
-                     "/gantry-pg-XXXXXX";
+  std::string tmpl =
+      std::string(base && *base && std::strlen(base) < 60 ? base : "/tmp") + "/gantry-pg-XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   if (::mkdtemp(buf.data()) == nullptr)
@@ -176,11 +176,11 @@ absl::Status PgTestServer::Start() {
   if (init < 0 || Wait(init) != 0)
     return absl::UnavailableError("initdb failed; its output:\n" + ReadAll(log));
   port_ = FreePort();
-  pid_ = Spawn({bin_dir_ + "/postgres", "-D", data, "-k", dir_, "-p", std::to_string(port_), "-c",
-                "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off", "-c",
-                "max_connections=500", "-c", "shared_buffers=64MB", "-c",
-                "log_min_messages=warning"},
-               log, user, true);
+  pid_ =
+      Spawn({bin_dir_ + "/postgres", "-D", data, "-k", dir_, "-p", std::to_string(port_), "-c",
+             "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off", "-c",
+             "max_connections=500", "-c", "shared_buffers=64MB", "-c", "log_min_messages=warning"},
+            log, user, true);
   if (pid_ < 0) return absl::UnavailableError("cannot start postgres");
   std::string conninfo = "host=" + dir_ + " port=" + std::to_string(port_) +
                          " dbname=postgres user=postgres connect_timeout=2";
@@ -201,8 +201,8 @@ absl::Status PgTestServer::Start() {
 }
 
 absl::StatusOr<std::string> PgTestServer::CreateDatabase() {
-  std::string name = "gantry_t" + std::to_string(::getpid()) + "_" +
-                     std::to_string(g_databases.fetch_add(1));
+  std::string name =
+      "gantry_t" + std::to_string(::getpid()) + "_" + std::to_string(g_databases.fetch_add(1));
   std::string conninfo =
       "host=" + dir_ + " port=" + std::to_string(port_) + " dbname=postgres user=postgres";
   PGconn* c = PQconnectdb(conninfo.c_str());

@@ -240,7 +240,8 @@ absl::StatusOr<std::unique_ptr<PostgresStore::Conn>> PostgresStore::Connect() {
                                   ": " + msg);
   }
   // Quiet: NOTICEs (e.g. "relation already exists, skipping") are not for gantryd's log.
-  PQsetNoticeProcessor(pg, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      pg, [](void*, const char*) {}, nullptr);
   return conn;
 }
 
@@ -274,8 +275,7 @@ absl::Status PostgresStore::Init() {
   if (!r.ok()) return DbError(r, "start-up");
   // Replicas starting together migrate one at a time.
   if (r = c->Exec(kMigrationLock); !r.ok()) return fail(r, "start-up");
-  if (r = c->Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-      !r.ok())
+  if (r = c->Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"); !r.ok())
     return fail(r, "start-up");
   if (r = c->Exec("SELECT version FROM schema_version"); !r.ok()) return fail(r, "start-up");
   int version = 0;
@@ -313,9 +313,10 @@ absl::Status PostgresStore::Init() {
 absl::StatusOr<json::object> PostgresStore::Get(const std::string& kind, const std::string& ns,
                                                 const std::string& name) {
   ASSIGN_OR_RETURN(Lease c, Acquire());
-  Result r = c->Run("SELECT body FROM objects WHERE kind = $1::text AND namespace = $2::text "
-                    "AND name = $3::text",
-                    {kind, ns, name});
+  Result r = c->Run(
+      "SELECT body FROM objects WHERE kind = $1::text AND namespace = $2::text "
+      "AND name = $3::text",
+      {kind, ns, name});
   if (!r.ok()) return DbError(r, "get");
   if (r.rows() == 0) return ObjectNotFound(kind, name);
   return model::ParseStoredObject(r.text(0, 0));
@@ -367,8 +368,7 @@ absl::StatusOr<ListResult> PostgresStore::List(const ListOptions& options) {
   return result;
 }
 
-absl::StatusOr<int64_t> PostgresStore::Count(const std::string& kind,
-                                             std::optional<std::string> ns,
+absl::StatusOr<int64_t> PostgresStore::Count(const std::string& kind, std::optional<std::string> ns,
                                              const std::vector<FieldFilter>& fields) {
   std::vector<std::string> params = {kind};
   std::string sql = "SELECT COUNT(*) FROM objects WHERE kind = $1::text";
@@ -395,9 +395,10 @@ absl::Status PostgresStore::ApplyWrite(Conn& c, Write& w, int64_t rv, int64_t co
   // Why a guarded update/delete changed nothing: the object is gone, or it changed (or
   // another transaction holds it right now).
   auto why_not = [&]() -> absl::Status {
-    Result r = c.Run("SELECT rv FROM objects WHERE kind = $1::text AND namespace = $2::text "
-                     "AND name = $3::text",
-                     {w.kind, ns, name});
+    Result r = c.Run(
+        "SELECT rv FROM objects WHERE kind = $1::text AND namespace = $2::text "
+        "AND name = $3::text",
+        {w.kind, ns, name});
     if (!r.ok()) return failed(r, "read");
     if (r.rows() == 0) return ObjectNotFound(w.kind, name);
     return ObjectModified(w.kind, name);
@@ -434,7 +435,8 @@ absl::Status PostgresStore::ApplyWrite(Conn& c, Write& w, int64_t rv, int64_t co
             "search, body) VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::jsonb, $6::text, "
             "$7::text, $8::text, $9::text) RETURNING 1) "
             "INSERT INTO events (rv, commit_rv, type, kind, namespace, name, body) "
-            "SELECT $4::bigint, $10::bigint, 'ADDED', $1::text, $2::text, $3::text, $9::text FROM i",
+            "SELECT $4::bigint, $10::bigint, 'ADDED', $1::text, $2::text, $3::text, $9::text FROM "
+            "i",
             {w.kind, ns, name, rv_text, col.labels, col.phase, col.ref_name, col.search, body,
              commit_text});
         if (!r.ok()) {
@@ -487,7 +489,7 @@ absl::Status PostgresStore::ApplyWrite(Conn& c, Write& w, int64_t rv, int64_t co
 }
 
 absl::StatusOr<std::vector<json::object>> PostgresStore::Commit(std::vector<Write> writes,
-                                                               Durability durability) {
+                                                                Durability durability) {
   for (const Write& w : writes) RETURN_IF_ERROR(CheckStorable(w.kind, w.object));
   ASSIGN_OR_RETURN(Lease lease, Acquire());
   Conn& c = *lease;
@@ -501,8 +503,10 @@ absl::StatusOr<std::vector<json::object>> PostgresStore::Commit(std::vector<Writ
     ++versioned;
     auto key = std::make_tuple(w.kind, model::GetString(w.object, "metadata.namespace"),
                                model::GetString(w.object, "metadata.name"));
-    if (w.op == Write::Op::kCreate) created.insert(key);
-    else if (!created.count(key)) to_lock.push_back(i);
+    if (w.op == Write::Op::kCreate)
+      created.insert(key);
+    else if (!created.count(key))
+      to_lock.push_back(i);
   }
   // Always committed asynchronously, so that the counter row is held only while the
   // transaction runs, never while the WAL is flushed; durable commits then wait for the flush
@@ -556,20 +560,23 @@ absl::StatusOr<std::vector<json::object>> PostgresStore::Commit(std::vector<Writ
     if (!s.ok()) return rollback(s);
   }
   std::string commit = events.empty() ? "COMMIT"
-                                       : "SELECT pg_notify('" + std::string(kChannel) + "', '" +
-                                             std::to_string(last) + "'); COMMIT";
+                                      : "SELECT pg_notify('" + std::string(kChannel) + "', '" +
+                                            std::to_string(last) + "'); COMMIT";
   r = c.Exec(commit.c_str());
   if (!r.ok()) {
     c.Exec("ROLLBACK");
     // The answer is lost or the commit failed: either way the caller re-reads.
-    return absl::UnavailableError("database error during commit (the change may or may not "
-                                  "have been applied): " + r.error());
+    return absl::UnavailableError(
+        "database error during commit (the change may or may not "
+        "have been applied): " +
+        r.error());
   }
   if (durability == Durability::kDurable) {
     if (absl::Status f = Flush(c); !f.ok())
-      return absl::UnavailableError("database error while making a commit durable (it may be "
-                                    "lost if the database server crashes): " +
-                                    std::string(f.message()));
+      return absl::UnavailableError(
+          "database error while making a commit durable (it may be "
+          "lost if the database server crashes): " +
+          std::string(f.message()));
   }
   if (++commits_since_compaction_ % kCompactEvery == 0) MaybeCompact(c);
   DeliverThrough(c, last, events, first);
@@ -631,9 +638,10 @@ bool PostgresStore::DeliverFromDatabase(Conn& c, int64_t through) {
     // only durable ones reach watchers.
     if (!Flush(c).ok()) return false;
     if (r.integer(0, 0) != after + 1)
-      spdlog::warn("events {}..{} were compacted before this replica delivered them; its "
-                   "watchers miss them",
-                   after + 1, r.integer(0, 0) - 1);
+      spdlog::warn(
+          "events {}..{} were compacted before this replica delivered them; its "
+          "watchers miss them",
+          after + 1, r.integer(0, 0) - 1);
     std::vector<Event> batch;
     for (int i = 0; i < r.rows(); ++i) {
       int64_t rv = r.integer(i, 0);
@@ -717,9 +725,10 @@ absl::StatusOr<std::vector<Revision>> PostgresStore::ListRevisions(const std::st
                                                                    const std::string& ns,
                                                                    const std::string& name) {
   ASSIGN_OR_RETURN(Lease c, Acquire());
-  Result r = c->Run("SELECT revision, created, spec FROM revisions WHERE kind = $1::text AND "
-                    "namespace = $2::text AND name = $3::text ORDER BY revision DESC",
-                    {kind, ns, name});
+  Result r = c->Run(
+      "SELECT revision, created, spec FROM revisions WHERE kind = $1::text AND "
+      "namespace = $2::text AND name = $3::text ORDER BY revision DESC",
+      {kind, ns, name});
   if (!r.ok()) return DbError(r, "listing revisions");
   std::vector<Revision> out;
   for (int i = 0; i < r.rows(); ++i)
@@ -730,9 +739,10 @@ absl::StatusOr<std::vector<Revision>> PostgresStore::ListRevisions(const std::st
 absl::StatusOr<Revision> PostgresStore::GetRevision(const std::string& kind, const std::string& ns,
                                                     const std::string& name, int64_t revision) {
   ASSIGN_OR_RETURN(Lease c, Acquire());
-  Result r = c->Run("SELECT revision, created, spec FROM revisions WHERE kind = $1::text AND "
-                    "namespace = $2::text AND name = $3::text AND revision = $4::bigint",
-                    {kind, ns, name, std::to_string(revision)});
+  Result r = c->Run(
+      "SELECT revision, created, spec FROM revisions WHERE kind = $1::text AND "
+      "namespace = $2::text AND name = $3::text AND revision = $4::bigint",
+      {kind, ns, name, std::to_string(revision)});
   if (!r.ok()) return DbError(r, "reading a revision");
   if (r.rows() == 0) return RevisionNotFound(kind, name, revision);
   return Revision{r.integer(0, 0), r.text(0, 1), ParsedOrEmpty(r.text(0, 2))};

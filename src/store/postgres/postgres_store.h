@@ -99,8 +99,8 @@ class PostgresStore final : public Store {
   static std::string Redacted(const std::string& url);
 
  private:
-  class Conn;    // a connection and its prepared statements
-  class Lease;   // RAII lease of a pooled connection
+  class Conn;   // a connection and its prepared statements
+  class Lease;  // RAII lease of a pooled connection
   explicit PostgresStore(PostgresOptions options);
   absl::Status Init();
   absl::StatusOr<std::unique_ptr<Conn>> Connect();

@@ -1,8 +1,8 @@
 #include "store/sqlite/sqlite_store.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 
 #include "common/errors.h"
 #include "common/status_macros.h"
@@ -216,8 +216,8 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteOptio
 
 absl::StatusOr<sqlite3*> SqliteStore::OpenConnection(bool writer) {
   sqlite3* db = nullptr;
-  int flags = SQLITE_OPEN_NOMUTEX | (writer ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-                                            : SQLITE_OPEN_READONLY);
+  int flags = SQLITE_OPEN_NOMUTEX |
+              (writer ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY);
   if (sqlite3_open_v2(options_.path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close_v2(db);
@@ -225,9 +225,9 @@ absl::StatusOr<sqlite3*> SqliteStore::OpenConnection(bool writer) {
   }
   sqlite3_busy_timeout(db, 5000);
   if (writer) {
-    for (std::string pragma : {std::string("PRAGMA journal_mode=WAL"),
-                               "PRAGMA synchronous=" + options_.synchronous,
-                               std::string("PRAGMA foreign_keys=ON")}) {
+    for (std::string pragma :
+         {std::string("PRAGMA journal_mode=WAL"), "PRAGMA synchronous=" + options_.synchronous,
+          std::string("PRAGMA foreign_keys=ON")}) {
       char* err = nullptr;
       if (sqlite3_exec(db, pragma.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
         std::string msg = err ? err : sqlite3_errmsg(db);
@@ -251,23 +251,22 @@ absl::Status SqliteStore::Init() {
     version = static_cast<int>(s.Int(0));
   }
   if (version > kSchemaVersion)
-    return absl::UnavailableError(
-        options_.path + " has schema version " + std::to_string(version) +
-        ", newer than this gantryd understands (" + std::to_string(kSchemaVersion) +
-        "); run a newer gantryd");
+    return absl::UnavailableError(options_.path + " has schema version " + std::to_string(version) +
+                                  ", newer than this gantryd understands (" +
+                                  std::to_string(kSchemaVersion) + "); run a newer gantryd");
   for (int v = version; v < kSchemaVersion; ++v) {
     RETURN_IF_ERROR(Exec(writer_, "BEGIN IMMEDIATE"));
     absl::Status s = Exec(writer_, kMigrations[v]);
-    if (s.ok())
-      s = Exec(writer_, ("PRAGMA user_version=" + std::to_string(v + 1)).c_str());
+    if (s.ok()) s = Exec(writer_, ("PRAGMA user_version=" + std::to_string(v + 1)).c_str());
     if (!s.ok()) {
       Exec(writer_, "ROLLBACK").IgnoreError();
       return s;
     }
     RETURN_IF_ERROR(Exec(writer_, "COMMIT"));
   }
-  Stmt rv(writer_, "SELECT MAX((SELECT IFNULL(MAX(rv),0) FROM objects),"
-                   " (SELECT IFNULL(MAX(rv),0) FROM events))");
+  Stmt rv(writer_,
+          "SELECT MAX((SELECT IFNULL(MAX(rv),0) FROM objects),"
+          " (SELECT IFNULL(MAX(rv),0) FROM events))");
   if (rv.Step() != SQLITE_ROW) return SqlError(writer_, "start-up");
   last_rv_ = rv.Int(0);
   current_rv_ = last_rv_;
@@ -412,12 +411,14 @@ absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* e
       Stmt s(writer_,
              "INSERT INTO revisions(kind, namespace, name, revision, created, spec) "
              "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-      s.Bind(1, w.kind).Bind(2, ns).Bind(3, name).Bind(4, w.revision)
+      s.Bind(1, w.kind)
+          .Bind(2, ns)
+          .Bind(3, name)
+          .Bind(4, w.revision)
           .Bind(5, model::GetString(w.object, "metadata.creationTimestamp"))
           .Bind(6, spec ? json::serialize(*spec) : "{}");
       if (s.Step() != SQLITE_DONE) {
-        if ((s.rc() & 0xff) == SQLITE_CONSTRAINT)
-          return RevisionExists(w.kind, name, w.revision);
+        if ((s.rc() & 0xff) == SQLITE_CONSTRAINT) return RevisionExists(w.kind, name, w.revision);
         return absl::Status(absl::StatusCode::kUnavailable, s.Error());
       }
       return absl::OkStatus();
@@ -435,23 +436,37 @@ absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* e
         Stmt s(writer_,
                "INSERT INTO objects(kind, namespace, name, rv, labels, phase, ref_name, search, "
                "body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
-        s.Bind(1, w.kind).Bind(2, ns).Bind(3, name).Bind(4, rv).Bind(5, c.labels)
-            .Bind(6, c.phase).Bind(7, c.ref_name).Bind(8, c.search).Bind(9, body);
+        s.Bind(1, w.kind)
+            .Bind(2, ns)
+            .Bind(3, name)
+            .Bind(4, rv)
+            .Bind(5, c.labels)
+            .Bind(6, c.phase)
+            .Bind(7, c.ref_name)
+            .Bind(8, c.search)
+            .Bind(9, body);
         if (s.Step() != SQLITE_DONE) {
-          if ((s.rc() & 0xff) == SQLITE_CONSTRAINT)
-            return ObjectExists(w.kind, name);
+          if ((s.rc() & 0xff) == SQLITE_CONSTRAINT) return ObjectExists(w.kind, name);
           return absl::Status(absl::StatusCode::kUnavailable, s.Error());
         }
       } else {
         Stmt s(writer_,
                "UPDATE objects SET rv=?4, labels=?5, phase=?6, ref_name=?7, search=?8, body=?9 "
                "WHERE kind=?1 AND namespace=?2 AND name=?3");
-        s.Bind(1, w.kind).Bind(2, ns).Bind(3, name).Bind(4, rv).Bind(5, c.labels)
-            .Bind(6, c.phase).Bind(7, c.ref_name).Bind(8, c.search).Bind(9, body);
+        s.Bind(1, w.kind)
+            .Bind(2, ns)
+            .Bind(3, name)
+            .Bind(4, rv)
+            .Bind(5, c.labels)
+            .Bind(6, c.phase)
+            .Bind(7, c.ref_name)
+            .Bind(8, c.search)
+            .Bind(9, body);
         if (s.Step() != SQLITE_DONE) return absl::Status(absl::StatusCode::kUnavailable, s.Error());
       }
-      Stmt e(writer_, "INSERT INTO events(rv, type, kind, namespace, name, body) "
-                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+      Stmt e(writer_,
+             "INSERT INTO events(rv, type, kind, namespace, name, body) "
+             "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
       std::string type = w.op == Write::Op::kCreate ? "ADDED" : "MODIFIED";
       e.Bind(1, rv).Bind(2, type).Bind(3, w.kind).Bind(4, ns).Bind(5, name).Bind(6, body);
       if (e.Step() != SQLITE_DONE) return absl::Status(absl::StatusCode::kUnavailable, e.Error());
@@ -475,8 +490,9 @@ absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* e
       dr.Bind(1, w.kind).Bind(2, ns).Bind(3, name);
       if (dr.Step() != SQLITE_DONE) return absl::Status(absl::StatusCode::kUnavailable, dr.Error());
       std::string body = json::serialize(obj);
-      Stmt e(writer_, "INSERT INTO events(rv, type, kind, namespace, name, body) "
-                      "VALUES (?1, 'DELETED', ?2, ?3, ?4, ?5)");
+      Stmt e(writer_,
+             "INSERT INTO events(rv, type, kind, namespace, name, body) "
+             "VALUES (?1, 'DELETED', ?2, ?3, ?4, ?5)");
       e.Bind(1, rv).Bind(2, w.kind).Bind(3, ns).Bind(4, name).Bind(5, body);
       if (e.Step() != SQLITE_DONE) return absl::Status(absl::StatusCode::kUnavailable, e.Error());
       events->push_back(Event{rv, "DELETED", w.kind, ns, name, obj});
@@ -488,7 +504,7 @@ absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* e
 }
 
 absl::StatusOr<std::vector<json::object>> SqliteStore::Commit(std::vector<Write> writes,
-                                                             Durability durability) {
+                                                              Durability durability) {
   for (const Write& w : writes) RETURN_IF_ERROR(CheckStorable(w.kind, w.object));
   std::lock_guard<std::mutex> lock(write_mu_);
   if (!sticky_error_.ok()) return sticky_error_;
@@ -544,19 +560,20 @@ void SqliteStore::MaybeCompact() {
   Stmt d(writer_, "DELETE FROM events WHERE rv <= ?1");
   d.Bind(1, through);
   if (d.Step() != SQLITE_DONE) return;  // retried on the next compaction
-  Stmt m(writer_, "INSERT INTO meta(key, value) VALUES ('compacted_through', ?1) "
-                  "ON CONFLICT(key) DO UPDATE SET value=excluded.value");
+  Stmt m(writer_,
+         "INSERT INTO meta(key, value) VALUES ('compacted_through', ?1) "
+         "ON CONFLICT(key) DO UPDATE SET value=excluded.value");
   m.Bind(1, std::to_string(through));
   if (m.Step() == SQLITE_DONE) compacted_through_ = through;
 }
 
 absl::StatusOr<std::vector<Event>> SqliteStore::EventsSince(int64_t after, size_t max) {
-  if (after < compacted_through_)
-    return TooOldResourceVersion(after, compacted_through_.load());
+  if (after < compacted_through_) return TooOldResourceVersion(after, compacted_through_.load());
   Reader r = AcquireReader();
   if (!r.db()) return absl::UnavailableError("cannot open a database connection");
-  Stmt s(r.db(), "SELECT rv, type, kind, namespace, name, body FROM events WHERE rv > ?1 "
-                 "ORDER BY rv LIMIT ?2");
+  Stmt s(r.db(),
+         "SELECT rv, type, kind, namespace, name, body FROM events WHERE rv > ?1 "
+         "ORDER BY rv LIMIT ?2");
   s.Bind(1, after).Bind(2, static_cast<int64_t>(max));
   std::vector<Event> out;
   int rc;
@@ -580,8 +597,9 @@ absl::StatusOr<std::vector<Revision>> SqliteStore::ListRevisions(const std::stri
                                                                  const std::string& name) {
   Reader r = AcquireReader();
   if (!r.db()) return absl::UnavailableError("cannot open a database connection");
-  Stmt s(r.db(), "SELECT revision, created, spec FROM revisions WHERE kind=?1 AND namespace=?2 "
-                 "AND name=?3 ORDER BY revision DESC");
+  Stmt s(r.db(),
+         "SELECT revision, created, spec FROM revisions WHERE kind=?1 AND namespace=?2 "
+         "AND name=?3 ORDER BY revision DESC");
   s.Bind(1, kind).Bind(2, ns).Bind(3, name);
   std::vector<Revision> out;
   int rc;
@@ -597,12 +615,12 @@ absl::StatusOr<Revision> SqliteStore::GetRevision(const std::string& kind, const
                                                   const std::string& name, int64_t revision) {
   Reader r = AcquireReader();
   if (!r.db()) return absl::UnavailableError("cannot open a database connection");
-  Stmt s(r.db(), "SELECT revision, created, spec FROM revisions WHERE kind=?1 AND namespace=?2 "
-                 "AND name=?3 AND revision=?4");
+  Stmt s(r.db(),
+         "SELECT revision, created, spec FROM revisions WHERE kind=?1 AND namespace=?2 "
+         "AND name=?3 AND revision=?4");
   s.Bind(1, kind).Bind(2, ns).Bind(3, name).Bind(4, revision);
   int rc = s.Step();
-  if (rc == SQLITE_DONE)
-    return RevisionNotFound(kind, name, revision);
+  if (rc == SQLITE_DONE) return RevisionNotFound(kind, name, revision);
   if (rc != SQLITE_ROW) return SqlError(r.db(), "reading a revision");
   auto spec = model::ParseStoredObject(s.Text(2));
   return Revision{s.Int(0), s.Text(1), spec.ok() ? std::move(*spec) : json::object()};

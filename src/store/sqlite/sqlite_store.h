@@ -28,9 +28,9 @@
 namespace gantry::store {
 
 struct SqliteOptions {
-  std::string path;                 // the database file
-  std::string synchronous = "FULL"; // FULL or NORMAL
-  int64_t event_retention = 100000; // events kept for watch resumption
+  std::string path;                  // the database file
+  std::string synchronous = "FULL";  // FULL or NORMAL
+  int64_t event_retention = 100000;  // events kept for watch resumption
 };
 
 class SqliteStore final : public Store {
