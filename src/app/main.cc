@@ -195,9 +195,12 @@ absl::StatusOr<std::unique_ptr<gantry::auth::LdapDirectory>> MakeDirectory(
            (o.bind_password.back() == '\n' || o.bind_password.back() == '\r'))
       o.bind_password.pop_back();
   }
-  auto recheck = gantry::auth::ParseDuration(f.recheck);
-  if (!recheck && f.recheck != "0") return absl::InvalidArgumentError("--ldap-recheck takes a duration such as 5m");
-  auth.directory_recheck = recheck.value_or(std::chrono::seconds(0));
+  // ParseDuration takes positive durations only; 0 (every request) is for tests.
+  bool zero = f.recheck == "0" || f.recheck == "0s";
+  auto recheck = zero ? std::chrono::seconds(0) : gantry::auth::ParseDuration(f.recheck);
+  if (!recheck)
+    return absl::InvalidArgumentError("--ldap-recheck takes a duration such as 5m (or 0s)");
+  auth.directory_recheck = *recheck;
   auth.allowed_group = f.allowed_group;
   auth.org_admin_group = f.org_admin_group;
   spdlog::info("password logins of users without a local password are checked against {}", o.url);
