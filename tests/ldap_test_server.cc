@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/tls_files.h"
+
 namespace gantry::testing {
 namespace {
 
@@ -42,6 +44,7 @@ std::string Config(const std::string& dir, const std::string& modules) {
     conf += "include /etc/ldap/schema/" + std::string(schema) + ".schema\n";
   conf += "modulepath " + modules + "\nmoduleload back_mdb\n";
   conf += "pidfile " + dir + "/slapd.pid\nargsfile " + dir + "/slapd.args\n";
+  conf += "TLSCertificateFile " + dir + "/tls.crt\nTLSCertificateKeyFile " + dir + "/tls.key\n";
   conf += "database mdb\nmaxsize 10485760\nsuffix \"dc=gantry,dc=test\"\n";
   conf += "rootdn \"" + std::string(kRootDn) + "\"\nrootpw " + kRootPassword + "\n";
   conf += "directory " + dir + "/db\n";
@@ -196,20 +199,30 @@ absl::Status LdapTestServer::Prepare() {
             dir_ + "/slapadd.log", false);
   if (add < 0 || Wait(add) != 0)
     return absl::UnavailableError("slapadd failed:\n" + ReadAll(dir_ + "/slapadd.log"));
+  if (absl::Status tls = EnsureSelfSignedCertificate(ca_file(), dir_ + "/tls.key", {"127.0.0.1"});
+      !tls.ok())
+    return tls;
   port_ = FreePort();
-  if (port_ == 0) return absl::UnavailableError("no free port");
+  tls_port_ = FreePort();
+  if (port_ == 0 || tls_port_ == 0 || tls_port_ == port_)
+    return absl::UnavailableError("no free ports");
   return absl::OkStatus();
 }
 
 std::string LdapTestServer::url() const { return "ldap://127.0.0.1:" + std::to_string(port_); }
+std::string LdapTestServer::tls_url() const {
+  return "ldaps://127.0.0.1:" + std::to_string(tls_port_);
+}
+std::string LdapTestServer::ca_file() const { return dir_ + "/tls.crt"; }
 
 absl::Status LdapTestServer::Start() {
   std::string log = dir_ + "/slapd.log";
-  pid_ = Spawn({"/usr/sbin/slapd", "-h", url() + "/", "-f", dir_ + "/slapd.conf", "-d", "0"}, log,
-               true);
+  pid_ = Spawn({"/usr/sbin/slapd", "-h", url() + "/ " + tls_url() + "/", "-f", dir_ + "/slapd.conf",
+                "-d", "0"},
+               log, true);
   if (pid_ < 0) return absl::UnavailableError("cannot start slapd");
   auto deadline = std::chrono::steady_clock::now() + kStartDeadline;
-  while (!Accepts(port_)) {
+  while (!Accepts(port_) || !Accepts(tls_port_)) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;

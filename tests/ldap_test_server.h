@@ -1,6 +1,7 @@
 // A throwaway OpenLDAP directory for tests (LdapDirectory's unit test, the LDAP login tests
 // against gantryd): a slapd.conf and an mdb database in a temporary directory, loaded with
-// slapadd from the LDIF below, and slapd itself on 127.0.0.1 and a free port. Modelled on
+// slapadd from the LDIF below, and slapd itself on 127.0.0.1 and two free ports (ldap://, which
+// offers StartTLS, and ldaps://, with a self-signed certificate for 127.0.0.1). Modelled on
 // store/postgres/pg_test_server.h.
 //
 // The directory (base dc=gantry,dc=test):
@@ -38,7 +39,10 @@ class LdapTestServer {
   static absl::StatusOr<std::unique_ptr<LdapTestServer>> Create();
   ~LdapTestServer();
 
-  std::string url() const;  // ldap://127.0.0.1:PORT
+  std::string url() const;      // ldap://127.0.0.1:PORT (StartTLS offered)
+  std::string tls_url() const;  // ldaps://127.0.0.1:PORT2
+  // The PEM certificate slapd serves TLS with (self-signed for 127.0.0.1): the CA to trust.
+  std::string ca_file() const;
   // The password of `uid` in the directory ("alice" -> "alice-password-1").
   static std::string PasswordOf(const std::string& uid) { return uid + "-password-1"; }
   static std::string UserDn(const std::string& uid) { return "uid=" + uid + "," + kPeople; }
@@ -57,6 +61,7 @@ class LdapTestServer {
 
   std::string dir_;
   int port_ = 0;
+  int tls_port_ = 0;
   int pid_ = -1;
 };
 

@@ -113,6 +113,28 @@ TEST_F(LdapTest, ADirectoryThatIsDownOrRefusesTheServiceAccountIsUnavailable) {
   EXPECT_TRUE(Check("alice", LdapTestServer::PasswordOf("alice")).ok());
 }
 
+TEST_F(LdapTest, LdapsAndStartTlsCheckTheServersCertificate) {
+  LdapOptions ldaps = Options();
+  ldaps.url = server_->tls_url();
+  ldaps.ca_file = server_->ca_file();
+  auto over_ldaps = LdapDirectory(ldaps).Authenticate("alice", LdapTestServer::PasswordOf("alice"));
+  EXPECT_TRUE(over_ldaps.ok()) << over_ldaps.status();
+  LdapOptions start_tls = Options();
+  start_tls.start_tls = true;
+  start_tls.ca_file = server_->ca_file();
+  auto over_start_tls =
+      LdapDirectory(start_tls).Authenticate("alice", LdapTestServer::PasswordOf("alice"));
+  EXPECT_TRUE(over_start_tls.ok()) << over_start_tls.status();
+  // Not signed by a CA it trusts (the system's): not used, for either.
+  ldaps.ca_file = "";
+  start_tls.ca_file = "";
+  for (const LdapOptions& o : {ldaps, start_tls}) {
+    absl::Status untrusted =
+        LdapDirectory(o).Authenticate("alice", LdapTestServer::PasswordOf("alice")).status();
+    EXPECT_TRUE(absl::IsUnavailable(untrusted)) << o.url << ": " << untrusted;
+  }
+}
+
 // The Authenticator with this directory, on a real store and a FakeClock.
 class DirectoryLoginTest : public LdapTest {
  protected:
