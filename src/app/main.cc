@@ -128,7 +128,6 @@ std::string TakeSecretEnv(const char* name) {
   return copy;
 }
 
-
 // The --ldap-* flags and --org-admin-group (issue 21; docs/operations.md, "LDAP logins").
 struct LdapFlags {
   gantry::auth::LdapOptions options;
@@ -189,7 +188,8 @@ absl::StatusOr<std::unique_ptr<gantry::auth::LdapDirectory>> MakeDirectory(
     std::stringstream ss;
     ss << in.rdbuf();
     if (f.password_file.empty() || !in)
-      return absl::InvalidArgumentError("--ldap-bind-dn needs a readable --ldap-bind-password-file");
+      return absl::InvalidArgumentError(
+          "--ldap-bind-dn needs a readable --ldap-bind-password-file");
     o.bind_password = ss.str();
     while (!o.bind_password.empty() &&
            (o.bind_password.back() == '\n' || o.bind_password.back() == '\r'))
