@@ -22,11 +22,12 @@ case "$MODE" in
 esac
 
 # Building and running gantryd, the CLI and the UI (the README's run command). libpq-dev:
-# gantryd is always built with its PostgreSQL store. python3: the examples' workloads.
+# gantryd is always built with its PostgreSQL store. libldap-dev: gantryd's LDAP logins
+# (--ldap-url, issue 21). python3: the examples' workloads.
 RUN_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libabsl-dev libsqlite3-dev
-  libsodium-dev libssl-dev libyaml-cpp-dev libspdlog-dev libcli11-dev libpq-dev
+  libsodium-dev libssl-dev libyaml-cpp-dev libspdlog-dev libcli11-dev libpq-dev libldap-dev
   curl python3
 )
 # The web UI: node and npm (Debian's, unless a node is already installed, e.g. from NodeSource).
@@ -40,10 +41,11 @@ TEST_PACKAGES=(
   slurm-wlm
   postgresql
   python3-kubernetes  # tests: the official Python client (issue 24)
+  slapd ldap-utils    # tests: a throwaway OpenLDAP directory for the LDAP logins (issue 21)
 )
 
 # Packages that ship a daemon, and its unit: installed without starting it, then disabled.
-# The tests bring these: slurm-wlm brings munge, Chromium brings dbus (the system message bus;
+# The tests bring these (slapd: the tests write their own slapd.conf): slurm-wlm brings munge, Chromium brings dbus (the system message bus;
 # under systemd its socket is static, so it still starts when a program first asks for it).
 declare -A SERVICE_UNITS=(
   [postgresql]="postgresql"
@@ -51,6 +53,7 @@ declare -A SERVICE_UNITS=(
   [slurmd]="slurmd"
   [munge]="munge"
   [dbus]="dbus"
+  [slapd]="slapd"
 )
 
 PACKAGES=("${RUN_PACKAGES[@]}")
@@ -112,6 +115,11 @@ if ((${#missing[@]})); then
       $SUDO mkdir -p "$(dirname "$PG_NO_CLUSTER")"
       echo "create_main_cluster = false" | $SUDO tee "$PG_NO_CLUSTER" >/dev/null
       own_pg_conf=1
+    fi
+    # slapd's debconf would otherwise create a directory for the host's domain (and ask for
+    # its admin password on a terminal): the tests bring their own configuration.
+    if ! installed slapd && command -v debconf-set-selections >/dev/null 2>&1; then
+      echo "slapd slapd/no_configuration boolean true" | $SUDO debconf-set-selections
     fi
   fi
   $SUDO apt-get update -q

@@ -15,8 +15,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
+#include <sstream>
 
 #include "api/resources.h"
 #include "api/router.h"
@@ -26,6 +29,7 @@
 #include "auth/audit.h"
 #include "auth/authenticator.h"
 #include "auth/credentials.h"
+#include "auth/ldap_directory.h"
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/metrics.h"
@@ -122,6 +126,85 @@ std::string TakeSecretEnv(const char* name) {
   std::memset(value, 0, copy.size());
   ::unsetenv(name);
   return copy;
+}
+
+// The --ldap-* flags and --org-admin-group (issue 21; docs/operations.md, "LDAP logins").
+struct LdapFlags {
+  gantry::auth::LdapOptions options;
+  std::string password_file;
+  std::string allowed_group;
+  std::string org_admin_group;
+  std::string recheck = "5m";
+};
+
+void AddLdapFlags(CLI::App& app, LdapFlags& f) {
+  app.add_option("--ldap-url", f.options.url,
+                 "Check password logins of users without a local password against this LDAP "
+                 "directory (ldap://HOST:389 or ldaps://HOST:636)");
+  app.add_option("--ldap-bind-dn", f.options.bind_dn, "The service account gantryd searches as");
+  app.add_option("--ldap-bind-password-file", f.password_file,
+                 "A file holding the service account's password");
+  app.add_option("--ldap-user-base", f.options.user_base, "Where users are searched");
+  app.add_option("--ldap-user-filter", f.options.user_filter,
+                 "Finds the user; {user} is the login name (escaped)")
+      ->capture_default_str();
+  app.add_option("--ldap-group-base", f.options.group_base,
+                 "Where groups are searched (none: no groups)");
+  app.add_option("--ldap-group-filter", f.options.group_filter,
+                 "Finds the user's groups; {dn} is the user's DN, {user} the login name")
+      ->capture_default_str();
+  app.add_flag("--ldap-start-tls", f.options.start_tls, "StartTLS on an ldap:// URL");
+  app.add_option("--ldap-ca-file", f.options.ca_file,
+                 "PEM CA certificates for the directory's TLS certificate (default: the system's)");
+  app.add_option("--ldap-allowed-group", f.allowed_group,
+                 "Only members of this directory group may log in");
+  app.add_option("--org-admin-group", f.org_admin_group,
+                 "Members of this directory group are org-admin");
+  app.add_option("--ldap-recheck", f.recheck,
+                 "Sessions and tokens of LDAP users are checked against the directory again "
+                 "after this long (a duration; 0s: every request)")
+      ->capture_default_str();
+}
+
+// The directory the flags configure (null without --ldap-url), with its options set in
+// `auth`; or why the flags are wrong.
+absl::StatusOr<std::unique_ptr<gantry::auth::LdapDirectory>> MakeDirectory(
+    LdapFlags f, gantry::auth::AuthOptions& auth) {
+  gantry::auth::LdapOptions& o = f.options;
+  if (o.url.empty()) {
+    if (!f.org_admin_group.empty() || !f.allowed_group.empty() || !o.bind_dn.empty())
+      return absl::InvalidArgumentError("the --ldap-* flags and --org-admin-group need --ldap-url");
+    return nullptr;
+  }
+  if (o.url.rfind("ldap://", 0) != 0 && o.url.rfind("ldaps://", 0) != 0)
+    return absl::InvalidArgumentError("--ldap-url must start with ldap:// or ldaps://");
+  if (o.start_tls && o.url.rfind("ldaps://", 0) == 0)
+    return absl::InvalidArgumentError("--ldap-start-tls is for ldap:// URLs (ldaps:// is TLS)");
+  if (o.user_base.empty()) return absl::InvalidArgumentError("--ldap-url needs --ldap-user-base");
+  if (o.user_filter.find("{user}") == std::string::npos)
+    return absl::InvalidArgumentError("--ldap-user-filter must contain {user}");
+  if (!o.bind_dn.empty()) {
+    std::ifstream in(f.password_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (f.password_file.empty() || !in)
+      return absl::InvalidArgumentError(
+          "--ldap-bind-dn needs a readable --ldap-bind-password-file");
+    o.bind_password = ss.str();
+    while (!o.bind_password.empty() &&
+           (o.bind_password.back() == '\n' || o.bind_password.back() == '\r'))
+      o.bind_password.pop_back();
+  }
+  // ParseDuration takes positive durations only; 0 (every request) is for tests.
+  bool zero = f.recheck == "0" || f.recheck == "0s";
+  auto recheck = zero ? std::chrono::seconds(0) : gantry::auth::ParseDuration(f.recheck);
+  if (!recheck)
+    return absl::InvalidArgumentError("--ldap-recheck takes a duration such as 5m (or 0s)");
+  auth.directory_recheck = *recheck;
+  auth.allowed_group = f.allowed_group;
+  auth.org_admin_group = f.org_admin_group;
+  spdlog::info("password logins of users without a local password are checked against {}", o.url);
+  return std::make_unique<gantry::auth::LdapDirectory>(std::move(o));
 }
 
 }  // namespace
@@ -224,6 +307,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-connections", max_connections,
                  "Open HTTP connections at most; more are answered 503 and closed")
       ->check(CLI::Range(1, 1000000))->capture_default_str();
+  LdapFlags ldap_flags;
+  AddLdapFlags(app, ldap_flags);
   CLI11_PARSE(app, argc, argv);
 
   SetUpLogging(log_format, log_level);
@@ -435,6 +520,12 @@ int main(int argc, char** argv) {
       spdlog::warn("GANTRY_BOOTSTRAP_TOKEN is set: it acts as an org-admin token until restart");
     }
   }
+  auto directory = MakeDirectory(std::move(ldap_flags), auth_options);
+  if (!directory.ok()) {
+    spdlog::critical("{}", std::string(directory.status().message()));
+    return 2;
+  }
+  auth_options.directory = directory->get();
   gantry::auth::Authenticator authn(*store, clock, auth_options);
   authn_observer = &authn;
   // Unhooked before authn is destroyed: what is torn down after it may still commit.

@@ -10,6 +10,7 @@ namespace gantry::auth {
 namespace {
 
 namespace json = boost::json;
+using model::FindPath;
 using model::GetString;
 
 constexpr char kTokenPrefix[] = "gnt_";
@@ -71,6 +72,23 @@ store::ListOptions OfUser(const char* kind, const std::string& user) {
   opts.ns = "";
   opts.fields = {{"spec.user", true, user}};
   return opts;
+}
+
+// The RoleBindings of every project whose `field` (spec.user, spec.group) is `value`.
+store::ListOptions BindingsWhere(const char* field, const std::string& value) {
+  store::ListOptions opts;
+  opts.kind = "RoleBinding";
+  opts.ns = std::nullopt;
+  opts.fields = {{field, true, value}};
+  return opts;
+}
+
+// The project role of `binding`, into `s`; several bindings in one project: the strongest wins.
+void AddBoundRole(const json::object& binding, Subject& s) {
+  Role r = RoleFromName(GetString(binding, "spec.role"));
+  if (!IsProjectRole(r)) return;
+  Role& held = s.projects[GetString(binding, "metadata.namespace")];
+  if (held == Role::kNone || static_cast<int>(r) > static_cast<int>(held)) held = r;
 }
 
 json::object TokenView(const json::object& record) {
@@ -208,19 +226,21 @@ absl::StatusOr<Identity> Authenticator::FromSession(std::string_view secret, boo
 }
 
 void Authenticator::OnCommit(const std::vector<store::Event>& events) {
+  bool identity_changed = false;
+  std::lock_guard lock(cache_mu_);
   for (const auto& e : events) {
-    if (e.kind == "User" || e.kind == "RoleBinding" || e.kind == kApiToken ||
-        e.kind == kUserCredential) {
-      std::lock_guard lock(cache_mu_);
-      ++generation_;
-      tokens_.clear();
-      subjects_.clear();
-      return;
-    }
+    if (e.kind == "User") directory_due_.erase(e.name);
+    identity_changed = identity_changed || e.kind == "User" || e.kind == "RoleBinding" ||
+                       e.kind == kApiToken || e.kind == kUserCredential;
   }
+  if (!identity_changed) return;
+  ++generation_;
+  tokens_.clear();
+  subjects_.clear();
 }
 
 absl::StatusOr<Subject> Authenticator::SubjectFor(const std::string& user) {
+  RETURN_IF_ERROR(RecheckDirectory(user));
   uint64_t generation;
   {
     std::lock_guard lock(cache_mu_);
@@ -246,23 +266,32 @@ absl::StatusOr<Subject> Authenticator::ReadSubject(const std::string& user) {
   const json::object& spec = Spec(*obj);
   if (const json::value* d = spec.if_contains("disabled"); d && d->is_bool() && d->get_bool())
     return UnauthorizedError("user \"" + user + "\" is disabled");
+  // A directory user the last re-check found gone (or outside the allowed group).
+  const bool directory_user = GetString(spec, "source") == kSourceLdap;
+  if (std::string why = GetString(*obj, "status.directoryRefusal"); directory_user && !why.empty())
+    return UnauthorizedError(why);
   Subject s;
   s.user = user;
   Role org = RoleFromName(GetString(spec, "orgRole"));
   s.org_role = IsOrgRole(org) ? org : Role::kNone;
-  store::ListOptions opts;
-  opts.kind = "RoleBinding";
-  opts.ns = std::nullopt;
-  opts.fields = {{"spec.user", true, user}};
-  ASSIGN_OR_RETURN(auto bindings, store_.List(opts));
-  for (const auto& b : bindings.items) {
-    Role r = RoleFromName(GetString(b, "spec.role"));
-    if (!IsProjectRole(r)) continue;
-    Role& held = s.projects[GetString(b, "metadata.namespace")];
-    // Several bindings in one project: the strongest wins.
-    if (held == Role::kNone || static_cast<int>(r) > static_cast<int>(held)) held = r;
+  ASSIGN_OR_RETURN(auto bindings, store_.List(BindingsWhere("spec.user", user)));
+  for (const auto& b : bindings.items) AddBoundRole(b, s);
+  if (directory_user) {
+    std::vector<std::string> groups;
+    if (const json::value* g = FindPath(*obj, "status.groups"); g && g->is_array())
+      for (const json::value& v : g->get_array())
+        if (v.is_string() && !v.get_string().empty()) groups.emplace_back(v.get_string());
+    RETURN_IF_ERROR(AddGroupRoles(groups, s));
   }
   return s;
+}
+
+absl::Status Authenticator::AddGroupRoles(const std::vector<std::string>& groups, Subject& s) {
+  for (const std::string& group : groups) {
+    ASSIGN_OR_RETURN(auto bindings, store_.List(BindingsWhere("spec.group", group)));
+    for (const auto& b : bindings.items) AddBoundRole(b, s);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Authenticator::CheckLimiter(const std::string& key, int limit) {
@@ -307,6 +336,9 @@ absl::StatusOr<Subject> Authenticator::CheckPassword(std::string_view user,
     auto cred = store_.Get(kUserCredential, "", std::string(user));
     if (cred.ok()) hash = GetString(Spec(*cred), "passwordHash");
     else if (!absl::IsNotFound(cred.status())) return cred.status();
+    // No local password: the directory decides (a local password always wins: break-glass).
+    if (hash.empty() && options_.directory != nullptr)
+      return DirectoryLogin(user, password, pair_key, addr_key);
   }
   if (hash.empty() || !VerifyPassword(password, hash)) {
     if (hash.empty()) {
@@ -405,6 +437,12 @@ absl::Status Authenticator::RevokeToken(const std::string& user, const std::stri
 
 absl::StatusOr<store::Write> Authenticator::PasswordWrite(const std::string& user,
                                                           std::string_view password) {
+  auto account = store_.Get("User", "", user);
+  if (account.ok() && GetString(Spec(*account), "source") == kSourceLdap)
+    return BadRequestError("user \"" + user +
+                           "\" logs in with the organisation's directory (LDAP): change the "
+                           "password there");
+  if (!account.ok() && !absl::IsNotFound(account.status())) return account.status();
   ASSIGN_OR_RETURN(std::string hash, HashPassword(password));
   json::object obj = Record(kUserCredential, user, json::object{{"passwordHash", hash}});
   auto existing = store_.Get(kUserCredential, "", user);

@@ -9,6 +9,15 @@
 // Secrets themselves are never stored (credentials.h). A revoked token or a deleted session is
 // a deleted record, so the next request with it fails at once.
 //
+// With a directory (AuthOptions::directory, gantryd --ldap-url; directory_login.cc): a
+// password login of a user with no local password is checked against LDAP. Such a user is
+// created on first login (spec.source "ldap", no local password); the directory's groups are
+// recorded in status.groups at every login and re-check, and RoleBindings naming a group
+// (spec.group) apply to the members. Every `directory_recheck` at most, a request of an LDAP
+// user asks the directory again; a user gone from it (or from the allowed group) gets
+// status.directoryRefusal, and every session and token of theirs is refused until a login
+// succeeds again. A local user with a local password never depends on the directory.
+//
 // Thread-safety: safe from any thread (state is in the Store, plus the login limiter, which
 // has its own mutex).
 #pragma once
@@ -25,6 +34,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "auth/authorize.h"
+#include "auth/ldap_directory.h"
 #include "common/clock.h"
 #include "store/store.h"
 
@@ -49,7 +59,19 @@ struct AuthOptions {
   int login_failures = 5;
   int login_address_failures = 20;
   std::chrono::seconds login_window{5 * 60};
+  // LDAP logins (gantryd --ldap-url): null for local users only. Not owned; outlives this.
+  const LdapDirectory* directory = nullptr;
+  // --ldap-allowed-group: when set, only its members may log in (and keep their access).
+  std::string allowed_group;
+  // --org-admin-group: its members get orgRole org-admin; an LDAP user who leaves it loses it.
+  std::string org_admin_group;
+  // --ldap-recheck: how stale what the directory said about a user may get before one of their
+  // requests asks again (0: every request).
+  std::chrono::seconds directory_recheck{5 * 60};
 };
+
+// The User spec.source of users the directory created.
+inline constexpr char kSourceLdap[] = "ldap";
 
 struct Identity {
   Subject subject;
@@ -100,7 +122,8 @@ class Authenticator {
   absl::Status RevokeToken(const std::string& user, const std::string& name);
 
   // The write that sets `user`'s password (create or update of its UserCredential), for the
-  // caller's commit. 400 for a password that is too short or too long.
+  // caller's commit. 400 for a password that is too short or too long, and for a user whose
+  // password the directory keeps (spec.source ldap).
   absl::StatusOr<store::Write> PasswordWrite(const std::string& user, std::string_view password);
   // A change of an existing user's password, as a User update asks for it.
   struct PasswordChange {
@@ -146,6 +169,20 @@ class Authenticator {
   void RecordFailure(const std::string& key, int limit);
   std::string Now() const;
 
+  // directory_login.cc. The LDAP branch of CheckPassword, for a user with no local password.
+  absl::StatusOr<Subject> DirectoryLogin(std::string_view user, std::string_view password,
+                                         const std::string& pair_key, const std::string& addr_key);
+  // Records what the directory said about `user` (nullopt: not there) on its User, creating
+  // it when allowed and absent; returns why the user may not log in ("" when they may). A
+  // User of another source is left alone (and refused: "invalid username or password").
+  absl::StatusOr<std::string> ApplyDirectory(const std::string& user,
+                                             const std::optional<DirectoryEntry>& entry);
+  // Asks the directory about an LDAP user when what it said last is older than
+  // directory_recheck. A directory that cannot be reached leaves the user as they were.
+  absl::Status RecheckDirectory(const std::string& user);
+  // The project roles `groups` are bound to (RoleBinding spec.group), into `s`.
+  absl::Status AddGroupRoles(const std::vector<std::string>& groups, Subject& s);
+
   store::Store& store_;
   const Clock& clock_;
   const AuthOptions options_;
@@ -167,6 +204,10 @@ class Authenticator {
   uint64_t generation_ ABSL_GUARDED_BY(cache_mu_) = 0;
   std::map<std::string, CachedToken> tokens_ ABSL_GUARDED_BY(cache_mu_);  // by token hash
   std::map<std::string, Subject> subjects_ ABSL_GUARDED_BY(cache_mu_);    // by user
+  // When each user is next asked about in the directory (time_point::max(): not an LDAP
+  // user). An entry goes when its User changes (OnCommit).
+  std::map<std::string, std::chrono::system_clock::time_point> directory_due_
+      ABSL_GUARDED_BY(cache_mu_);
 };
 
 }  // namespace gantry::auth

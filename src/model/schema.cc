@@ -95,7 +95,10 @@ std::vector<KindInfo> BuildKinds() {
        Str("currentPassword",
            "Write-only: the current password, needed with spec.password to change one's own; "
            "never stored."),
-       Bool("disabled", "A disabled user cannot log in; their tokens and sessions stop working.")});
+       Bool("disabled", "A disabled user cannot log in; their tokens and sessions stop working."),
+       Enum("source", "Where the user logs in: empty for a local user, ldap for one created at "
+                      "its first LDAP login.",
+            {"", "ldap"})});
   user.status = Obj("status", "", {});
   kinds.push_back(user);
 
@@ -106,6 +109,7 @@ std::vector<KindInfo> BuildKinds() {
   binding.short_names = {"rb"};
   binding.spec = Obj("spec", "Gives a user a built-in role in this project.",
                      {Str("user", "The user's name.", true),
+                      Str("group", "A directory group: binds every member (or spec.user)."),
                       Enum("role", "The project role.", {"project-admin", "member", "viewer"}, true)});
   binding.status = Obj("status", "", {});
   binding.field_selectors = {"spec.user", "spec.role"};

@@ -1,0 +1,281 @@
+#include "ldap_test_server.h"
+
+#include <fcntl.h>
+#include <ldap.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "common/tls_files.h"
+
+namespace gantry::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kRootDn[] = "cn=admin,dc=gantry,dc=test";
+constexpr char kRootPassword[] = "root-secret-1";
+constexpr auto kStartDeadline = std::chrono::seconds(30);
+
+// Where Debian's slapd keeps its backends (dpkg -L slapd | grep back_mdb).
+std::string ModuleDir() {
+  for (const char* d : {"/usr/lib/ldap", "/usr/lib/x86_64-linux-gnu/ldap",
+                        "/usr/lib/aarch64-linux-gnu/ldap", "/usr/libexec/openldap"})
+    if (fs::exists(fs::path(d) / "back_mdb.so") || fs::exists(fs::path(d) / "back_mdb.la"))
+      return d;
+  return "";
+}
+
+std::string Config(const std::string& dir, const std::string& modules) {
+  std::string conf;
+  for (const char* schema : {"core", "cosine", "inetorgperson", "nis"})
+    conf += "include /etc/ldap/schema/" + std::string(schema) + ".schema\n";
+  conf += "modulepath " + modules + "\nmoduleload back_mdb\n";
+  conf += "pidfile " + dir + "/slapd.pid\nargsfile " + dir + "/slapd.args\n";
+  conf += "TLSCertificateFile " + dir + "/tls.crt\nTLSCertificateKeyFile " + dir + "/tls.key\n";
+  conf += "database mdb\nmaxsize 10485760\nsuffix \"dc=gantry,dc=test\"\n";
+  conf += "rootdn \"" + std::string(kRootDn) + "\"\nrootpw " + kRootPassword + "\n";
+  conf += "directory " + dir + "/db\n";
+  conf += "access to attrs=userPassword by self write by anonymous auth by * none\n";
+  conf += "access to * by dn.exact=\"" + std::string(LdapTestServer::kServiceDn) +
+          "\" read by self read by * none\n";
+  return conf;
+}
+
+std::string Person(const std::string& uid, const std::string& name) {
+  return "dn: " + LdapTestServer::UserDn(uid) + "\nobjectClass: inetOrgPerson\nuid: " + uid +
+         "\ncn: " + name + "\nsn: " + uid + "\ndisplayName: " + name + "\nmail: " + uid +
+         "@gantry.test\nuserPassword: " + LdapTestServer::PasswordOf(uid) + "\n\n";
+}
+
+std::string Group(const std::string& cn, const std::vector<std::string>& members) {
+  std::string out = "dn: cn=" + cn + "," + LdapTestServer::kGroups +
+                    "\nobjectClass: groupOfNames\ncn: " + cn + "\n";
+  for (const auto& m : members) out += "member: " + LdapTestServer::UserDn(m) + "\n";
+  return out + "\n";
+}
+
+std::string Directory() {
+  std::string ldif =
+      "dn: dc=gantry,dc=test\nobjectClass: dcObject\nobjectClass: organization\ndc: gantry\n"
+      "o: Gantry test\n\n";
+  for (const char* ou : {"services", "people", "groups"})
+    ldif += "dn: ou=" + std::string(ou) +
+            ",dc=gantry,dc=test\nobjectClass: organizationalUnit\n"
+            "ou: " +
+            ou + "\n\n";
+  ldif += "dn: " + std::string(LdapTestServer::kServiceDn) +
+          "\nobjectClass: person\ncn: gantry\nsn: gantry\nuserPassword: " +
+          LdapTestServer::kServicePassword + "\n\n";
+  ldif += Person("alice", "Alice Liddell") + Person("bob", "Bob Builder") +
+          Person("mallory", "Mallory Mole");
+  ldif += Group("ml-researchers", {"alice", "bob"}) + Group("gantry-admins", {"bob"}) +
+          Group("vision-team", {"alice", "mallory"});
+  return ldif;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
+bool Accepts(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  bool ok = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  if (fd >= 0) ::close(fd);
+  return ok;
+}
+
+// Forks and execs `args` with stdout/stderr appended to `log`; `pdeathsig`: the child dies
+// with this thread. Returns the pid (or -1).
+pid_t Spawn(const std::vector<std::string>& args, const std::string& log, bool pdeathsig) {
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+  }
+  if (pdeathsig) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);
+  }
+  ::execv(argv[0], argv.data());
+  ::_exit(127);
+}
+
+int Wait(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// A connection bound as the root DN, for the changes tests make.
+absl::StatusOr<LDAP*> RootConnection(const std::string& url) {
+  LDAP* ld = nullptr;
+  if (ldap_initialize(&ld, url.c_str()) != LDAP_SUCCESS)
+    return absl::InternalError("ldap_initialize");
+  int version = LDAP_VERSION3;
+  ldap_set_option(ld, LDAP_OPT_PROTOCOL_VERSION, &version);
+  berval cred{static_cast<ber_len_t>(std::strlen(kRootPassword)), const_cast<char*>(kRootPassword)};
+  int rc = ldap_sasl_bind_s(ld, kRootDn, LDAP_SASL_SIMPLE, &cred, nullptr, nullptr, nullptr);
+  if (rc != LDAP_SUCCESS) {
+    ldap_unbind_ext_s(ld, nullptr, nullptr);
+    return absl::InternalError(std::string("root bind: ") + ldap_err2string(rc));
+  }
+  return ld;
+}
+
+}  // namespace
+
+bool LdapRequired() {
+  const char* gantry_ci = std::getenv("GANTRY_CI");
+  const char* ci = std::getenv("CI");
+  return (gantry_ci && std::string(gantry_ci) == "1") || (ci && std::string(ci) == "true");
+}
+
+absl::StatusOr<std::unique_ptr<LdapTestServer>> LdapTestServer::Create() {
+  std::unique_ptr<LdapTestServer> s(new LdapTestServer());
+  if (absl::Status st = s->Prepare(); !st.ok()) return st;
+  if (absl::Status st = s->Start(); !st.ok()) return st;
+  return s;
+}
+
+absl::Status LdapTestServer::Prepare() {
+  if (!fs::exists("/usr/sbin/slapd") || !fs::exists("/usr/sbin/slapadd"))
+    return absl::UnavailableError("slapd is not installed (Debian: slapd ldap-utils)");
+  std::string modules = ModuleDir();
+  if (modules.empty()) return absl::UnavailableError("slapd's back_mdb module not found");
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/gantry-ldap-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr)
+    return absl::UnavailableError("mkdtemp: " + std::string(std::strerror(errno)));
+  dir_ = buf.data();
+  fs::create_directories(dir_ + "/db");
+  std::ofstream(dir_ + "/slapd.conf") << Config(dir_, modules);
+  std::ofstream(dir_ + "/directory.ldif") << Directory();
+  pid_t add =
+      Spawn({"/usr/sbin/slapadd", "-f", dir_ + "/slapd.conf", "-l", dir_ + "/directory.ldif"},
+            dir_ + "/slapadd.log", false);
+  if (add < 0 || Wait(add) != 0)
+    return absl::UnavailableError("slapadd failed:\n" + ReadAll(dir_ + "/slapadd.log"));
+  if (absl::Status tls = EnsureSelfSignedCertificate(ca_file(), dir_ + "/tls.key", {"127.0.0.1"});
+      !tls.ok())
+    return tls;
+  port_ = FreePort();
+  tls_port_ = FreePort();
+  if (port_ == 0 || tls_port_ == 0 || tls_port_ == port_)
+    return absl::UnavailableError("no free ports");
+  return absl::OkStatus();
+}
+
+std::string LdapTestServer::url() const { return "ldap://127.0.0.1:" + std::to_string(port_); }
+std::string LdapTestServer::tls_url() const {
+  return "ldaps://127.0.0.1:" + std::to_string(tls_port_);
+}
+std::string LdapTestServer::ca_file() const { return dir_ + "/tls.crt"; }
+
+absl::Status LdapTestServer::Start() {
+  std::string log = dir_ + "/slapd.log";
+  pid_ = Spawn({"/usr/sbin/slapd", "-h", url() + "/ " + tls_url() + "/", "-f", dir_ + "/slapd.conf",
+                "-d", "0"},
+               log, true);
+  if (pid_ < 0) return absl::UnavailableError("cannot start slapd");
+  auto deadline = std::chrono::steady_clock::now() + kStartDeadline;
+  while (!Accepts(port_) || !Accepts(tls_port_)) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return absl::UnavailableError("slapd exited at start; its output:\n" + ReadAll(log));
+    }
+    if (std::chrono::steady_clock::now() > deadline)
+      return absl::UnavailableError("slapd did not accept connections in time:\n" + ReadAll(log));
+    // Not synchronisation: the interval between two looks at the port.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LdapTestServer::Stop() {
+  if (pid_ < 0) return absl::OkStatus();
+  ::kill(pid_, SIGTERM);
+  int rc = Wait(pid_);
+  pid_ = -1;
+  if (rc != 0 && rc != 128 + SIGTERM)
+    return absl::InternalError("slapd exited with " + std::to_string(rc));
+  return absl::OkStatus();
+}
+
+absl::Status LdapTestServer::Delete(const std::string& dn) {
+  auto ld = RootConnection(url());
+  if (!ld.ok()) return ld.status();
+  int rc = ldap_delete_ext_s(*ld, dn.c_str(), nullptr, nullptr);
+  ldap_unbind_ext_s(*ld, nullptr, nullptr);
+  if (rc != LDAP_SUCCESS) return absl::InternalError("delete " + dn + ": " + ldap_err2string(rc));
+  return absl::OkStatus();
+}
+
+absl::Status LdapTestServer::RemoveMember(const std::string& group, const std::string& member_dn) {
+  auto ld = RootConnection(url());
+  if (!ld.ok()) return ld.status();
+  std::string dn = "cn=" + group + "," + kGroups;
+  char attr[] = "member";
+  char* values[] = {const_cast<char*>(member_dn.c_str()), nullptr};
+  LDAPMod mod{};
+  mod.mod_op = LDAP_MOD_DELETE;
+  mod.mod_type = attr;
+  mod.mod_values = values;
+  LDAPMod* mods[] = {&mod, nullptr};
+  int rc = ldap_modify_ext_s(*ld, dn.c_str(), mods, nullptr, nullptr);
+  ldap_unbind_ext_s(*ld, nullptr, nullptr);
+  if (rc != LDAP_SUCCESS) return absl::InternalError("modify " + dn + ": " + ldap_err2string(rc));
+  return absl::OkStatus();
+}
+
+LdapTestServer::~LdapTestServer() {
+  (void)Stop();
+  std::error_code ec;
+  if (!dir_.empty()) fs::remove_all(dir_, ec);
+}
+
+}  // namespace gantry::testing
