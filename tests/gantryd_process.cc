@@ -70,9 +70,7 @@ GantrydProcess::GantrydProcess(std::vector<std::string> extra_args)
       env_{{"GANTRY_BOOTSTRAP_TOKEN", kBootstrapToken}, {"GANTRY_ADMIN_PASSWORD", kAdminPassword}},
       data_dir_(MakeTempDir()) {}
 
-void GantrydProcess::SetEnv(const std::string& key, const std::string& value) {
-  env_[key] = value;
-}
+void GantrydProcess::SetEnv(const std::string& key, const std::string& value) { env_[key] = value; }
 
 GantrydProcess::~GantrydProcess() {
   Kill9();
@@ -82,9 +80,7 @@ GantrydProcess::~GantrydProcess() {
   std::filesystem::remove_all(data_dir_ + ".workloads", ec);
 }
 
-std::string GantrydProcess::base_url() const {
-  return "http://127.0.0.1:" + std::to_string(port_);
-}
+std::string GantrydProcess::base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
 std::string GantrydProcess::Log() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -187,8 +183,8 @@ void GantrydProcess::ReaderLoop(int fd) {
       if (at != std::string::npos) {
         size_t eol = log_.find('\n', at);
         if (eol != std::string::npos) {
-          std::string hostport = log_.substr(at + sizeof kListening - 1,
-                                             eol - at - (sizeof kListening - 1));
+          std::string hostport =
+              log_.substr(at + sizeof kListening - 1, eol - at - (sizeof kListening - 1));
           size_t colon = hostport.rfind(':');
           if (colon != std::string::npos) found_port_ = std::atoi(hostport.c_str() + colon + 1);
           cv_.notify_all();
@@ -209,7 +205,8 @@ int GantrydProcess::tls_port() const {
   if (at == std::string::npos) return 0;
   size_t begin = at + sizeof kHttps - 1;
   size_t end = log_.find_first_of(" \n", begin);
-  std::string hostport = log_.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  std::string hostport =
+      log_.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
   size_t colon = hostport.rfind(':');
   return colon == std::string::npos ? 0 : std::atoi(hostport.c_str() + colon + 1);
 }

@@ -100,10 +100,10 @@ class GantrydProcess {
   // Shared with the reader thread.
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::string log_;        // guarded by mu_
-  bool eof_ = false;       // guarded by mu_: the current run's stderr closed
-  int found_port_ = 0;     // guarded by mu_: from the current run's `listening on` line
-  size_t run_start_ = 0;   // guarded by mu_: where the current run's log begins
+  std::string log_;       // guarded by mu_
+  bool eof_ = false;      // guarded by mu_: the current run's stderr closed
+  int found_port_ = 0;    // guarded by mu_: from the current run's `listening on` line
+  size_t run_start_ = 0;  // guarded by mu_: where the current run's log begins
 };
 
 }  // namespace gantry::testing

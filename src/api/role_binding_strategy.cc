@@ -1,4 +1,5 @@
-// Role bindings: the user they bind must exist.
+// Role bindings: exactly one of spec.user (a user that must exist) and spec.group (a
+// directory group: every member the directory reports at login, docs/security.md "LDAP").
 #include "api/strategy.h"
 #include "api/strategy_support.h"
 #include "common/errors.h"
@@ -16,10 +17,26 @@ class RoleBindingStrategy : public KindStrategy {
   absl::Status Admit(const Target& t, const json::object*, json::object& next,
                      std::vector<store::Write>*) const override {
     std::string user = model::GetString(next, "spec.user");
+    std::string group = model::GetString(next, "spec.group");
+    std::string name = model::GetString(next, "metadata.name");
+    if (user.empty() && group.empty())
+      return InvalidError(t.kind->kind, name,
+                          {{"spec.user", "Required value", "FieldValueRequired"}});
+    if (!user.empty() && !group.empty())
+      return InvalidError(t.kind->kind, name,
+                          {{"spec.group", "Forbidden: a binding names a user or a group, not both",
+                            "FieldValueForbidden"}});
+    if (!group.empty()) {
+      if (group.size() > 256)
+        return InvalidError(
+            t.kind->kind, name,
+            {{"spec.group", "Too long: must have at most 256 bytes", "FieldValueTooLong"}});
+      return absl::OkStatus();
+    }
     auto u = ctx_.store.Get(kUserKind, "", user);
     if (u.ok()) return absl::OkStatus();
     if (!absl::IsNotFound(u.status())) return u.status();
-    return InvalidError(t.kind->kind, model::GetString(next, "metadata.name"),
+    return InvalidError(t.kind->kind, name,
                         {{"spec.user", "user \"" + user + "\" not found", "FieldValueNotFound"}});
   }
 

@@ -133,9 +133,83 @@ Column InstanceStatus() {
                 }};
 }
 
+Column NameColumn() {
+  return {"Name", "Name must be unique within a project.", 0,
+          [](const json::object& o, TimePoint) { return GetString(o, "metadata.name"); }};
+}
+
+std::vector<Column> ComputeProfileColumns() {
+  Column gpus{"GPUs", "GPU type and count.", 1, [](const json::object& o, TimePoint) {
+                std::string type = GetString(o, "spec.resources.gpu.type");
+                int64_t count = GetInt(o, "spec.resources.gpu.count", 0);
+                if (type.empty() && count == 0) return std::string();
+                return type.empty() ? std::to_string(count) : std::to_string(count) + "x " + type;
+              }};
+  return {NameColumn(),
+          Path("Display Name", "spec.displayName"),
+          Ref("Template", "spec.templateRef"),
+          IntPath("Revision", "status.revision"),
+          Sharing(),
+          Age(),
+          gpus,
+          Path("Description", "spec.description", 1)};
+}
+
+std::vector<Column> ServiceProfileColumns() {
+  Column selector{"Compute Selector", "Which compute profiles the service runs on.", 1,
+                  [](const json::object& o, TimePoint) { return SelectorText(o); }};
+  return {NameColumn(),
+          Path("Display Name", "spec.displayName"),
+          Path("Type", "spec.serviceType"),
+          Ref("Template", "spec.templateRef"),
+          IntPath("Revision", "status.revision"),
+          Age(),
+          selector,
+          Ref("Auto-create Compute", "spec.autoCreateCompute.profileRef", 1),
+          Sharing(1),
+          Path("Description", "spec.description", 1)};
+}
+
+std::vector<Column> ComputeInstanceColumns() {
+  return {NameColumn(),
+          Path("Display Name", "spec.displayName"),
+          Ref("Profile", "spec.profileRef"),
+          Age(),
+          InstanceStatus(),
+          Sharing(),
+          IntPath("Revision", "status.profileRevision", 1),
+          Path("Reason", "status.reason", 1),
+          Path("Last Run", "status.lastRunRef.name", 1)};
+}
+
+std::vector<Column> ServiceInstanceColumns() {
+  return {NameColumn(),
+          Path("Display Name", "spec.displayName"),
+          Ref("Profile", "spec.profileRef"),
+          Ref("Compute", "spec.computeRef"),
+          InstanceStatus(),
+          Age(),
+          IntPath("Revision", "status.profileRevision", 1),
+          Path("Reason", "status.reason", 1),
+          MapColumn("Outputs", "What the driver produced.", "status.outputs", "=", 1),
+          Sharing(1)};
+}
+
+std::vector<Column> AuditEventColumns() {
+  return {Path("Time", "time"),
+          Path("User", "user"),
+          Path("Verb", "verb"),
+          Path("Resource", "objectRef.resource"),
+          Path("Project", "objectRef.namespace"),
+          Path("Object", "objectRef.name"),
+          Path("Result", "result"),
+          IntPath("Code", "code"),
+          Path("Message", "message", 1),
+          Path("Source", "sourceAddress", 1)};
+}
+
 std::vector<Column> ColumnsFor(const model::KindInfo& kind) {
-  Column name{"Name", "Name must be unique within a project.", 0,
-              [](const json::object& o, TimePoint) { return GetString(o, "metadata.name"); }};
+  Column name = NameColumn();
   Column display = Path("Display Name", "spec.displayName");
   Column description = Path("Description", "spec.description", 1);
   if (kind.kind == "Project")
@@ -148,59 +222,10 @@ std::vector<Column> ColumnsFor(const model::KindInfo& kind) {
             Sharing(),
             Age(),
             description};
-  if (kind.kind == "ComputeProfile") {
-    Column gpus{"GPUs", "GPU type and count.", 1, [](const json::object& o, TimePoint) {
-                  std::string type = GetString(o, "spec.resources.gpu.type");
-                  int64_t count = GetInt(o, "spec.resources.gpu.count", 0);
-                  if (type.empty() && count == 0) return std::string();
-                  return type.empty() ? std::to_string(count) : std::to_string(count) + "x " + type;
-                }};
-    return {name,
-            display,
-            Ref("Template", "spec.templateRef"),
-            IntPath("Revision", "status.revision"),
-            Sharing(),
-            Age(),
-            gpus,
-            description};
-  }
-  if (kind.kind == "ComputeInstance")
-    return {name,
-            display,
-            Ref("Profile", "spec.profileRef"),
-            Age(),
-            InstanceStatus(),
-            Sharing(),
-            IntPath("Revision", "status.profileRevision", 1),
-            Path("Reason", "status.reason", 1),
-            Path("Last Run", "status.lastRunRef.name", 1)};
-  if (kind.kind == "ServiceProfile") {
-    Column selector{"Compute Selector", "Which compute profiles the service runs on.", 1,
-                    [](const json::object& o, TimePoint) { return SelectorText(o); }};
-    return {name,
-            display,
-            Path("Type", "spec.serviceType"),
-            Ref("Template", "spec.templateRef"),
-            IntPath("Revision", "status.revision"),
-            Age(),
-            selector,
-            Ref("Auto-create Compute", "spec.autoCreateCompute.profileRef", 1),
-            Sharing(1),
-            description};
-  }
-  if (kind.kind == "ServiceInstance") {
-    Column outputs = MapColumn("Outputs", "What the driver produced.", "status.outputs", "=", 1);
-    return {name,
-            display,
-            Ref("Profile", "spec.profileRef"),
-            Ref("Compute", "spec.computeRef"),
-            InstanceStatus(),
-            Age(),
-            IntPath("Revision", "status.profileRevision", 1),
-            Path("Reason", "status.reason", 1),
-            outputs,
-            Sharing(1)};
-  }
+  if (kind.kind == "ComputeProfile") return ComputeProfileColumns();
+  if (kind.kind == "ComputeInstance") return ComputeInstanceColumns();
+  if (kind.kind == "ServiceProfile") return ServiceProfileColumns();
+  if (kind.kind == "ServiceInstance") return ServiceInstanceColumns();
   if (kind.kind == "Run")
     return {name,
             Path("Instance", "spec.instanceRef.name"),
@@ -213,17 +238,7 @@ std::vector<Column> ColumnsFor(const model::KindInfo& kind) {
     return {name, display, Path("Email", "spec.email"), Path("Org Role", "spec.orgRole"), Age()};
   if (kind.kind == "RoleBinding")
     return {name, Path("User", "spec.user"), Path("Role", "spec.role"), Age()};
-  if (kind.kind == "AuditEvent")
-    return {Path("Time", "time"),
-            Path("User", "user"),
-            Path("Verb", "verb"),
-            Path("Resource", "objectRef.resource"),
-            Path("Project", "objectRef.namespace"),
-            Path("Object", "objectRef.name"),
-            Path("Result", "result"),
-            IntPath("Code", "code"),
-            Path("Message", "message", 1),
-            Path("Source", "sourceAddress", 1)};
+  if (kind.kind == "AuditEvent") return AuditEventColumns();
   if (kind.kind == "Node")
     return {name, Path("GPU Source", "status.gpuSource"),
             MapColumn("Capacity", "GPUs per type.", "status.capacity", ":")};

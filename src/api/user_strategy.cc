@@ -23,6 +23,10 @@ class UserStrategy : public KindStrategy {
                      std::vector<store::Write>* writes) const override {
     RETURN_IF_ERROR(TakePassword(t, current, next, writes));
     const json::object& spec = ObjectAt(next, "spec");
+    if (current && GetString(*current, "spec.source") != GetString(spec, "source"))
+      return InvalidError(
+          kUserKind, GetString(next, "metadata.name"),
+          {{"spec.source", "Invalid value: field is immutable", "FieldValueInvalid"}});
     std::string old_role = current ? GetString(*current, "spec.orgRole") : "";
     std::string new_role = GetString(spec, "orgRole");
     bool old_disabled = current && model::GetBool(*current, "spec.disabled");

@@ -1,9 +1,9 @@
 // gantryd: flags and configuration → wiring of store, API and server. Nothing else lives here.
+#include <fcntl.h>
 #include <sodium.h>
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
-#include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,8 +39,8 @@
 #include "drivers/exec/exec_driver.h"
 #include "drivers/local/local_driver.h"
 #include "drivers/slurm/slurm_driver.h"
-#include "engine/inventory.h"
 #include "engine/engine.h"
+#include "engine/inventory.h"
 #include "engine/run_log.h"
 #include "model/codec.h"
 #include "store/postgres/postgres_store.h"
@@ -55,10 +55,18 @@ class JsonEscapedMessage : public spdlog::custom_flag_formatter {
               spdlog::memory_buf_t& dest) override {
     for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
       switch (c) {
-        case '"': dest.append(std::string_view("\\\"")); break;
-        case '\\': dest.append(std::string_view("\\\\")); break;
-        case '\n': dest.append(std::string_view("\\n")); break;
-        case '\t': dest.append(std::string_view("\\t")); break;
+        case '"':
+          dest.append(std::string_view("\\\""));
+          break;
+        case '\\':
+          dest.append(std::string_view("\\\\"));
+          break;
+        case '\n':
+          dest.append(std::string_view("\\n"));
+          break;
+        case '\t':
+          dest.append(std::string_view("\\t"));
+          break;
         default:
           if (static_cast<unsigned char>(c) < 0x20) {
             char buf[8];
@@ -101,8 +109,8 @@ std::string ShownHost(const std::string& host) {
 }
 
 void SetUpLogging(const std::string& format, const std::string& level) {
-  auto logger = std::make_shared<spdlog::logger>(
-      "gantryd", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger = std::make_shared<spdlog::logger>("gantryd",
+                                                 std::make_shared<spdlog::sinks::stderr_sink_mt>());
   auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
   if (format == "json") {
     formatter->add_flag<JsonEscapedMessage>('*').set_pattern(
@@ -243,30 +251,39 @@ int main(int argc, char** argv) {
   app.add_option("--lease-seconds", lease_seconds,
                  "How long a run's lease lasts without renewal before another replica takes "
                  "the run over (PostgreSQL)")
-      ->check(CLI::Range(3, 3600))->capture_default_str();
+      ->check(CLI::Range(3, 3600))
+      ->capture_default_str();
   app.add_option("--log-format", log_format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))->capture_default_str();
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
+      ->capture_default_str();
   app.add_option("--sqlite-synchronous", sync,
                  "FULL: acknowledged writes survive power loss; NORMAL: survive a crash of gantryd")
-      ->check(CLI::IsMember({"FULL", "NORMAL"}))->capture_default_str();
+      ->check(CLI::IsMember({"FULL", "NORMAL"}))
+      ->capture_default_str();
   app.add_option("--max-body-bytes", body_limit, "Larger request bodies get 413")
       ->capture_default_str();
-  app.add_option("--threads", threads, "HTTP handler threads")->check(CLI::Range(1, 256))
+  app.add_option("--threads", threads, "HTTP handler threads")
+      ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option("--event-retention", event_retention,
                  "Changes kept for watch resumption; older resourceVersions get 410 Expired")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000000}))->capture_default_str();
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}))
+      ->capture_default_str();
   double bookmark_seconds = 60;
   app.add_option("--watch-bookmark-seconds", bookmark_seconds,
                  "How often watches with allowWatchBookmarks=true get a BOOKMARK event")
-      ->check(CLI::Range(0.05, 3600.0))->capture_default_str();
-  app.add_option("--workers", workers, "Runs executed at once")->check(CLI::Range(1, 1024))
+      ->check(CLI::Range(0.05, 3600.0))
+      ->capture_default_str();
+  app.add_option("--workers", workers, "Runs executed at once")
+      ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   app.add_option("--drain-seconds", drain_seconds,
                  "On SIGTERM, how long in-flight requests and runs may take to finish")
-      ->check(CLI::Range(0, 3600))->capture_default_str();
+      ->check(CLI::Range(0, 3600))
+      ->capture_default_str();
   app.add_option("--gpus", gpus_flag,
                  "GPUs of this host as TYPE:COUNT[,TYPE:COUNT] (e.g. h100:8); default: nvidia-smi");
   app.add_option("--port-range", port_range, "Ports for local instances, MIN-MAX")
@@ -281,7 +298,8 @@ int main(int argc, char** argv) {
   app.add_option("--tls-cert", tls_cert,
                  "PEM certificate chain for --tls-listen (default: DATA_DIR/tls.crt, a "
                  "self-signed one made on first use)");
-  app.add_option("--tls-key", tls_key, "PEM private key for --tls-listen (default: DATA_DIR/tls.key)");
+  app.add_option("--tls-key", tls_key,
+                 "PEM private key for --tls-listen (default: DATA_DIR/tls.key)");
   std::string session_idle = "30m", session_max = "12h";
   app.add_option("--session-idle", session_idle,
                  "Web sessions end after this long without a request (e.g. 30m)")
@@ -306,7 +324,8 @@ int main(int argc, char** argv) {
   int max_connections = 1024;
   app.add_option("--max-connections", max_connections,
                  "Open HTTP connections at most; more are answered 503 and closed")
-      ->check(CLI::Range(1, 1000000))->capture_default_str();
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   LdapFlags ldap_flags;
   AddLdapFlags(app, ldap_flags);
   CLI11_PARSE(app, argc, argv);
@@ -355,13 +374,12 @@ int main(int argc, char** argv) {
   if (sandbox.ok())
     if (absl::Status s = gantry::drivers::PrepareWorkloadRoot(*sandbox); !s.ok()) sandbox = s;
   if (!sandbox.ok()) {
-    spdlog::critical("--workload-user/--workload-dir: {}",
-                     std::string(sandbox.status().message()));
+    spdlog::critical("--workload-user/--workload-dir: {}", std::string(sandbox.status().message()));
     return 1;
   }
   if (sandbox->user)
-    spdlog::info("workloads run as user {} (uid {}) in {}", sandbox->user->name,
-                 sandbox->user->uid, sandbox->workload_root);
+    spdlog::info("workloads run as user {} (uid {}) in {}", sandbox->user->name, sandbox->user->uid,
+                 sandbox->workload_root);
   // One gantryd per data directory: the SQLite store has a single owner, which is what lets
   // the engine recover runs of a dead predecessor at once. (PostgreSQL replicas each have
   // their own data directory for the key copy and run logs.)
@@ -455,8 +473,7 @@ int main(int argc, char** argv) {
   drivers.Register(std::make_unique<gantry::drivers::exec::ExecDriver>(*sandbox, launcher));
   drivers.Register(
       std::make_unique<gantry::drivers::local::LocalDriver>(local_options, clock, launcher));
-  drivers.Register(
-      std::make_unique<gantry::drivers::slurm::SlurmDriver>(slurm_options, launcher));
+  drivers.Register(std::make_unique<gantry::drivers::slurm::SlurmDriver>(slurm_options, launcher));
   gantry::engine::EngineOptions engine_options;
   engine_options.workers = workers;
   if (host_id.empty()) {
@@ -471,23 +488,23 @@ int main(int argc, char** argv) {
   engine_options.drain = std::chrono::seconds(drain_seconds);
   engine_options.state_dir = (std::filesystem::path(data_dir) / "instances").string();
   gantry::engine::Engine engine(*store, drivers, **secrets, logs, clock, metrics, allocator,
-                               engine_options);
+                                engine_options);
   // Set below, once it exists: the authenticator's caches follow identity changes.
   std::atomic<gantry::auth::Authenticator*> authn_observer{nullptr};
-  store->SetCommitObserver([&hub, &engine, &authn_observer](
-                               const std::vector<gantry::store::Event>& events) {
-    hub.Publish(events);
-    if (auto* a = authn_observer.load()) a->OnCommit(events);
-    // Runs queued or ended; and what services and the compute instances they wait for do
-    // (a service waits for its compute instance's Success, a compute destroy for its services).
-    for (const auto& e : events)
-      if ((e.kind == "Run" && e.type != "DELETED") || e.kind == "ServiceInstance" ||
-          (e.kind == "ComputeInstance" &&
-           gantry::model::GetString(e.object, "status.phase") == "Success")) {
-        engine.Notify();
-        break;
-      }
-  });
+  store->SetCommitObserver(
+      [&hub, &engine, &authn_observer](const std::vector<gantry::store::Event>& events) {
+        hub.Publish(events);
+        if (auto* a = authn_observer.load()) a->OnCommit(events);
+        // Runs queued or ended; and what services and the compute instances they wait for do
+        // (a service waits for its compute instance's Success, a compute destroy for its services).
+        for (const auto& e : events)
+          if ((e.kind == "Run" && e.type != "DELETED") || e.kind == "ServiceInstance" ||
+              (e.kind == "ComputeInstance" &&
+               gantry::model::GetString(e.object, "status.phase") == "Success")) {
+            engine.Notify();
+            break;
+          }
+      });
   gantry::api::ResourceService resources(*store, hub, clock, **secrets, drivers);
   resources.SetInstanceDeleteHook(
       [&engine](const gantry::api::Target& t, bool cascade, bool* accepted) {
@@ -547,19 +564,22 @@ int main(int argc, char** argv) {
         spdlog::info("created user admin (org-admin) with the password from GANTRY_ADMIN_PASSWORD");
       } else {
         // Printed once, on stdout and not in the log: the log may be shipped elsewhere.
-        std::printf("\n  Gantry created user \"admin\" (org-admin) with password: %s\n"
-                    "  It is shown only this once. Log in with: gantry login --user admin\n\n",
-                    (*admin)->c_str());
+        std::printf(
+            "\n  Gantry created user \"admin\" (org-admin) with password: %s\n"
+            "  It is shown only this once. Log in with: gantry login --user admin\n\n",
+            (*admin)->c_str());
         std::fflush(stdout);
-        spdlog::info("created user admin (org-admin); its generated password was printed on stdout");
+        spdlog::info(
+            "created user admin (org-admin); its generated password was printed on stdout");
       }
     }
   }
   gantry::api::Router router(resources, engine, logs, metrics, authn, audit,
                              [&store, &engine]() -> absl::Status {
-    if (!engine.Running()) return absl::UnavailableError("the deploy engine is not running");
-    return store->Ping();
-  });
+                               if (!engine.Running())
+                                 return absl::UnavailableError("the deploy engine is not running");
+                               return store->Ping();
+                             });
   gantry::api::StaticFiles ui(ui_dir);
   router.SetStaticFiles(&ui);
   router.SetWorkloadHost(advertise_host);
@@ -579,7 +599,8 @@ int main(int argc, char** argv) {
     if (tls_cert.empty()) {
       tls_cert = (std::filesystem::path(data_dir) / "tls.crt").string();
       tls_key = (std::filesystem::path(data_dir) / "tls.key").string();
-      if (auto s = gantry::EnsureSelfSignedCertificate(tls_cert, tls_key, {tls_host, advertise_host});
+      if (auto s =
+              gantry::EnsureSelfSignedCertificate(tls_cert, tls_key, {tls_host, advertise_host});
           !s.ok()) {
         spdlog::critical("{}", std::string(s.message()));
         return 1;

@@ -27,9 +27,8 @@ constexpr char kOverflowSource[] = "(other addresses)";
 
 // Field limits: names as Kubernetes bounds them, messages as the API's.
 struct Limits {
-  static constexpr size_t kUser = 253, kVerb = 32, kResource = 63, kNamespace = 63,
-                          kName = 320, kSubresource = 32, kResult = 16, kMessage = 1024,
-                          kSource = 64;
+  static constexpr size_t kUser = 253, kVerb = 32, kResource = 63, kNamespace = 63, kName = 320,
+                          kSubresource = 32, kResult = 16, kMessage = 1024, kSource = 64;
 };
 
 std::string AuditName(const std::string& uid) {
@@ -83,8 +82,8 @@ AuditRateLimiter::Bucket& AuditRateLimiter::BucketOf(const std::string& address,
     // A full bucket with nothing to report is the same as no bucket: forget those.
     for (auto it = buckets_.begin(); it != buckets_.end();) {
       Refill(it->second, now);
-      bool idle = it->second.dropped == 0 &&
-                  it->second.tokens >= options_.unauthenticated_burst && it->first != kOverflowSource;
+      bool idle = it->second.dropped == 0 && it->second.tokens >= options_.unauthenticated_burst &&
+                  it->first != kOverflowSource;
       it = idle ? buckets_.erase(it) : std::next(it);
     }
   }
@@ -113,8 +112,7 @@ AuditRateLimiter::Decision AuditRateLimiter::Admit(const std::string& address,
   return d;
 }
 
-AuditLog::AuditLog(store::Store& store, const Clock& clock, Metrics& metrics,
-                   AuditOptions options)
+AuditLog::AuditLog(store::Store& store, const Clock& clock, Metrics& metrics, AuditOptions options)
     : store_(store), clock_(clock), metrics_(metrics), options_(options), limiter_(options_) {
   metrics_.Describe(kDropped, "counter",
                     "Audit records of unauthenticated requests dropped by the per-address limit.");
@@ -165,20 +163,23 @@ void AuditLog::Write(const AuditEntry& e) {
                    {"namespace", BoundedText(e.ns, Limits::kNamespace)},
                    {"name", BoundedText(e.name, Limits::kName)}};
   if (!e.subresource.empty()) ref["subresource"] = BoundedText(e.subresource, Limits::kSubresource);
-  json::object obj{{"apiVersion", "paas.gantry.dev/v1"},
-                   {"kind", kAuditEvent},
-                   {"metadata", json::object{{"name", AuditName(uid)}, {"namespace", ""},
-                                             {"uid", uid}, {"creationTimestamp", now}}},
-                   {"time", now},
-                   {"user", BoundedText(e.user, Limits::kUser)},
-                   {"verb", BoundedText(e.verb, Limits::kVerb)},
-                   {"objectRef", std::move(ref)},
-                   {"result", BoundedText(e.result, Limits::kResult)},
-                   {"code", e.code},
-                   {"message", BoundedText(e.message, Limits::kMessage)},
-                   {"sourceAddress", BoundedText(e.source, Limits::kSource)}};
-  auto out = store_.Commit({store::Write{store::Write::Op::kCreate, kAuditEvent, std::move(obj), 0, 0}},
-                           store::Durability::kRelaxed);
+  json::object obj{
+      {"apiVersion", "paas.gantry.dev/v1"},
+      {"kind", kAuditEvent},
+      {"metadata",
+       json::object{
+           {"name", AuditName(uid)}, {"namespace", ""}, {"uid", uid}, {"creationTimestamp", now}}},
+      {"time", now},
+      {"user", BoundedText(e.user, Limits::kUser)},
+      {"verb", BoundedText(e.verb, Limits::kVerb)},
+      {"objectRef", std::move(ref)},
+      {"result", BoundedText(e.result, Limits::kResult)},
+      {"code", e.code},
+      {"message", BoundedText(e.message, Limits::kMessage)},
+      {"sourceAddress", BoundedText(e.source, Limits::kSource)}};
+  auto out =
+      store_.Commit({store::Write{store::Write::Op::kCreate, kAuditEvent, std::move(obj), 0, 0}},
+                    store::Durability::kRelaxed);
   if (!out.ok())
     spdlog::error("could not record an audit event ({} {} {}): {}", BoundedText(e.user, 64),
                   BoundedText(e.verb, 32), BoundedText(e.resource, 64), out.status().ToString());
@@ -198,7 +199,8 @@ absl::StatusOr<int64_t> AuditLog::Prune() {
     std::vector<store::Write> deletes;
     for (auto& item : page->items) {
       if (model::GetString(item, "time") >= cutoff) break;
-      deletes.push_back(store::Write{store::Write::Op::kDelete, kAuditEvent, std::move(item), 0, 0});
+      deletes.push_back(
+          store::Write{store::Write::Op::kDelete, kAuditEvent, std::move(item), 0, 0});
     }
     if (deletes.empty()) break;
     size_t n = deletes.size();

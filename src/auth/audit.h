@@ -45,10 +45,10 @@ namespace gantry::auth {
 inline constexpr char kAuditEvent[] = "AuditEvent";
 
 struct AuditEntry {
-  std::string user;         // "" when the caller was not authenticated
+  std::string user;            // "" when the caller was not authenticated
   bool authenticated = false;  // the caller proved who it is (token, session, or password)
-  std::string verb;         // create, update, patch, delete, deploy, login, ...
-  std::string resource;     // computeinstances, users, tokens, sessions, ...
+  std::string verb;            // create, update, patch, delete, deploy, login, ...
+  std::string resource;        // computeinstances, users, tokens, sessions, ...
   std::string ns;
   std::string name;
   std::string subresource;  // deploy, tokens, ...
@@ -86,8 +86,8 @@ class AuditRateLimiter {
   explicit AuditRateLimiter(const AuditOptions& options) : options_(options) {}
 
   struct Decision {
-    bool record = false;   // write this record
-    int64_t summary = 0;   // > 0: first write a summary of this many dropped records
+    bool record = false;  // write this record
+    int64_t summary = 0;  // > 0: first write a summary of this many dropped records
   };
   // Takes the tokens for one record from `address` at `now`.
   Decision Admit(const std::string& address, std::chrono::system_clock::time_point now);

@@ -20,12 +20,15 @@ TEST(BoundedText, KeepsValidUtf8AndCutsOnACharacterBoundary) {
 }
 
 TEST(BoundedText, ReplacesInvalidUtf8AndControlCharacters) {
-  EXPECT_EQ(BoundedText("a\xFF" "b", 10), "a?b");
+  EXPECT_EQ(BoundedText("a\xFF"
+                        "b",
+                        10),
+            "a?b");
   EXPECT_EQ(BoundedText("a\nb\tc\x7F", 10), "a?b?c?");
-  EXPECT_EQ(BoundedText("\xC0\xAF", 10), "??");          // overlong "/"
-  EXPECT_EQ(BoundedText("\xED\xA0\x80", 10), "???");     // a UTF-16 surrogate
+  EXPECT_EQ(BoundedText("\xC0\xAF", 10), "??");            // overlong "/"
+  EXPECT_EQ(BoundedText("\xED\xA0\x80", 10), "???");       // a UTF-16 surrogate
   EXPECT_EQ(BoundedText("\xF4\x90\x80\x80", 10), "????");  // past U+10FFFF
-  EXPECT_EQ(BoundedText("\xE2\x82", 10), "??");          // truncated sequence
+  EXPECT_EQ(BoundedText("\xE2\x82", 10), "??");            // truncated sequence
   EXPECT_EQ(BoundedText("\xF0\x9F\x98\x80", 10), "\xF0\x9F\x98\x80");
 }
 

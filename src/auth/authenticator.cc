@@ -145,7 +145,8 @@ absl::StatusOr<Identity> Authenticator::Resolve(std::string_view authorization,
 }
 
 absl::StatusOr<Identity> Authenticator::FromToken(std::string_view token) {
-  if (token.empty() || token.size() > 512) return UnauthorizedError("the bearer token is not valid");
+  if (token.empty() || token.size() > 512)
+    return UnauthorizedError("the bearer token is not valid");
   std::string hash = HashSecret(token);
   if (!bootstrap_hash_.empty() && HashesEqual(hash, bootstrap_hash_)) {
     Identity id;
@@ -186,13 +187,15 @@ absl::StatusOr<Identity> Authenticator::FromToken(std::string_view token) {
 
 absl::StatusOr<Identity> Authenticator::FromSession(std::string_view secret, bool touch) {
   constexpr char kLoginAgain[] = "; log in again";
-  if (secret.size() > 512) return UnauthorizedError("the session is not valid" + std::string(kLoginAgain));
+  if (secret.size() > 512)
+    return UnauthorizedError("the session is not valid" + std::string(kLoginAgain));
   std::string hash = HashSecret(secret);
   std::string name = RecordName(kSessionRecord, hash);
   auto record = store_.Get(kSession, "", name);
   if (!record.ok()) {
     if (absl::IsNotFound(record.status()))
-      return UnauthorizedError("the session ended (logged out or expired)" + std::string(kLoginAgain));
+      return UnauthorizedError("the session ended (logged out or expired)" +
+                               std::string(kLoginAgain));
     return record.status();
   }
   const json::object& spec = Spec(*record);
@@ -205,9 +208,9 @@ absl::StatusOr<Identity> Authenticator::FromSession(std::string_view secret, boo
     // Best effort: an expired session is removed on first sight.
     (void)store_.Commit({store::Write{store::Write::Op::kDelete, kSession, *record, 0, 0}},
                         store::Durability::kRelaxed);
-    return UnauthorizedError(std::string(idle ? "the session expired after inactivity"
-                                              : "the session expired") +
-                             kLoginAgain);
+    return UnauthorizedError(
+        std::string(idle ? "the session expired after inactivity" : "the session expired") +
+        kLoginAgain);
   }
   Identity id;
   ASSIGN_OR_RETURN(id.subject, SubjectFor(GetString(spec, "user")));
@@ -219,8 +222,9 @@ absl::StatusOr<Identity> Authenticator::FromSession(std::string_view secret, boo
     touched["spec"].as_object()["lastSeen"] = FormatRfc3339(now);
     int64_t rv = std::stoll(GetString(*record, "metadata.resourceVersion", "0"));
     // A concurrent touch may win; either way the session was seen.
-    (void)store_.Commit({store::Write{store::Write::Op::kUpdate, kSession, std::move(touched), rv, 0}},
-                        store::Durability::kRelaxed);
+    (void)store_.Commit(
+        {store::Write{store::Write::Op::kUpdate, kSession, std::move(touched), rv, 0}},
+        store::Durability::kRelaxed);
   }
   return id;
 }
@@ -306,7 +310,8 @@ absl::Status Authenticator::CheckLimiter(const std::string& key, int limit) {
     return absl::OkStatus();
   }
   if (static_cast<int>(q.size()) < limit) return absl::OkStatus();
-  auto wait = std::chrono::duration_cast<std::chrono::seconds>(q.front() + options_.login_window - now);
+  auto wait =
+      std::chrono::duration_cast<std::chrono::seconds>(q.front() + options_.login_window - now);
   return TooManyRequestsError("too many failed logins; try again in " +
                               std::to_string(std::max<int64_t>(1, wait.count())) + " seconds");
 }
@@ -334,8 +339,10 @@ absl::StatusOr<Subject> Authenticator::CheckPassword(std::string_view user,
   std::string hash;
   if (!user.empty() && user.size() <= 253) {
     auto cred = store_.Get(kUserCredential, "", std::string(user));
-    if (cred.ok()) hash = GetString(Spec(*cred), "passwordHash");
-    else if (!absl::IsNotFound(cred.status())) return cred.status();
+    if (cred.ok())
+      hash = GetString(Spec(*cred), "passwordHash");
+    else if (!absl::IsNotFound(cred.status()))
+      return cred.status();
     // No local password: the directory decides (a local password always wins: break-glass).
     if (hash.empty() && options_.directory != nullptr)
       return DirectoryLogin(user, password, pair_key, addr_key);
@@ -369,20 +376,22 @@ absl::StatusOr<LoginResult> Authenticator::Login(std::string_view user, std::str
   out.identity.session = RecordName(kSessionRecord, secret_hash);
   out.identity.csrf = NewSecret("");
   out.expires_at = FormatRfc3339(now + options_.session_max);
-  json::object spec{{"user", std::string(user)}, {"hash", secret_hash},
-                    {"csrf", out.identity.csrf}, {"createdAt", FormatRfc3339(now)},
+  json::object spec{{"user", std::string(user)},   {"hash", secret_hash},
+                    {"csrf", out.identity.csrf},   {"createdAt", FormatRfc3339(now)},
                     {"expiresAt", out.expires_at}, {"lastSeen", FormatRfc3339(now)},
                     {"source", Host(source)}};
-  RETURN_IF_ERROR(store_.Commit({store::Write{store::Write::Op::kCreate, kSession,
-                                              Record(kSession, out.identity.session, std::move(spec)),
-                                              0, 0}})
-                      .status());
+  RETURN_IF_ERROR(
+      store_
+          .Commit({store::Write{store::Write::Op::kCreate, kSession,
+                                Record(kSession, out.identity.session, std::move(spec)), 0, 0}})
+          .status());
   return out;
 }
 
 absl::Status Authenticator::Logout(const std::string& session_record) {
   json::object key = Record(kSession, session_record, {});
-  auto out = store_.Commit({store::Write{store::Write::Op::kDelete, kSession, std::move(key), 0, 0}});
+  auto out =
+      store_.Commit({store::Write{store::Write::Op::kDelete, kSession, std::move(key), 0, 0}});
   if (!out.ok() && !absl::IsNotFound(out.status())) return out.status();
   return absl::OkStatus();
 }
@@ -390,7 +399,8 @@ absl::Status Authenticator::Logout(const std::string& session_record) {
 absl::StatusOr<json::object> Authenticator::CreateToken(const std::string& user,
                                                         const std::string& description,
                                                         std::optional<std::chrono::seconds> ttl) {
-  if (description.size() > 256) return BadRequestError("the description is longer than 256 characters");
+  if (description.size() > 256)
+    return BadRequestError("the description is longer than 256 characters");
   ASSIGN_OR_RETURN(int64_t held, store_.Count(kApiToken, "", OfUser(kApiToken, user).fields));
   if (held >= 100)
     return ConflictError("user " + user + " already holds 100 tokens; revoke some first",
@@ -398,7 +408,9 @@ absl::StatusOr<json::object> Authenticator::CreateToken(const std::string& user,
   auto now = clock_.Now();
   std::string secret = NewSecret(kTokenPrefix);
   std::string hash = HashSecret(secret);
-  json::object spec{{"user", user}, {"hash", hash}, {"description", description},
+  json::object spec{{"user", user},
+                    {"hash", hash},
+                    {"description", description},
                     {"createdAt", FormatRfc3339(now)},
                     {"expiresAt", ttl ? FormatRfc3339(now + *ttl) : ""}};
   std::string name = RecordName(kTokenRecord, hash);
@@ -432,7 +444,8 @@ absl::Status Authenticator::RevokeToken(const std::string& user, const std::stri
       return NotFoundError("token \"" + name + "\" of user " + user + " not found");
     return record.status();
   }
-  return store_.Commit({store::Write{store::Write::Op::kDelete, kApiToken, *record, 0, 0}}).status();
+  return store_.Commit({store::Write{store::Write::Op::kDelete, kApiToken, *record, 0, 0}})
+      .status();
 }
 
 absl::StatusOr<store::Write> Authenticator::PasswordWrite(const std::string& user,
@@ -446,7 +459,8 @@ absl::StatusOr<store::Write> Authenticator::PasswordWrite(const std::string& use
   ASSIGN_OR_RETURN(std::string hash, HashPassword(password));
   json::object obj = Record(kUserCredential, user, json::object{{"passwordHash", hash}});
   auto existing = store_.Get(kUserCredential, "", user);
-  if (existing.ok()) return store::Write{store::Write::Op::kUpdate, kUserCredential, std::move(obj), 0, 0};
+  if (existing.ok())
+    return store::Write{store::Write::Op::kUpdate, kUserCredential, std::move(obj), 0, 0};
   if (!absl::IsNotFound(existing.status())) return existing.status();
   return store::Write{store::Write::Op::kCreate, kUserCredential, std::move(obj), 0, 0};
 }
@@ -482,8 +496,10 @@ absl::StatusOr<std::vector<store::Write>> Authenticator::PasswordChangeWrites(
 absl::StatusOr<std::vector<store::Write>> Authenticator::ForgetWrites(const std::string& user) {
   std::vector<store::Write> out;
   auto cred = store_.Get(kUserCredential, "", user);
-  if (cred.ok()) out.push_back({store::Write::Op::kDelete, kUserCredential, *cred, 0, 0});
-  else if (!absl::IsNotFound(cred.status())) return cred.status();
+  if (cred.ok())
+    out.push_back({store::Write::Op::kDelete, kUserCredential, *cred, 0, 0});
+  else if (!absl::IsNotFound(cred.status()))
+    return cred.status();
   for (const char* kind : {kApiToken, kSession}) {
     ASSIGN_OR_RETURN(auto page, store_.List(OfUser(kind, user)));
     for (auto& r : page.items) out.push_back({store::Write::Op::kDelete, kind, std::move(r), 0, 0});
@@ -503,15 +519,16 @@ absl::StatusOr<std::optional<std::string>> Authenticator::EnsureAdmin(const std:
   if (users > 0) return std::optional<std::string>();
   std::string pw = password.empty() ? GeneratePassword() : password;
   ASSIGN_OR_RETURN(std::string hash, HashPassword(pw));
-  json::object user{{"apiVersion", "paas.gantry.dev/v1"},
-                    {"kind", "User"},
-                    {"metadata", json::object{{"name", "admin"},
-                                              {"namespace", ""},
-                                              {"uid", NewUid()},
-                                              {"generation", 1},
-                                              {"creationTimestamp", Now()}}},
-                    {"spec", json::object{{"displayName", "Administrator"}, {"orgRole", "org-admin"}}},
-                    {"status", json::object{}}};
+  json::object user{
+      {"apiVersion", "paas.gantry.dev/v1"},
+      {"kind", "User"},
+      {"metadata", json::object{{"name", "admin"},
+                                {"namespace", ""},
+                                {"uid", NewUid()},
+                                {"generation", 1},
+                                {"creationTimestamp", Now()}}},
+      {"spec", json::object{{"displayName", "Administrator"}, {"orgRole", "org-admin"}}},
+      {"status", json::object{}}};
   std::vector<store::Write> writes;
   writes.push_back({store::Write::Op::kCreate, "User", std::move(user), 0, 0});
   writes.push_back({store::Write::Op::kCreate, kUserCredential,

@@ -22,14 +22,13 @@
 // has its own mutex).
 #pragma once
 
+#include <boost/json.hpp>
 #include <chrono>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
-
-#include <boost/json.hpp>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"

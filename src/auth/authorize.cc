@@ -11,18 +11,22 @@ namespace {
 struct Grant {
   Role min_project_role = Role::kNone;  // kNone: no project role grants it
   bool paas_admin = false;
-  bool self = false;     // the caller's own User object and tokens
-  bool anyone = false;   // every authenticated caller (lists filtered to what they may see)
+  bool self = false;    // the caller's own User object and tokens
+  bool anyone = false;  // every authenticated caller (lists filtered to what they may see)
 };
 
 bool IsRead(Verb v) { return v == Verb::kGet || v == Verb::kList || v == Verb::kWatch; }
 
 int ProjectRank(Role r) {
   switch (r) {
-    case Role::kViewer: return 1;
-    case Role::kMember: return 2;
-    case Role::kProjectAdmin: return 3;
-    default: return 0;
+    case Role::kViewer:
+      return 1;
+    case Role::kMember:
+      return 2;
+    case Role::kProjectAdmin:
+      return 3;
+    default:
+      return 0;
   }
 }
 
@@ -31,7 +35,8 @@ int ProjectRank(Role r) {
 Grant GrantFor(const Access& a) {
   const std::string& k = a.kind;
   const bool read = IsRead(a.verb);
-  const bool across_projects = a.project.empty() && (a.verb == Verb::kList || a.verb == Verb::kWatch);
+  const bool across_projects =
+      a.project.empty() && (a.verb == Verb::kList || a.verb == Verb::kWatch);
   if (k == "Project") {
     if (across_projects) return {.anyone = true};
     if (read) return {.min_project_role = Role::kViewer, .paas_admin = true};
@@ -81,18 +86,24 @@ std::string JoinRoles(const std::vector<Role>& roles) {
 
 std::string_view RoleName(Role role) {
   switch (role) {
-    case Role::kViewer: return "viewer";
-    case Role::kMember: return "member";
-    case Role::kProjectAdmin: return "project-admin";
-    case Role::kPaasAdmin: return "paas-admin";
-    case Role::kOrgAdmin: return "org-admin";
-    default: return "";
+    case Role::kViewer:
+      return "viewer";
+    case Role::kMember:
+      return "member";
+    case Role::kProjectAdmin:
+      return "project-admin";
+    case Role::kPaasAdmin:
+      return "paas-admin";
+    case Role::kOrgAdmin:
+      return "org-admin";
+    default:
+      return "";
   }
 }
 
 Role RoleFromName(std::string_view name) {
-  for (Role r : {Role::kViewer, Role::kMember, Role::kProjectAdmin, Role::kPaasAdmin,
-                 Role::kOrgAdmin})
+  for (Role r :
+       {Role::kViewer, Role::kMember, Role::kProjectAdmin, Role::kPaasAdmin, Role::kOrgAdmin})
     if (RoleName(r) == name) return r;
   return Role::kNone;
 }
@@ -108,13 +119,20 @@ Role Subject::RoleIn(const std::string& project) const {
 
 std::string_view VerbName(Verb verb) {
   switch (verb) {
-    case Verb::kGet: return "get";
-    case Verb::kList: return "list";
-    case Verb::kWatch: return "watch";
-    case Verb::kCreate: return "create";
-    case Verb::kUpdate: return "update";
-    case Verb::kDelete: return "delete";
-    case Verb::kOperate: return "operate";
+    case Verb::kGet:
+      return "get";
+    case Verb::kList:
+      return "list";
+    case Verb::kWatch:
+      return "watch";
+    case Verb::kCreate:
+      return "create";
+    case Verb::kUpdate:
+      return "update";
+    case Verb::kDelete:
+      return "delete";
+    case Verb::kOperate:
+      return "operate";
   }
   return "";
 }
@@ -153,8 +171,10 @@ Decision Authorize(const Subject& subject, const Access& access) {
   std::string where = access.project.empty() ? "" : " in project \"" + access.project + "\"";
   std::string need;
   std::vector<Role> roles = RolesGranting(access);
-  if (g.self) need = "only the user themself or a " + JoinRoles(roles) + " may do this";
-  else need = "that needs the " + JoinRoles(roles) + " role";
+  if (g.self)
+    need = "only the user themself or a " + JoinRoles(roles) + " may do this";
+  else
+    need = "that needs the " + JoinRoles(roles) + " role";
   if (g.min_project_role != Role::kNone && access.relation == Relation::kSharedIn)
     need += " (objects shared into a project are read-only there)";
   std::string has;

@@ -30,7 +30,7 @@ bool IsProjectRole(Role role);  // project-admin, member, viewer
 
 // Who is asking, with every role they hold.
 struct Subject {
-  std::string user;          // user name; "system:bootstrap" for GANTRY_BOOTSTRAP_TOKEN
+  std::string user;  // user name; "system:bootstrap" for GANTRY_BOOTSTRAP_TOKEN
   Role org_role = Role::kNone;
   std::map<std::string, Role> projects;  // project -> role bound there
 

@@ -17,7 +17,8 @@ bool Allowed(const Subject& s, Verb v, std::string kind, std::string project,
 TEST(Authorize, OrgAdminMayDoAnything) {
   Subject s = User("root", Role::kOrgAdmin);
   for (Verb v : {Verb::kGet, Verb::kCreate, Verb::kDelete, Verb::kOperate})
-    for (const char* k : {"Project", "User", "ComputeProfile", "ComputeInstance", "AuditEvent", "Token"})
+    for (const char* k :
+         {"Project", "User", "ComputeProfile", "ComputeInstance", "AuditEvent", "Token"})
       EXPECT_TRUE(Allowed(s, v, k, "p", Relation::kOther)) << k;
 }
 
@@ -49,7 +50,8 @@ TEST(Authorize, SharedInIsReadOnly) {
   EXPECT_TRUE(Allowed(s, Verb::kGet, "ComputeInstance", "platform", Relation::kSharedIn));
   EXPECT_FALSE(Allowed(s, Verb::kUpdate, "ComputeInstance", "platform", Relation::kSharedIn));
   EXPECT_FALSE(Allowed(s, Verb::kOperate, "ComputeInstance", "platform", Relation::kSharedIn));
-  Decision d = Authorize(s, Access{Verb::kOperate, "ComputeInstance", "platform", Relation::kSharedIn});
+  Decision d =
+      Authorize(s, Access{Verb::kOperate, "ComputeInstance", "platform", Relation::kSharedIn});
   EXPECT_NE(d.reason.find("read-only"), std::string::npos) << d.reason;
 }
 
@@ -87,13 +89,15 @@ TEST(Authorize, RefusalNamesThePermissionAndTheCallersRole) {
             "\"computeprofiles\" in project \"ml\": that needs the paas-admin or org-admin role; "
             "alice is member there");
   d = Authorize(s, Access{Verb::kGet, "ComputeInstance", "x", Relation::kOther});
-  EXPECT_NE(d.reason.find("viewer, member, project-admin, paas-admin or org-admin"), std::string::npos)
+  EXPECT_NE(d.reason.find("viewer, member, project-admin, paas-admin or org-admin"),
+            std::string::npos)
       << d.reason;
   EXPECT_NE(d.reason.find("alice has no role in project \"x\""), std::string::npos) << d.reason;
 }
 
 TEST(Roles, NamesRoundTrip) {
-  for (Role r : {Role::kViewer, Role::kMember, Role::kProjectAdmin, Role::kPaasAdmin, Role::kOrgAdmin})
+  for (Role r :
+       {Role::kViewer, Role::kMember, Role::kProjectAdmin, Role::kPaasAdmin, Role::kOrgAdmin})
     EXPECT_EQ(RoleFromName(RoleName(r)), r);
   EXPECT_EQ(RoleFromName("root"), Role::kNone);
 }

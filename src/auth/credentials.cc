@@ -94,11 +94,20 @@ std::optional<std::chrono::seconds> ParseDuration(std::string_view text) {
     if (i == start || i == text.size()) return std::nullopt;
     int64_t unit = 0;
     switch (text[i]) {
-      case 's': unit = 1; break;
-      case 'm': unit = 60; break;
-      case 'h': unit = 3600; break;
-      case 'd': unit = 86400; break;
-      default: return std::nullopt;
+      case 's':
+        unit = 1;
+        break;
+      case 'm':
+        unit = 60;
+        break;
+      case 'h':
+        unit = 3600;
+        break;
+      case 'd':
+        unit = 86400;
+        break;
+      default:
+        return std::nullopt;
     }
     total += n * unit;
     ++i;

@@ -12,8 +12,8 @@ Field Str(std::string name, std::string desc, bool required = false) {
 }
 Field Enum(std::string name, std::string desc, std::vector<std::string> values,
            bool required = false) {
-  return Field{std::move(name), FieldType::kString, std::move(desc), required, std::move(values),
-               {}};
+  return Field{std::move(name), FieldType::kString, std::move(desc),
+               required,        std::move(values),  {}};
 }
 Field Int(std::string name, std::string desc, bool required = false) {
   return Field{std::move(name), FieldType::kInteger, std::move(desc), required, {}, {}};
@@ -24,14 +24,14 @@ Field Num(std::string name, std::string desc) {
 Field Bool(std::string name, std::string desc) {
   return Field{std::move(name), FieldType::kBoolean, std::move(desc), false, {}, {}};
 }
-Field Obj(std::string name, std::string desc, std::vector<Field> children,
-          bool required = false) {
-  return Field{std::move(name), FieldType::kObject, std::move(desc), required, {},
+Field Obj(std::string name, std::string desc, std::vector<Field> children, bool required = false) {
+  return Field{std::move(name),    FieldType::kObject, std::move(desc), required, {},
                std::move(children)};
 }
 Field Arr(std::string name, std::string desc, Field element) {
   element.name = "";
-  return Field{std::move(name), FieldType::kArray, std::move(desc), false, {}, {std::move(element)}};
+  return Field{std::move(name),     FieldType::kArray, std::move(desc), false, {},
+               {std::move(element)}};
 }
 Field StrMap(std::string name, std::string desc) {
   return Field{std::move(name), FieldType::kStringMap, std::move(desc), false, {}, {}};
@@ -57,8 +57,9 @@ Field Ref(std::string name, std::string desc, bool required) {
 
 Field Conditions() {
   return Arr("conditions", "Observations of the object's state.",
-             Obj("", "", {Str("type", ""), Str("status", ""), Str("reason", ""),
-                          Str("message", ""), Str("lastTransitionTime", "")}));
+             Obj("", "",
+                 {Str("type", ""), Str("status", ""), Str("reason", ""), Str("message", ""),
+                  Str("lastTransitionTime", "")}));
 }
 
 std::vector<KindInfo> BuildKinds() {
@@ -70,14 +71,18 @@ std::vector<KindInfo> BuildKinds() {
   project.singular = "project";
   project.short_names = {"proj"};
   project.namespaced = false;
-  project.spec = Obj(
-      "spec", "A tenant boundary; namespaced objects live in a project.",
-      {Str("displayName", "Human-friendly name."), Str("description", "Free text."),
-       Obj("quota", "Limits for the project.",
-           {Field{"gpus", FieldType::kScalarMap, "Maximum GPUs per GPU type, e.g. {h100: 16}.",
-                  false, {}, {}},
-            Int("instances", "Maximum number of compute instances."),
-            Int("instancesPerUser", "Maximum compute instances one user may own.")})});
+  project.spec =
+      Obj("spec", "A tenant boundary; namespaced objects live in a project.",
+          {Str("displayName", "Human-friendly name."), Str("description", "Free text."),
+           Obj("quota", "Limits for the project.",
+               {Field{"gpus",
+                      FieldType::kScalarMap,
+                      "Maximum GPUs per GPU type, e.g. {h100: 16}.",
+                      false,
+                      {},
+                      {}},
+                Int("instances", "Maximum number of compute instances."),
+                Int("instancesPerUser", "Maximum compute instances one user may own.")})});
   project.status = Obj("status", "", {Str("phase", "Active or Terminating.")});
   kinds.push_back(project);
 
@@ -96,8 +101,9 @@ std::vector<KindInfo> BuildKinds() {
            "Write-only: the current password, needed with spec.password to change one's own; "
            "never stored."),
        Bool("disabled", "A disabled user cannot log in; their tokens and sessions stop working."),
-       Enum("source", "Where the user logs in: empty for a local user, ldap for one created at "
-                      "its first LDAP login.",
+       Enum("source",
+            "Where the user logs in: empty for a local user, ldap for one created at "
+            "its first LDAP login.",
             {"", "ldap"})});
   user.status = Obj("status", "", {});
   kinds.push_back(user);
@@ -107,23 +113,24 @@ std::vector<KindInfo> BuildKinds() {
   binding.plural = "rolebindings";
   binding.singular = "rolebinding";
   binding.short_names = {"rb"};
-  binding.spec = Obj("spec", "Gives a user a built-in role in this project.",
-                     {Str("user", "The user's name.", true),
-                      Str("group", "A directory group: binds every member (or spec.user)."),
-                      Enum("role", "The project role.", {"project-admin", "member", "viewer"}, true)});
+  binding.spec =
+      Obj("spec", "Gives a user a built-in role in this project.",
+          {Str("user", "The user's name (or spec.group).", false),
+           Str("group", "A directory group: binds every member (or spec.user)."),
+           Enum("role", "The project role.", {"project-admin", "member", "viewer"}, true)});
   binding.status = Obj("status", "", {});
-  binding.field_selectors = {"spec.user", "spec.role"};
+  binding.field_selectors = {"spec.user", "spec.group", "spec.role"};
   kinds.push_back(binding);
 
-  Field variable_decl = Obj(
-      "", "A variable the template accepts.",
-      {Str("name", "Variable name.", true),
-       Enum("type", "Value type.", {"string", "number", "bool", "enum"}),
-       Str("default", "Default value, as a string."),
-       Bool("required", "A value must be given (by default, profile or instance)."),
-       Str("description", "What the variable is for."),
-       Bool("sensitive", "Encrypted at rest, never returned by the API."),
-       Arr("allowedValues", "The values an enum variable accepts.", Str("", ""))});
+  Field variable_decl =
+      Obj("", "A variable the template accepts.",
+          {Str("name", "Variable name.", true),
+           Enum("type", "Value type.", {"string", "number", "bool", "enum"}),
+           Str("default", "Default value, as a string."),
+           Bool("required", "A value must be given (by default, profile or instance)."),
+           Str("description", "What the variable is for."),
+           Bool("sensitive", "Encrypted at rest, never returned by the API."),
+           Arr("allowedValues", "The values an enum variable accepts.", Str("", ""))});
 
   KindInfo tmpl;
   tmpl.kind = "EnvironmentTemplate";
@@ -144,22 +151,22 @@ std::vector<KindInfo> BuildKinds() {
             Int("timeoutSeconds", "A run taking longer fails with reason Timeout.")}),
        Free("local", "Configuration of the local driver (checked by the driver)."),
        Obj("slurm", "Configuration of the Slurm driver: one batch job on a Slurm cluster.",
-           {Str("slurmConf", "Path of the cluster's slurm.conf (SLURM_CONF for sbatch, squeue "
-                             "and scancel); default: gantryd's environment."),
+           {Str("slurmConf",
+                "Path of the cluster's slurm.conf (SLURM_CONF for sbatch, squeue "
+                "and scancel); default: gantryd's environment."),
             Str("partition", "--partition; default: the cluster's default partition."),
-            Str("account", "--account."),
-            Str("qos", "--qos."),
+            Str("account", "--account."), Str("qos", "--qos."),
             Str("timeLimit", "--time, in Slurm's formats (\"90\", \"4:00:00\", \"2-00:00:00\")."),
             Int("nodes", "--nodes; default 1. The profile's GPUs are per node."),
             Str("script", "The batch script; starts with #!. Either script or command."),
             Arr("command", "One command run as the job (sbatch --wrap). Either script or command.",
                 Str("", "")),
             StrMap("env", "Extra environment variables of the job."),
-            Str("workingDir", "--chdir; default: the instance's state directory on gantryd's host."),
+            Str("workingDir",
+                "--chdir; default: the instance's state directory on gantryd's host."),
             Int("timeoutSeconds", "How long a deploy waits for the job to start running.")}),
        Arr("variables", "Inputs the template accepts.", variable_decl),
-       Arr("outputs", "Outputs the template promises to produce.", Str("", "")),
-       Sharing()});
+       Arr("outputs", "Outputs the template promises to produce.", Str("", "")), Sharing()});
   tmpl.status = Obj("status", "",
                     {Int("revision", "Current revision; bumps on every spec change."),
                      Int("templateRevision", "Profiles: the template revision of this revision."),
@@ -173,13 +180,12 @@ std::vector<KindInfo> BuildKinds() {
        Enum("override", "Whether instances may set the value.",
             {"allowed", "notallowed", "restricted"}),
        Arr("allowedValues", "Values allowed when override is restricted.", Str("", "")),
-       Bool("required", "Instances must supply a value."),
-       Str("description", "Shown to users."),
+       Bool("required", "Instances must supply a value."), Str("description", "Shown to users."),
        Bool("sensitive", "Encrypted at rest, never returned by the API.")});
-  Field resources = Obj(
-      "resources", "Resources an instance of this profile gets.",
-      {Obj("gpu", "GPUs.", {Str("type", "GPU type, e.g. h100."), Int("count", "GPUs.")}),
-       Num("cpu", "CPU cores."), Num("memoryGiB", "Memory in GiB.")});
+  Field resources =
+      Obj("resources", "Resources an instance of this profile gets.",
+          {Obj("gpu", "GPUs.", {Str("type", "GPU type, e.g. h100."), Int("count", "GPUs.")}),
+           Num("cpu", "CPU cores."), Num("memoryGiB", "Memory in GiB.")});
 
   KindInfo profile;
   profile.kind = "ComputeProfile";
@@ -187,12 +193,11 @@ std::vector<KindInfo> BuildKinds() {
   profile.singular = "computeprofile";
   profile.short_names = {"cp", "profile"};
   profile.versioned = true;
-  profile.spec = Obj("spec", "An admin-curated, versioned compute SKU.",
-                     {Str("displayName", "Human-friendly name."), Str("description", "Free text."),
-                      Ref("templateRef", "The EnvironmentTemplate that deploys it.", true),
-                      resources, Arr("variables", "Rules for the template's variables.",
-                                     variable_rule),
-                      Sharing()});
+  profile.spec =
+      Obj("spec", "An admin-curated, versioned compute SKU.",
+          {Str("displayName", "Human-friendly name."), Str("description", "Free text."),
+           Ref("templateRef", "The EnvironmentTemplate that deploys it.", true), resources,
+           Arr("variables", "Rules for the template's variables.", variable_rule), Sharing()});
   profile.status = tmpl.status;
   profile.field_selectors = {"spec.templateRef.name"};
   kinds.push_back(profile);
@@ -202,14 +207,18 @@ std::vector<KindInfo> BuildKinds() {
   instance.plural = "computeinstances";
   instance.singular = "computeinstance";
   instance.short_names = {"ci", "instance"};
-  instance.spec = Obj(
-      "spec", "A launch of a compute profile.",
-      {Str("displayName", "Human-friendly name shown to end users."),
-       Str("description", "Free text."),
-       Ref("profileRef", "The ComputeProfile; may change only before the first deploy.", true),
-       Field{"variables", FieldType::kScalarMap, "Values for the profile's variables.", false,
-             {}, {}},
-       Sharing()});
+  instance.spec =
+      Obj("spec", "A launch of a compute profile.",
+          {Str("displayName", "Human-friendly name shown to end users."),
+           Str("description", "Free text."),
+           Ref("profileRef", "The ComputeProfile; may change only before the first deploy.", true),
+           Field{"variables",
+                 FieldType::kScalarMap,
+                 "Values for the profile's variables.",
+                 false,
+                 {},
+                 {}},
+           Sharing()});
   instance.status = Obj(
       "status", "Deployment status.",
       {Enum("phase", "Deployment status.",
@@ -238,29 +247,34 @@ std::vector<KindInfo> BuildKinds() {
   service_profile.singular = "serviceprofile";
   service_profile.short_names = {"sp"};
   service_profile.versioned = true;
-  service_profile.spec = Obj(
-      "spec", "An admin-curated, versioned managed service (notebook, MLOps platform, Ray, "
-              "inference) deployed onto a compute instance.",
-      {Str("displayName", "Human-friendly name."), Str("description", "Free text."),
-       Str("serviceType", "What kind of service it is, e.g. notebook, mlops, ray, inference.",
-           true),
-       Ref("templateRef", "The EnvironmentTemplate that deploys the service.", true),
-       Obj("computeSelector",
-           "Which compute profiles the service can run on: a label selector over the labels "
-           "of the compute instance's ComputeProfile. Empty or absent: any.",
-           {StrMap("matchLabels", "Labels the compute profile must have."),
-            Arr("matchExpressions", "Requirements the compute profile's labels must meet.",
-                Obj("", "",
-                    {Str("key", "Label key.", true),
-                     Enum("operator", "Relation of the key to the values.",
-                          {"In", "NotIn", "Exists", "DoesNotExist"}, true),
-                     Arr("values", "Values for In and NotIn.", Str("", ""))}))}),
-       Obj("autoCreateCompute",
-           "Launch a dedicated compute instance for each service instance that names none.",
-           {Ref("profileRef", "The ComputeProfile of the compute instance created.", true),
-            Field{"variables", FieldType::kScalarMap,
-                  "Values for that compute profile's variables.", false, {}, {}}}),
-       Arr("variables", "Rules for the template's variables.", variable_rule), Sharing()});
+  service_profile.spec =
+      Obj("spec",
+          "An admin-curated, versioned managed service (notebook, MLOps platform, Ray, "
+          "inference) deployed onto a compute instance.",
+          {Str("displayName", "Human-friendly name."), Str("description", "Free text."),
+           Str("serviceType", "What kind of service it is, e.g. notebook, mlops, ray, inference.",
+               true),
+           Ref("templateRef", "The EnvironmentTemplate that deploys the service.", true),
+           Obj("computeSelector",
+               "Which compute profiles the service can run on: a label selector over the labels "
+               "of the compute instance's ComputeProfile. Empty or absent: any.",
+               {StrMap("matchLabels", "Labels the compute profile must have."),
+                Arr("matchExpressions", "Requirements the compute profile's labels must meet.",
+                    Obj("", "",
+                        {Str("key", "Label key.", true),
+                         Enum("operator", "Relation of the key to the values.",
+                              {"In", "NotIn", "Exists", "DoesNotExist"}, true),
+                         Arr("values", "Values for In and NotIn.", Str("", ""))}))}),
+           Obj("autoCreateCompute",
+               "Launch a dedicated compute instance for each service instance that names none.",
+               {Ref("profileRef", "The ComputeProfile of the compute instance created.", true),
+                Field{"variables",
+                      FieldType::kScalarMap,
+                      "Values for that compute profile's variables.",
+                      false,
+                      {},
+                      {}}}),
+           Arr("variables", "Rules for the template's variables.", variable_rule), Sharing()});
   service_profile.status = tmpl.status;
   service_profile.field_selectors = {"spec.templateRef.name", "spec.serviceType"};
   kinds.push_back(service_profile);
@@ -270,28 +284,31 @@ std::vector<KindInfo> BuildKinds() {
   service.plural = "serviceinstances";
   service.singular = "serviceinstance";
   service.short_names = {"si", "service"};
-  service.spec = Obj(
-      "spec", "A launch of a service profile onto a compute instance.",
-      {Str("displayName", "Human-friendly name shown to end users."),
-       Str("description", "Free text."),
-       Ref("profileRef", "The ServiceProfile; may change only before the first deploy.", true),
-       Ref("computeRef",
-           "The ComputeInstance the service runs on (this project's or one shared into it); "
-           "may change only before the first deploy. Set by the server when the profile "
-           "auto-creates compute.",
-           false),
-       Field{"variables", FieldType::kScalarMap, "Values for the profile's variables.", false,
-             {}, {}},
-       Sharing()});
+  service.spec =
+      Obj("spec", "A launch of a service profile onto a compute instance.",
+          {Str("displayName", "Human-friendly name shown to end users."),
+           Str("description", "Free text."),
+           Ref("profileRef", "The ServiceProfile; may change only before the first deploy.", true),
+           Ref("computeRef",
+               "The ComputeInstance the service runs on (this project's or one shared into it); "
+               "may change only before the first deploy. Set by the server when the profile "
+               "auto-creates compute.",
+               false),
+           Field{"variables",
+                 FieldType::kScalarMap,
+                 "Values for the profile's variables.",
+                 false,
+                 {},
+                 {}},
+           Sharing()});
   {
     Field status = instance.status;
     status.description = "Deployment status.";
     for (auto& f : status.children)
-      if (f.name == "createdBy")
-        f.description = "The user who created the service instance.";
-    status.children.push_back(
-        Bool("computeCreated", "The compute instance was created for this service (auto-create "
-                               "compute): it is destroyed and deleted with the service."));
+      if (f.name == "createdBy") f.description = "The user who created the service instance.";
+    status.children.push_back(Bool("computeCreated",
+                                   "The compute instance was created for this service (auto-create "
+                                   "compute): it is destroyed and deleted with the service."));
     service.status = status;
   }
   service.field_selectors = {"status.phase", "spec.profileRef.name", "spec.computeRef.name",
@@ -303,26 +320,25 @@ std::vector<KindInfo> BuildKinds() {
   run.plural = "runs";
   run.singular = "run";
   run.read_only = true;
-  run.spec = Obj(
-      "spec", "One deploy or destroy of an instance.",
-      {Obj("instanceRef", "The instance.",
-           {Str("kind", "ComputeInstance (when absent) or ServiceInstance."), Str("name", ""),
-            Str("uid", "")}),
-       Enum("action", "What the run does.", {"deploy", "destroy"}),
-       Int("generation", "The instance spec generation the run deploys."),
-       Int("profileRevision", ""), Int("templateRevision", ""),
-       Str("previousPhase", "The instance phase before the run was queued."),
-       Bool("deleteInstance", "Remove the instance record after a successful destroy.")});
-  run.status = Obj(
-      "status", "Progress of the run.",
-      {Enum("phase", "", {"Queued", "Running", "Succeeded", "Failed", "Canceled"}),
-       Str("reason", ""), Str("message", ""), Int("attempt", ""), Str("startTime", ""),
-       Str("completionTime", ""), StrMap("outputs", ""),
-       Obj("lease", "Which gantryd replica runs it, until when.",
-           {Str("holder", ""), Str("renewTime", ""), Int("durationSeconds", "")}),
-       Free("driverState", "What the driver needs to re-adopt or clean up the run."),
-       Arr("gpus", "GPU indices assigned for the run.", Str("", "")),
-       Arr("gpuUuids", "Their UUIDs, when known.", Str("", ""))});
+  run.spec =
+      Obj("spec", "One deploy or destroy of an instance.",
+          {Obj("instanceRef", "The instance.",
+               {Str("kind", "ComputeInstance (when absent) or ServiceInstance."), Str("name", ""),
+                Str("uid", "")}),
+           Enum("action", "What the run does.", {"deploy", "destroy"}),
+           Int("generation", "The instance spec generation the run deploys."),
+           Int("profileRevision", ""), Int("templateRevision", ""),
+           Str("previousPhase", "The instance phase before the run was queued."),
+           Bool("deleteInstance", "Remove the instance record after a successful destroy.")});
+  run.status = Obj("status", "Progress of the run.",
+                   {Enum("phase", "", {"Queued", "Running", "Succeeded", "Failed", "Canceled"}),
+                    Str("reason", ""), Str("message", ""), Int("attempt", ""), Str("startTime", ""),
+                    Str("completionTime", ""), StrMap("outputs", ""),
+                    Obj("lease", "Which gantryd replica runs it, until when.",
+                        {Str("holder", ""), Str("renewTime", ""), Int("durationSeconds", "")}),
+                    Free("driverState", "What the driver needs to re-adopt or clean up the run."),
+                    Arr("gpus", "GPU indices assigned for the run.", Str("", "")),
+                    Arr("gpuUuids", "Their UUIDs, when known.", Str("", ""))});
   run.field_selectors = {"status.phase", "spec.instanceRef.name", "spec.instanceRef.kind"};
   kinds.push_back(run);
 
@@ -338,8 +354,9 @@ std::vector<KindInfo> BuildKinds() {
       {Enum("gpuSource", "Where the GPU list comes from.", {"nvidia-smi", "configured", "none"}),
        StrMap("capacity", "GPUs per type."), StrMap("allocated", "GPUs assigned, per type."),
        Arr("gpus", "Each GPU.",
-           Obj("", "", {Int("index", ""), Str("uuid", ""), Str("name", ""), Str("type", ""),
-                        Int("memoryMiB", ""), Str("assignedTo", "project/instance")}))});
+           Obj("", "",
+               {Int("index", ""), Str("uuid", ""), Str("name", ""), Str("type", ""),
+                Int("memoryMiB", ""), Str("assignedTo", "project/instance")}))});
   kinds.push_back(node);
 
   KindInfo audit;
@@ -353,8 +370,8 @@ std::vector<KindInfo> BuildKinds() {
   // code, message, sourceAddress), like Kubernetes Events; spec and status stay empty.
   audit.spec = Obj("spec", "Unused: an audit event's fields are at the top level.", {});
   audit.status = Obj("status", "", {});
-  audit.field_selectors = {"user", "verb", "result", "objectRef.resource", "objectRef.namespace",
-                           "objectRef.name"};
+  audit.field_selectors = {
+      "user", "verb", "result", "objectRef.resource", "objectRef.namespace", "objectRef.name"};
   kinds.push_back(audit);
 
   return kinds;
@@ -362,12 +379,18 @@ std::vector<KindInfo> BuildKinds() {
 
 const char* TypeName(FieldType t) {
   switch (t) {
-    case FieldType::kString: return "string";
-    case FieldType::kInteger: return "integer";
-    case FieldType::kNumber: return "number";
-    case FieldType::kBoolean: return "boolean";
-    case FieldType::kArray: return "array";
-    default: return "object";
+    case FieldType::kString:
+      return "string";
+    case FieldType::kInteger:
+      return "integer";
+    case FieldType::kNumber:
+      return "number";
+    case FieldType::kBoolean:
+      return "boolean";
+    case FieldType::kArray:
+      return "array";
+    default:
+      return "object";
   }
 }
 
@@ -378,18 +401,18 @@ std::string Join(const std::vector<std::string>& v) {
 }
 
 void CheckMetadata(const json::value& v, std::vector<FieldCause>* causes) {
-  static const Field kMeta = Obj(
-      "metadata", "",
-      {Str("name", ""), Str("namespace", ""), Str("uid", ""), Str("resourceVersion", ""),
-       Int("generation", ""), Str("creationTimestamp", ""), StrMap("labels", ""),
-       StrMap("annotations", ""), Str("deletionTimestamp", ""),
-       Arr("finalizers", "", Str("", "")), Str("generateName", ""),
-       // Field ownership (model/managed_fields.h): accepted on writes like Kubernetes does.
-       Arr("managedFields", "",
-           Obj("", "",
-               {Str("manager", ""), Enum("operation", "", {"Apply", "Update"}),
-                Str("apiVersion", ""), Str("time", ""), Str("fieldsType", ""),
-                Free("fieldsV1", ""), Str("subresource", "")}))});
+  static const Field kMeta =
+      Obj("metadata", "",
+          {Str("name", ""), Str("namespace", ""), Str("uid", ""), Str("resourceVersion", ""),
+           Int("generation", ""), Str("creationTimestamp", ""), StrMap("labels", ""),
+           StrMap("annotations", ""), Str("deletionTimestamp", ""),
+           Arr("finalizers", "", Str("", "")), Str("generateName", ""),
+           // Field ownership (model/managed_fields.h): accepted on writes like Kubernetes does.
+           Arr("managedFields", "",
+               Obj("", "",
+                   {Str("manager", ""), Enum("operation", "", {"Apply", "Update"}),
+                    Str("apiVersion", ""), Str("time", ""), Str("fieldsType", ""),
+                    Free("fieldsV1", ""), Str("subresource", "")}))});
   CheckField(kMeta, v, "metadata", causes);
 }
 
@@ -439,8 +462,8 @@ void CheckField(const Field& field, const json::value& value, const std::string&
       return;
     case FieldType::kInteger:
       if (value.is_int64() || value.is_uint64()) return;
-      if (value.is_double() && value.get_double() == static_cast<double>(
-                                                         static_cast<int64_t>(value.get_double())))
+      if (value.is_double() &&
+          value.get_double() == static_cast<double>(static_cast<int64_t>(value.get_double())))
         return;
       return wrong_type();
     case FieldType::kNumber:
@@ -456,9 +479,8 @@ void CheckField(const Field& field, const json::value& value, const std::string&
     case FieldType::kScalarMap:
       if (!value.is_object()) return wrong_type();
       for (const auto& kv : value.get_object()) {
-        bool ok = kv.value().is_string() ||
-                  (field.type == FieldType::kScalarMap &&
-                   (kv.value().is_number() || kv.value().is_bool()));
+        bool ok = kv.value().is_string() || (field.type == FieldType::kScalarMap &&
+                                             (kv.value().is_number() || kv.value().is_bool()));
         if (!ok) {
           causes->push_back({path + "." + std::string(kv.key()),
                              field.type == FieldType::kStringMap
@@ -481,8 +503,8 @@ void CheckField(const Field& field, const json::value& value, const std::string&
       for (const auto& kv : obj) {
         auto it = std::find_if(field.children.begin(), field.children.end(),
                                [&](const Field& c) { return c.name == kv.key(); });
-        std::string child_path = path.empty() ? std::string(kv.key())
-                                              : path + "." + std::string(kv.key());
+        std::string child_path =
+            path.empty() ? std::string(kv.key()) : path + "." + std::string(kv.key());
         if (it == field.children.end()) {
           causes->push_back({child_path, "unknown field \"" + std::string(kv.key()) + "\"",
                              "FieldValueNotSupported"});

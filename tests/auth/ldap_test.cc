@@ -4,8 +4,8 @@
 // removed from the directory loses their token at the next re-check (--ldap-recheck 0s: every
 // request, so no real waits), filter injection finds nobody, a directory that is down gives a
 // 503 while local users keep working, the login limiter counts LDAP failures, and no password
-// reaches gantryd's log, the audit log or its disk. RoleBinding spec.group is checked in
-// src/auth/ldap_directory_test.cc (the API does not take a binding without spec.user yet).
+// reaches gantryd's log, the audit log or its disk; a RoleBinding with spec.group gives
+// every member of the group its role, until the directory drops them from the group.
 // Skipped when slapd is not installed, failed then in CI (GANTRY_CI=1).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -126,6 +126,48 @@ TEST_F(LdapLoginTest, FirstLoginCreatesTheUserFromTheDirectory) {
                          json::object{{"spec", json::object{{"password", "local-password-1"}}}});
   EXPECT_EQ(set.status, 422) << set.raw;
   EXPECT_THAT(set.raw, HasSubstr("change the password there"));
+}
+
+TEST_F(LdapLoginTest, AGroupRoleBindingBindsTheMembersTheDirectoryReports) {
+  api().CreateProject("vision");
+  auto binding = [](json::object spec) {
+    return json::object{{"apiVersion", "paas.gantry.dev/v1"},
+                        {"kind", "RoleBinding"},
+                        {"metadata", json::object{{"name", "vision-team-viewers"}}},
+                        {"spec", std::move(spec)}};
+  };
+  Resp both =
+      api().Post(NsPath("vision", "rolebindings"),
+                 binding({{"user", "admin"}, {"group", "vision-team"}, {"role", "viewer"}}));
+  EXPECT_TRUE(both.IsStatus(422, "Invalid")) << both.raw;
+  EXPECT_THAT(both.raw, HasSubstr("spec.group"));
+  Resp neither = api().Post(NsPath("vision", "rolebindings"), binding({{"role", "viewer"}}));
+  EXPECT_TRUE(neither.IsStatus(422, "Invalid")) << neither.raw;
+  EXPECT_THAT(neither.raw, HasSubstr("spec.user"));
+  api().MustCreate(NsPath("vision", "rolebindings"),
+                   binding({{"group", "vision-team"}, {"role", "viewer"}}));
+
+  Api alice(gantryd_->base_url(), TokenOf("alice"));  // vision-team
+  EXPECT_EQ(alice.Get(NsPath("vision", "computeinstances")).status, 200);
+  EXPECT_EQ(alice.Post(NsPath("vision", "computeprofiles"), json::object{}).status, 403)
+      << "viewer only";
+  Resp listed =
+      api().Get(NsPath("vision", "rolebindings") + "?fieldSelector=spec.group%3Dvision-team");
+  ASSERT_EQ(listed.status, 200) << listed.raw;
+  EXPECT_EQ(listed.obj().at("items").as_array().size(), 1u);
+
+  // The directory drops alice from the group: the next re-check (every request here) sees it.
+  ASSERT_TRUE(ldap_->RemoveMember("vision-team", LdapTestServer::UserDn("alice")).ok());
+  EXPECT_EQ(alice.Get(NsPath("vision", "computeinstances")).status, 403);
+}
+
+TEST_F(LdapLoginTest, AnLdapUsersSourceCannotBeChangedLocally) {
+  ASSERT_EQ(Post("/auth/login", "alice", LdapTestServer::PasswordOf("alice")).status, 200);
+  Resp r = api().Patch(ClusterPath("users", "alice"),
+                       json::object{{"spec", json::object{{"source", ""}}}});
+  EXPECT_TRUE(r.IsStatus(422, "Invalid")) << r.raw;
+  EXPECT_THAT(r.raw, HasSubstr("spec.source"));
+  EXPECT_THAT(r.raw, HasSubstr("immutable"));
 }
 
 TEST_F(LdapLoginTest, WrongPasswordUnknownUserAndInjectionGetTheSame401) {

@@ -48,16 +48,17 @@ class PermissionMatrix : public ::testing::Test {
       a.MustCreate(NsPath(p, "serviceprofiles"), Fresh("serviceprofiles", "sprof"));
       a.MustCreate(NsPath(p, "serviceinstances"), Fresh("serviceinstances", "sinst"));
     }
-    json::object shared{{"spec", json::object{{"sharing", json::object{{"mode", "Selected"},
-                                                                       {"projects", json::array{kOwn}}}}}}};
+    json::object shared{
+        {"spec", json::object{{"sharing", json::object{{"mode", "Selected"},
+                                                       {"projects", json::array{kOwn}}}}}}};
     for (const char* plural : {"environmenttemplates", "computeprofiles", "computeinstances",
                                "serviceprofiles", "serviceinstances"})
       ASSERT_EQ(a.Patch(NsPath(kSrc, plural, Existing(plural)), shared).status, 200);
     auto user = [&](const std::string& name, const std::string& org_role) {
       json::object spec{{"displayName", name}, {"password", "password-of-" + name}};
       if (!org_role.empty()) spec["orgRole"] = org_role;
-      a.MustCreate(ClusterPath("users"), json::object{{"metadata", json::object{{"name", name}}},
-                                                      {"spec", spec}});
+      a.MustCreate(ClusterPath("users"),
+                   json::object{{"metadata", json::object{{"name", name}}}, {"spec", spec}});
     };
     user("orgadmin", "org-admin");
     user("paasadmin", "paas-admin");
@@ -72,8 +73,8 @@ class PermissionMatrix : public ::testing::Test {
     bind(kOwn, "viewer", "viewer");
     for (const char* p : {kOwn, kOther, kSrc}) bind(p, "extra", "viewer");
     for (const auto& [letter, name] : kUserOf) {
-      Resp t = a.Post(ClusterPath("users", name) + "/tokens",
-                      json::object{{"description", "matrix"}});
+      Resp t =
+          a.Post(ClusterPath("users", name) + "/tokens", json::object{{"description", "matrix"}});
       ASSERT_EQ(t.status, 201) << t.raw;
       apis_[letter] = new Api(gantryd_->base_url(), std::string(t.obj().at("token").as_string()));
     }
@@ -91,10 +92,10 @@ class PermissionMatrix : public ::testing::Test {
     // A template whose commands run on the Slurm cluster: PaaS Admins write those; templates
     // of the host drivers (local, exec) need org-admin (HostDriverTemplatesNeedOrgAdmin).
     if (plural == "environmenttemplates")
-      return json::object{{"metadata", json::object{{"name", name}}},
-                          {"spec", json::object{{"driver", "slurm"},
-                                                {"slurm", json::object{{"command",
-                                                                        json::array{"true"}}}}}}};
+      return json::object{
+          {"metadata", json::object{{"name", name}}},
+          {"spec", json::object{{"driver", "slurm"},
+                                {"slurm", json::object{{"command", json::array{"true"}}}}}}};
     if (plural == "computeprofiles") return ProfileObject(name, "tpl");
     if (plural == "computeinstances") return InstanceObject(name, "prof");
     if (plural == "serviceprofiles")
@@ -141,7 +142,7 @@ int PermissionMatrix::counter_ = 0;
 // One row: what a role may do to a namespaced kind, per scope.
 struct Row {
   std::string plural;
-  std::string verb;  // get list create update delete operate
+  std::string verb;                // get list create update delete operate
   std::string own, other, shared;  // role letters allowed
 };
 
@@ -188,10 +189,10 @@ TEST_F(PermissionMatrix, NamespacedKindsInOwnOtherAndSharedInProjects) {
   int cells = 0;
   for (const Row& row : kNamespaced) {
     for (const char* scope : {"own", "other", "shared"}) {
-      std::string project = scope == std::string("own") ? kOwn
+      std::string project = scope == std::string("own")     ? kOwn
                             : scope == std::string("other") ? kOther
                                                             : kSrc;
-      const std::string& allowed = scope == std::string("own") ? row.own
+      const std::string& allowed = scope == std::string("own")     ? row.own
                                    : scope == std::string("other") ? row.other
                                                                    : row.shared;
       std::string existing = Existing(row.plural);
@@ -205,11 +206,13 @@ TEST_F(PermissionMatrix, NamespacedKindsInOwnOtherAndSharedInProjects) {
           r = api.Get(NsPath(project, row.plural));
         } else if (row.verb == "create") {
           r = api.Post(NsPath(project, row.plural),
-                       row.plural == "runs" ? json::object{{"metadata", json::object{{"name", name}}}}
-                                            : Fresh(row.plural, name));
+                       row.plural == "runs"
+                           ? json::object{{"metadata", json::object{{"name", name}}}}
+                           : Fresh(row.plural, name));
         } else if (row.verb == "update") {
-          r = api.Patch(NsPath(project, row.plural, existing),
-                        json::object{{"metadata", json::object{{"labels", json::object{{"cell", name}}}}}});
+          r = api.Patch(
+              NsPath(project, row.plural, existing),
+              json::object{{"metadata", json::object{{"labels", json::object{{"cell", name}}}}}});
         } else if (row.verb == "delete") {
           admin_->MustCreate(NsPath(project, row.plural), Fresh(row.plural, name));
           r = api.Delete(NsPath(project, row.plural, name));
@@ -219,10 +222,10 @@ TEST_F(PermissionMatrix, NamespacedKindsInOwnOtherAndSharedInProjects) {
         ++cells;
         bool want = allowed.find(role) != std::string::npos;
         bool ok = want ? (row.plural == "runs" && row.verb == "create" ? r.status == 405
-                                                                        : r.status / 100 == 2)
+                                                                       : r.status / 100 == 2)
                        : r.IsStatus(403, "Forbidden") &&
-                             r.message().find("forbidden: User \"" + kUserOf.at(role) + "\" cannot") !=
-                                 std::string::npos &&
+                             r.message().find("forbidden: User \"" + kUserOf.at(role) +
+                                              "\" cannot") != std::string::npos &&
                              r.message().find("role") != std::string::npos;
         if (!ok)
           wrong.push_back(std::string(1, role) + " " + row.verb + " " + row.plural + " (" + scope +
@@ -248,9 +251,9 @@ TEST_F(PermissionMatrix, HostDriverTemplatesNeedOrgAdmin) {
     const std::string me = kUserOf.at(role);
     std::string name = Unique();
     Resp created = api.Post(NsPath(kOwn, "environmenttemplates"), TemplateObject(name));
-    Resp updated =
-        api.Patch(NsPath(kOwn, "environmenttemplates", "tpl"),
-                  json::object{{"metadata", json::object{{"labels", json::object{{"cell", name}}}}}});
+    Resp updated = api.Patch(
+        NsPath(kOwn, "environmenttemplates", "tpl"),
+        json::object{{"metadata", json::object{{"labels", json::object{{"cell", name}}}}}});
     if (role == 'O') {
       EXPECT_EQ(created.status, 201) << created.raw;
       EXPECT_EQ(updated.status, 200) << updated.raw;
@@ -259,17 +262,17 @@ TEST_F(PermissionMatrix, HostDriverTemplatesNeedOrgAdmin) {
     // Turning a cluster template into a host one is writing a host template too.
     Resp turned = api.Patch(
         NsPath(kOwn, "environmenttemplates", "stpl"),
-        json::object{{"spec", json::object{{"driver", "exec"},
-                                           {"slurm", nullptr},
-                                           {"exec", json::object{{"command",
-                                                                  json::array{"true"}}}}}}});
+        json::object{
+            {"spec", json::object{{"driver", "exec"},
+                                  {"slurm", nullptr},
+                                  {"exec", json::object{{"command", json::array{"true"}}}}}}});
     for (const Resp* r : {&created, &updated, &turned}) {
       EXPECT_TRUE(r->IsStatus(403, "Forbidden")) << role << " " << r->raw;
       if (role != 'P') continue;  // the others lack the role for any template
       EXPECT_THAT(r->message(), ::testing::HasSubstr("forbidden: User \"" + me + "\" cannot"));
-      EXPECT_THAT(r->message(), ::testing::HasSubstr(
-                                    "templates of the local and exec drivers need the org-admin "
-                                    "role"));
+      EXPECT_THAT(r->message(),
+                  ::testing::HasSubstr("templates of the local and exec drivers need the org-admin "
+                                       "role"));
     }
   }
 }
@@ -283,14 +286,16 @@ struct ClusterRow {
 TEST_F(PermissionMatrix, ClusterScopedKinds) {
   std::vector<std::string> wrong;
   const std::vector<ClusterRow> rows = {
-      {"get project own", "OPAMV"},  {"get project other", "OP"}, {"list projects", "OPAMVN"},
-      {"create project", "O"},       {"update project own", "O"}, {"delete project", "O"},
-      {"get user self", "OPAMVN"},   {"get user other", "OP"},    {"list users", "OP"},
-      {"create user", "O"},          {"update user self", "OPAMVN"},
-      {"update user other", "O"},    {"delete user", "O"},
-      {"list tokens self", "OPAMVN"}, {"list tokens other", "O"},
-      {"create token self", "OPAMVN"}, {"create token other", "O"},
-      {"list nodes", "OP"},          {"list auditevents", "OP"},
+      {"get project own", "OPAMV"},   {"get project other", "OP"},
+      {"list projects", "OPAMVN"},    {"create project", "O"},
+      {"update project own", "O"},    {"delete project", "O"},
+      {"get user self", "OPAMVN"},    {"get user other", "OP"},
+      {"list users", "OP"},           {"create user", "O"},
+      {"update user self", "OPAMVN"}, {"update user other", "O"},
+      {"delete user", "O"},           {"list tokens self", "OPAMVN"},
+      {"list tokens other", "O"},     {"create token self", "OPAMVN"},
+      {"create token other", "O"},    {"list nodes", "OP"},
+      {"list auditevents", "OP"},
   };
   for (const ClusterRow& row : rows) {
     for (char role : std::string(kRoles)) {
@@ -299,20 +304,28 @@ TEST_F(PermissionMatrix, ClusterScopedKinds) {
       std::string name = Unique();
       Resp r;
       const std::string& w = row.what;
-      if (w == "get project own") r = api.Get(ClusterPath("projects", kOwn));
-      else if (w == "get project other") r = api.Get(ClusterPath("projects", kOther));
-      else if (w == "list projects") r = api.Get(ClusterPath("projects"));
-      else if (w == "create project") r = api.Post(ClusterPath("projects"), Fresh("projects", name));
+      if (w == "get project own")
+        r = api.Get(ClusterPath("projects", kOwn));
+      else if (w == "get project other")
+        r = api.Get(ClusterPath("projects", kOther));
+      else if (w == "list projects")
+        r = api.Get(ClusterPath("projects"));
+      else if (w == "create project")
+        r = api.Post(ClusterPath("projects"), Fresh("projects", name));
       else if (w == "update project own")
         r = api.Patch(ClusterPath("projects", kOwn),
                       json::object{{"spec", json::object{{"description", name}}}});
       else if (w == "delete project") {
         admin_->MustCreate(ClusterPath("projects"), Fresh("projects", name));
         r = api.Delete(ClusterPath("projects", name));
-      } else if (w == "get user self") r = api.Get(ClusterPath("users", me));
-      else if (w == "get user other") r = api.Get(ClusterPath("users", "extra"));
-      else if (w == "list users") r = api.Get(ClusterPath("users"));
-      else if (w == "create user") r = api.Post(ClusterPath("users"), Fresh("users", name));
+      } else if (w == "get user self")
+        r = api.Get(ClusterPath("users", me));
+      else if (w == "get user other")
+        r = api.Get(ClusterPath("users", "extra"));
+      else if (w == "list users")
+        r = api.Get(ClusterPath("users"));
+      else if (w == "create user")
+        r = api.Post(ClusterPath("users"), Fresh("users", name));
       else if (w == "update user self")
         r = api.Patch(ClusterPath("users", me),
                       json::object{{"spec", json::object{{"displayName", name}}}});
@@ -322,14 +335,19 @@ TEST_F(PermissionMatrix, ClusterScopedKinds) {
       else if (w == "delete user") {
         admin_->MustCreate(ClusterPath("users"), Fresh("users", name));
         r = api.Delete(ClusterPath("users", name));
-      } else if (w == "list tokens self") r = api.Get(ClusterPath("users", me) + "/tokens");
-      else if (w == "list tokens other") r = api.Get(ClusterPath("users", "extra") + "/tokens");
+      } else if (w == "list tokens self")
+        r = api.Get(ClusterPath("users", me) + "/tokens");
+      else if (w == "list tokens other")
+        r = api.Get(ClusterPath("users", "extra") + "/tokens");
       else if (w == "create token self")
         r = api.Post(ClusterPath("users", me) + "/tokens", json::object{{"description", name}});
       else if (w == "create token other")
-        r = api.Post(ClusterPath("users", "extra") + "/tokens", json::object{{"description", name}});
-      else if (w == "list nodes") r = api.Get(ClusterPath("nodes"));
-      else if (w == "list auditevents") r = api.Get(ClusterPath("auditevents"));
+        r = api.Post(ClusterPath("users", "extra") + "/tokens",
+                     json::object{{"description", name}});
+      else if (w == "list nodes")
+        r = api.Get(ClusterPath("nodes"));
+      else if (w == "list auditevents")
+        r = api.Get(ClusterPath("auditevents"));
       bool want = row.allowed.find(role) != std::string::npos;
       bool ok = want ? r.status / 100 == 2 : r.IsStatus(403, "Forbidden");
       if (!ok)

@@ -24,14 +24,17 @@ class SharingTest : public GantrydTest {
     if (HasFatalFailure()) return;
     for (const char* p : {"platform", "team-a", "team-b"}) api().CreateProject(p);
     // A template whose apply and destroy succeed at once, and a profile without GPUs.
-    api().MustCreate(NsPath("platform", "environmenttemplates"),
-                     json::object{{"metadata", json::object{{"name", "nb"}}},
-                                  {"spec", json::object{{"driver", "exec"},
-                                                        {"exec", json::object{{"command", json::array{"true"}}}}}}});
-    api().MustCreate(NsPath("platform", "computeprofiles"),
-                     json::object{{"metadata", json::object{{"name", "small"}}},
-                                  {"spec", json::object{{"displayName", "Small notebook"},
-                                                        {"templateRef", json::object{{"name", "nb"}}}}}});
+    api().MustCreate(
+        NsPath("platform", "environmenttemplates"),
+        json::object{
+            {"metadata", json::object{{"name", "nb"}}},
+            {"spec", json::object{{"driver", "exec"},
+                                  {"exec", json::object{{"command", json::array{"true"}}}}}}});
+    api().MustCreate(
+        NsPath("platform", "computeprofiles"),
+        json::object{{"metadata", json::object{{"name", "small"}}},
+                     {"spec", json::object{{"displayName", "Small notebook"},
+                                           {"templateRef", json::object{{"name", "nb"}}}}}});
     api().MustCreate(ClusterPath("users"),
                      json::object{{"metadata", json::object{{"name", "ann"}}},
                                   {"spec", json::object{{"password", "ann-password-1"}}}});
@@ -40,7 +43,8 @@ class SharingTest : public GantrydTest {
                                   {"spec", json::object{{"user", "ann"}, {"role", "member"}}}});
     Resp t = api().Post(ClusterPath("users", "ann") + "/tokens", json::object{});
     ASSERT_EQ(t.status, 201);
-    ann_ = std::make_unique<Api>(gantryd_->base_url(), std::string(t.obj().at("token").as_string()));
+    ann_ =
+        std::make_unique<Api>(gantryd_->base_url(), std::string(t.obj().at("token").as_string()));
   }
 
   void Share(const std::string& ns, const std::string& plural, const std::string& name,
@@ -67,10 +71,12 @@ class SharingTest : public GantrydTest {
   }
 
   Resp Launch(Api& as, const std::string& ns, const std::string& name) {
-    return as.Post(NsPath(ns, "computeinstances"),
-                   json::object{{"metadata", json::object{{"name", name}}},
-                                {"spec", json::object{{"profileRef", json::object{{"name", "small"},
-                                                                                 {"namespace", "platform"}}}}}});
+    return as.Post(
+        NsPath(ns, "computeinstances"),
+        json::object{
+            {"metadata", json::object{{"name", name}}},
+            {"spec", json::object{{"profileRef",
+                                   json::object{{"name", "small"}, {"namespace", "platform"}}}}}});
   }
 
   std::string WaitPhase(const std::string& ns, const std::string& name, const std::string& phase) {
@@ -103,7 +109,9 @@ TEST_F(SharingTest, ModesNoneAllSelectedAndBackWithInstancesLaunchedWhileShared)
   EXPECT_EQ(ann_->Get(NsPath("platform", "computeprofiles", "small")).status, 200);
   EXPECT_EQ(ann_->Get(NsPath("platform", "computeprofiles", "small") + "/revisions").status, 200);
   ASSERT_EQ(Launch(*ann_, "team-a", "nb1").status, 201);
-  ASSERT_EQ(ann_->Post(NsPath("team-a", "computeinstances", "nb1") + "/deploy", json::object{}).status, 202);
+  ASSERT_EQ(
+      ann_->Post(NsPath("team-a", "computeinstances", "nb1") + "/deploy", json::object{}).status,
+      202);
   EXPECT_EQ(WaitPhase("team-a", "nb1", "Success"), "Success");
   // Shared-in is read-only: a member of team-a cannot edit the profile.
   Resp edit = ann_->Patch(NsPath("platform", "computeprofiles", "small"),
@@ -118,15 +126,21 @@ TEST_F(SharingTest, ModesNoneAllSelectedAndBackWithInstancesLaunchedWhileShared)
   EXPECT_EQ(SharedIn(api(), "team-b", "computeprofiles", "platform"), V{"small"});
   EXPECT_TRUE(Launch(*ann_, "team-a", "nb2").IsStatus(422, "Invalid"));
   EXPECT_EQ(Launch(api(), "team-b", "nb3").status, 201);
-  ASSERT_EQ(ann_->Post(NsPath("team-a", "computeinstances", "nb1") + "/destroy", json::object{}).status, 202);
+  ASSERT_EQ(
+      ann_->Post(NsPath("team-a", "computeinstances", "nb1") + "/destroy", json::object{}).status,
+      202);
   EXPECT_EQ(WaitPhase("team-a", "nb1", "NotDeployed"), "NotDeployed");
-  ASSERT_EQ(ann_->Post(NsPath("team-a", "computeinstances", "nb1") + "/deploy", json::object{}).status, 202);
+  ASSERT_EQ(
+      ann_->Post(NsPath("team-a", "computeinstances", "nb1") + "/deploy", json::object{}).status,
+      202);
   EXPECT_EQ(WaitPhase("team-a", "nb1", "Success"), "Success");
 
   // Back to None: nobody else sees it; what runs keeps running.
-  Share("platform", "computeprofiles", "small", json::object{{"mode", "None"}, {"projects", nullptr}});
+  Share("platform", "computeprofiles", "small",
+        json::object{{"mode", "None"}, {"projects", nullptr}});
   EXPECT_EQ(SharedIn(api(), "team-b", "computeprofiles", "platform"), V{});
-  EXPECT_EQ(api().Get(NsPath("team-a", "computeinstances", "nb1")).obj().at("status").at("phase"), "Success");
+  EXPECT_EQ(api().Get(NsPath("team-a", "computeinstances", "nb1")).obj().at("status").at("phase"),
+            "Success");
 }
 
 TEST_F(SharingTest, SharedInstancesAreVisibleReadOnlyInTheTargetProject) {
@@ -134,22 +148,28 @@ TEST_F(SharingTest, SharedInstancesAreVisibleReadOnlyInTheTargetProject) {
   ASSERT_EQ(Launch(api(), "platform", "kubeflow").status, 201);
   Share("platform", "computeinstances", "kubeflow",
         json::object{{"mode", "Selected"}, {"projects", json::array{"team-a"}}});
-  EXPECT_EQ(SharedIn(*ann_, "team-a", "computeinstances", "platform"), std::vector<std::string>{"kubeflow"});
+  EXPECT_EQ(SharedIn(*ann_, "team-a", "computeinstances", "platform"),
+            std::vector<std::string>{"kubeflow"});
   EXPECT_EQ(ann_->Get(NsPath("platform", "computeinstances", "kubeflow")).status, 200);
-  EXPECT_TRUE(ann_->Post(NsPath("platform", "computeinstances", "kubeflow") + "/deploy", json::object{})
-                  .IsStatus(403, "Forbidden"));
-  EXPECT_TRUE(ann_->Delete(NsPath("platform", "computeinstances", "kubeflow")).IsStatus(403, "Forbidden"));
+  EXPECT_TRUE(
+      ann_->Post(NsPath("platform", "computeinstances", "kubeflow") + "/deploy", json::object{})
+          .IsStatus(403, "Forbidden"));
+  EXPECT_TRUE(
+      ann_->Delete(NsPath("platform", "computeinstances", "kubeflow")).IsStatus(403, "Forbidden"));
   EXPECT_EQ(SharedIn(api(), "team-b", "computeinstances", "platform"), std::vector<std::string>{});
 }
 
 TEST_F(SharingTest, TemplatesSharedIntoAProjectBackItsProfiles) {
-  json::object profile{{"metadata", json::object{{"name", "mine"}}},
-                       {"spec", json::object{{"templateRef", json::object{{"name", "nb"}, {"namespace", "platform"}}}}}};
+  json::object profile{
+      {"metadata", json::object{{"name", "mine"}}},
+      {"spec",
+       json::object{{"templateRef", json::object{{"name", "nb"}, {"namespace", "platform"}}}}}};
   Resp r = api().Post(NsPath("team-b", "computeprofiles"), profile);
   EXPECT_TRUE(r.IsStatus(422, "Invalid")) << r.raw;
   Share("platform", "environmenttemplates", "nb",
         json::object{{"mode", "Selected"}, {"projects", json::array{"team-b"}}});
-  EXPECT_EQ(SharedIn(api(), "team-b", "environmenttemplates", "platform"), std::vector<std::string>{"nb"});
+  EXPECT_EQ(SharedIn(api(), "team-b", "environmenttemplates", "platform"),
+            std::vector<std::string>{"nb"});
   EXPECT_EQ(api().Post(NsPath("team-b", "computeprofiles"), profile).status, 201);
 }
 
@@ -157,9 +177,12 @@ TEST_F(SharingTest, ListsPageThroughOwnThenSharedObjects) {
   Share("platform", "environmenttemplates", "nb", json::object{{"mode", "All"}});
   Share("platform", "computeprofiles", "small", json::object{{"mode", "All"}});
   for (int i = 0; i < 3; ++i)
-    api().MustCreate(NsPath("team-a", "computeprofiles"),
-                     json::object{{"metadata", json::object{{"name", "own-" + std::to_string(i)}}},
-                                  {"spec", json::object{{"templateRef", json::object{{"name", "nb"}, {"namespace", "platform"}}}}}});
+    api().MustCreate(
+        NsPath("team-a", "computeprofiles"),
+        json::object{
+            {"metadata", json::object{{"name", "own-" + std::to_string(i)}}},
+            {"spec", json::object{{"templateRef",
+                                   json::object{{"name", "nb"}, {"namespace", "platform"}}}}}});
   std::vector<std::string> seen;
   std::string token;
   int pages = 0;
@@ -174,7 +197,8 @@ TEST_F(SharingTest, ListsPageThroughOwnThenSharedObjects) {
   } while (!token.empty());
   std::sort(seen.begin(), seen.end());
   EXPECT_EQ(seen, (std::vector<std::string>{"own-0", "own-1", "own-2", "small"}));
-  EXPECT_TRUE(ann_->Get(NsPath("team-a", "computeprofiles") + "?continue=s1.x").IsStatus(400, "BadRequest"));
+  EXPECT_TRUE(ann_->Get(NsPath("team-a", "computeprofiles") + "?continue=s1.x")
+                  .IsStatus(400, "BadRequest"));
 }
 
 }  // namespace
