@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Gantry and its tests need, builds everything with AddressSanitizer +
 # UndefinedBehaviorSanitizer, runs every unit and integration test with ctest, then runs each
-# fuzz target briefly, and checks formatting and sizes (scripts/check-style.sh). Prints the newcomer test's time (clean clone to a deployed instance).
+# fuzz target briefly, and checks formatting and sizes (scripts/check-style.sh). Prints the
+# newcomer test's time (clean clone to a deployed instance).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh test
