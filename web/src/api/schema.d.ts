@@ -810,13 +810,15 @@ export interface components {
             metadata?: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
             /** @description Gives a user a built-in role in this project. */
             spec?: {
+                /** @description A directory group: binds every member (or spec.user). */
+                group?: string;
                 /**
                  * @description The project role.
                  * @enum {string}
                  */
                 role: "project-admin" | "member" | "viewer";
-                /** @description The user's name. */
-                user: string;
+                /** @description The user's name (or spec.group). */
+                user?: string;
             };
             status?: Record<string, never>;
         };
@@ -1141,6 +1143,11 @@ export interface components {
                 orgRole?: "" | "org-admin" | "paas-admin";
                 /** @description Write-only: sets the password (at least 8 characters); never returned. */
                 password?: string;
+                /**
+                 * @description Where the user logs in: empty for a local user, ldap for one created at its first LDAP login.
+                 * @enum {string}
+                 */
+                source?: "" | "ldap";
             };
             status?: Record<string, never>;
         };
