@@ -53,7 +53,10 @@ bool Engine::DispatchPass(size_t free_slots) {
     return false;
   }
   if (page->items.empty()) return false;
-  auto snapshot = TakeSnapshot();
+  std::vector<model::Run> runs;
+  for (const auto& stored : page->items)
+    if (auto run = model::DecodeRun(stored); run.ok()) runs.push_back(*std::move(run));
+  auto snapshot = TakeSnapshot(runs);
   if (!snapshot.ok()) {
     spdlog::warn("engine: cannot read what admission needs: {}",
                  std::string(snapshot.status().message()));
@@ -62,11 +65,9 @@ bool Engine::DispatchPass(size_t free_slots) {
   AdmissionPass pass(*snapshot);
   Targets targets;
   size_t claimed = 0;
-  for (const auto& stored : page->items) {
+  for (auto& run : runs) {
     if (!running_ || claimed >= free_slots) break;
-    auto run = model::DecodeRun(stored);
-    if (!run.ok()) continue;
-    QueuedRun queued = Resolve(*snapshot, *std::move(run), &targets);
+    QueuedRun queued = Resolve(*snapshot, std::move(run), &targets);
     Admission a = Admit(*snapshot, queued, &pass);
     switch (a.decision) {
       case Decision::kAdmit:
@@ -90,20 +91,15 @@ bool Engine::DispatchPass(size_t free_slots) {
   return claimed > 0;
 }
 
-absl::StatusOr<AdmissionSnapshot> Engine::TakeSnapshot() {
+// The snapshot holds what the queued `runs` can need, and no more, so that a pass costs the
+// same with 100 or 100,000 instances stored: every project (quotas), the Running runs, the
+// instances the runs are for (and a service's compute instance), the services on a compute
+// instance being destroyed, and every compute instance of a project that has a quota.
+absl::StatusOr<AdmissionSnapshot> Engine::TakeSnapshot(const std::vector<model::Run>& runs) {
   AdmissionSnapshot s;
   s.sole_owner = options_.sole_owner;
   s.host = options_.host;
   store::ListOptions q;
-  q.kind = kComputeInstanceKind;
-  ASSIGN_OR_RETURN(auto computes, internal::ListAll(store_, q));
-  for (auto& i : internal::DecodeInstances(computes)) {
-    auto key = std::make_pair(i.metadata.ns, i.metadata.name);
-    s.computes.insert_or_assign(std::move(key), std::move(i));
-  }
-  q.kind = kServiceInstanceKind;
-  ASSIGN_OR_RETURN(auto services, internal::ListAll(store_, q));
-  s.services = internal::DecodeInstances(services);
   q.kind = "Project";
   ASSIGN_OR_RETURN(auto projects, internal::ListAll(store_, q));
   for (const auto& p : projects)
@@ -114,9 +110,65 @@ absl::StatusOr<AdmissionSnapshot> Engine::TakeSnapshot() {
   for (const auto& r : running)
     if (auto run = model::DecodeRun(r); run.ok() && run->action == model::RunAction::kApply)
       s.running_deploys.insert({run->metadata.ns, run->metadata.name});
+  RETURN_IF_ERROR(AddQuotaProjects(runs, &s));
+  RETURN_IF_ERROR(AddRunInstances(runs, &s));
   s.inventory = gpus_.inventory();
   s.gpu_owners = gpus_.Assignments();
   return s;
+}
+
+// Every compute instance of each project with a quota that a queued deploy is in.
+absl::Status Engine::AddQuotaProjects(const std::vector<model::Run>& runs, AdmissionSnapshot* s) {
+  std::set<std::string> done;
+  for (const auto& run : runs) {
+    const std::string& ns = run.metadata.ns;
+    auto quota = s->quotas.find(ns);
+    if (quota == s->quotas.end() || !done.insert(ns).second) continue;
+    if (quota->second.instances < 0 && quota->second.gpus.empty()) continue;
+    store::ListOptions q;
+    q.kind = kComputeInstanceKind;
+    q.ns = ns;
+    ASSIGN_OR_RETURN(auto computes, internal::ListAll(store_, q));
+    for (auto& i : internal::DecodeInstances(computes))
+      s->computes.insert_or_assign({i.metadata.ns, i.metadata.name}, std::move(i));
+  }
+  return absl::OkStatus();
+}
+
+// The instance of each run, a service's compute instance, and the services on a compute
+// instance that is to be destroyed.
+absl::Status Engine::AddRunInstances(const std::vector<model::Run>& runs, AdmissionSnapshot* s) {
+  auto add_compute = [&](const std::string& ns, const std::string& name) -> absl::Status {
+    if (s->computes.count({ns, name})) return absl::OkStatus();
+    auto got = store_.Get(kComputeInstanceKind, ns, name);
+    if (absl::IsNotFound(got.status())) return absl::OkStatus();
+    if (!got.ok()) return got.status();
+    for (auto& i : internal::DecodeInstances({*got}))
+      s->computes.insert_or_assign({ns, name}, std::move(i));
+    return absl::OkStatus();
+  };
+  auto add_service = [&](std::vector<json::object> objects) {
+    for (auto& i : internal::DecodeInstances(objects))
+      if (!s->Service(i.metadata.ns, i.metadata.name)) s->services.push_back(std::move(i));
+  };
+  for (const auto& run : runs) {
+    const std::string& ns = run.metadata.ns;
+    if (run.instance_kind != kServiceInstanceKind) {
+      RETURN_IF_ERROR(add_compute(ns, run.instance_name));
+      if (run.action != model::RunAction::kDestroy) continue;
+      ASSIGN_OR_RETURN(auto on, ServicesOn(store_, ns, run.instance_name));
+      add_service(std::move(on));
+      continue;
+    }
+    if (s->Service(ns, run.instance_name)) continue;
+    auto got = store_.Get(kServiceInstanceKind, ns, run.instance_name);
+    if (absl::IsNotFound(got.status())) continue;
+    if (!got.ok()) return got.status();
+    add_service({*got});
+    if (const model::Instance* svc = s->Service(ns, run.instance_name))
+      RETURN_IF_ERROR(add_compute(svc->compute_ns, svc->compute_name));
+  }
+  return absl::OkStatus();
 }
 
 QueuedRun Engine::Resolve(const AdmissionSnapshot& snapshot, model::Run run, Targets* targets) {

@@ -158,8 +158,10 @@ class Engine : public drivers::WorkloadObserver {
   void DispatchLoop();
   // One look at the queue: admits, claims, and tells waiting runs why. True when it claimed.
   bool DispatchPass(size_t free_slots);
-  // What admission reads, once per pass (engine/admission.h).
-  absl::StatusOr<AdmissionSnapshot> TakeSnapshot();
+  // What admission needs for the queued `runs` (one read of each, per pass).
+  absl::StatusOr<AdmissionSnapshot> TakeSnapshot(const std::vector<model::Run>& runs);
+  absl::Status AddQuotaProjects(const std::vector<model::Run>& runs, AdmissionSnapshot* s);
+  absl::Status AddRunInstances(const std::vector<model::Run>& runs, AdmissionSnapshot* s);
   // What one pass resolved already: revisions are immutable, so runs pinning the same
   // profile and template revisions share one resolution.
   using Targets = std::map<std::tuple<std::string, std::string, std::string, int64_t, int64_t>,
