@@ -432,37 +432,24 @@ absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* e
       model::EnsureObject(w.object, "metadata")["resourceVersion"] = std::to_string(rv);
       std::string body = json::serialize(w.object);
       Columns c = ColumnsOf(w.object);
-      if (w.op == Write::Op::kCreate) {
-        Stmt s(writer_,
-               "INSERT INTO objects(kind, namespace, name, rv, labels, phase, ref_name, search, "
-               "body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
-        s.Bind(1, w.kind)
-            .Bind(2, ns)
-            .Bind(3, name)
-            .Bind(4, rv)
-            .Bind(5, c.labels)
-            .Bind(6, c.phase)
-            .Bind(7, c.ref_name)
-            .Bind(8, c.search)
-            .Bind(9, body);
-        if (s.Step() != SQLITE_DONE) {
-          if ((s.rc() & 0xff) == SQLITE_CONSTRAINT) return ObjectExists(w.kind, name);
-          return absl::Status(absl::StatusCode::kUnavailable, s.Error());
-        }
-      } else {
-        Stmt s(writer_,
-               "UPDATE objects SET rv=?4, labels=?5, phase=?6, ref_name=?7, search=?8, body=?9 "
-               "WHERE kind=?1 AND namespace=?2 AND name=?3");
-        s.Bind(1, w.kind)
-            .Bind(2, ns)
-            .Bind(3, name)
-            .Bind(4, rv)
-            .Bind(5, c.labels)
-            .Bind(6, c.phase)
-            .Bind(7, c.ref_name)
-            .Bind(8, c.search)
-            .Bind(9, body);
-        if (s.Step() != SQLITE_DONE) return absl::Status(absl::StatusCode::kUnavailable, s.Error());
+      const bool create = w.op == Write::Op::kCreate;
+      Stmt s(writer_,
+             create ? "INSERT INTO objects(kind, namespace, name, rv, labels, phase, ref_name, "
+                      "search, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+                    : "UPDATE objects SET rv=?4, labels=?5, phase=?6, ref_name=?7, search=?8, "
+                      "body=?9 WHERE kind=?1 AND namespace=?2 AND name=?3");
+      s.Bind(1, w.kind)
+          .Bind(2, ns)
+          .Bind(3, name)
+          .Bind(4, rv)
+          .Bind(5, c.labels)
+          .Bind(6, c.phase)
+          .Bind(7, c.ref_name)
+          .Bind(8, c.search)
+          .Bind(9, body);
+      if (s.Step() != SQLITE_DONE) {
+        if (create && (s.rc() & 0xff) == SQLITE_CONSTRAINT) return ObjectExists(w.kind, name);
+        return absl::Status(absl::StatusCode::kUnavailable, s.Error());
       }
       Stmt e(writer_,
              "INSERT INTO events(rv, type, kind, namespace, name, body) "
