@@ -6,7 +6,8 @@
 #   GANTRY_BENCH_REV=HEAD bench/run_all.sh  # everything, about 6-8 minutes on 2 cores
 #   BENCH_ONLY=get,create bench/run_all.sh
 #
-# Benchmarks (BENCH_ONLY names): get, create, list (includes memory), deploy, spawn.
+# Benchmarks (BENCH_ONLY names): get, create, list (includes memory), deploy, spawn, lifecycle,
+# usage, webhooks, container (needs podman; skipped without it), admission, fairshare.
 # Knobs (environment):
 #   GANTRYD           gantryd binary (default: build-bench/src/app/gantryd, built if missing)
 #   GANTRY_BENCH_REV  build and measure this commit instead of the working tree (e.g. HEAD):
@@ -20,6 +21,9 @@
 #   BENCH_ROUNDS      alternating rounds of the get and create benchmarks (default 4)
 #   BENCH_SECONDS     duration of the wrk and create runs (default 10)
 #   BENCH_OUT         directory to keep raw outputs and results.tsv in (default: discarded)
+#   BENCH_SIM_STEP    simulated seconds per step of the lifecycle simulation (default 60)
+#   BENCH_CHANGES     state changes of the webhooks benchmark (default 1000, x 3 webhooks)
+#   BENCH_CONTAINER_ROUNDS  container deploys and `podman run`s, alternating (default 10)
 #
 # Everything listens on 127.0.0.1 only, lives in one temp directory, and is stopped and
 # removed on exit (also on Ctrl-C).
@@ -36,7 +40,8 @@ N_DEPLOYS=${BENCH_DEPLOYS:-1000}
 DEPLOY_SYNC=${BENCH_DEPLOY_SYNC:-FULL}
 ROUNDS=${BENCH_ROUNDS:-4}
 SECONDS_RUN=${BENCH_SECONDS:-10}
-ONLY=${BENCH_ONLY:-get,create,list,deploy,spawn}
+ONLY=${BENCH_ONLY:-get,create,list,deploy,spawn,lifecycle,usage,webhooks,container,admission,fairshare}
+N_CHANGES=${BENCH_CHANGES:-1000}
 TOOLS=$BUILD/bench-tools
 API=/apis/paas.gantry.dev/v1/namespaces/default
 
@@ -66,6 +71,7 @@ if [[ -n ${GANTRY_BENCH_REV:-} && -z ${GANTRYD_SET:-} ]]; then
   sha=$(git -C "$ROOT" rev-parse --short "$GANTRY_BENCH_REV")
   SRC=$BUILD/rev-$sha/src
   GANTRYD=$BUILD/rev-$sha/build/src/app/gantryd
+  SIM_BUILD=$BUILD/rev-$sha/build
   if [[ ! -x $GANTRYD ]]; then
     log "building gantryd $sha (Release) in $BUILD/rev-$sha"
     rm -rf "$SRC" && mkdir -p "$SRC"
@@ -78,6 +84,8 @@ elif [[ ! -x $GANTRYD ]]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGANTRY_TESTS=OFF >&2
   ninja -j2 -C "$BUILD" gantryd >&2
 fi
+SIM_BUILD=${SIM_BUILD:-$BUILD}  # where bench/lifecycle_sim is built (the gantryd build's tree)
+SIM_STEP=${BENCH_SIM_STEP:-60}
 mkdir -p "$TOOLS"
 build_tool() {  # NAME LIBS...: rebuilds bench/NAME.cc when the source is newer than the binary
   local name=$1; shift
@@ -88,6 +96,7 @@ build_tool() {  # NAME LIBS...: rebuilds bench/NAME.cc when the source is newer 
 }
 build_tool loadgen -lboost_json
 build_tool sqlite_ref -lsqlite3
+build_tool webhooks_bench -lboost_json
 LOADGEN=$TOOLS/loadgen
 SQLITE_REF=$TOOLS/sqlite_ref
 
@@ -120,7 +129,7 @@ launch_gantryd() {  # SYNC POLLS: gantryd on $GDIR/data (with the bootstrap toke
   # benchmarks send); sets GPID GPORT. POLLS: how many 50 ms waits for its port.
   # --log-level info: "listening on" is logged at info; gantryd logs nothing per request there.
   GANTRY_BOOTSTRAP_TOKEN="$GANTRY_TOKEN" "$GANTRYD" --listen 127.0.0.1:0 --data-dir "$GDIR/data" --sqlite-synchronous "$1" \
-    --threads "$THREADS" --workers "$WORKERS" --log-level info 2>"$GDIR/gantryd.log" &
+    --threads "$THREADS" --workers "$WORKERS" --log-level info ${GANTRYD_EXTRA:-} 2>"$GDIR/gantryd.log" &
   GPID=$!
   PIDS+=("$GPID")
   GPORT=''
@@ -454,6 +463,178 @@ if want spawn; then
     record spawn "  vs posix_spawn" "$(field per_second "$line")" \
       "$(field posix_spawn_per_second "$line")" \
       "$(ratio "$(field per_second "$line")" "$(field posix_spawn_per_second "$line")")" "-" "-"
+  done
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 7. Lifecycle policies: one week of 200 notebooks through the engine, the lifecycle
+# controller and the GPU sampler on a fake clock (bench/lifecycle_sim.cc); GPU-hours held
+# with no policy (the reference) vs idle 30m + ttl 12h + a night schedule. The trace is kept
+# as lifecycle-trace.csv in BENCH_OUT.
+if want lifecycle; then
+  if [[ ! -f $SIM_BUILD/build.ninja ]]; then
+    cmake -S "$ROOT" -B "$SIM_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGANTRY_TESTS=OFF >&2
+  fi
+  log "7. lifecycle: building bench/lifecycle_sim.cc (Release) in $SIM_BUILD"
+  ninja -j2 -C "$SIM_BUILD" lifecycle_sim >&2
+  log "7. lifecycle: one week, 200 notebooks, a step of ${SIM_STEP}s, no policy vs policy"
+  "$SIM_BUILD/bench/lifecycle_sim" --out "$OUT" --step "$SIM_STEP" >"$OUT/lifecycle.txt"
+  sed 's/^/   /' "$OUT/lifecycle.txt" >&2
+  line=$(tail -1 "$OUT/lifecycle.txt")
+  record lifecycle "GPU-hours held (policy vs none)" "$(field held_policy_gpu_hours "$line")" \
+    "$(field held_none_gpu_hours "$line")" \
+    "$(ratio "$(field held_policy_gpu_hours "$line")" "$(field held_none_gpu_hours "$line")")" "-" "-"
+  record lifecycle "reclaimed fraction (headline)" "$(field reclaimed_fraction "$line")" "-" "-" "-" "-"
+  record lifecycle "busy GPU-hours lost to stops" "$(field busy_lost_fraction "$line")" "-" "-" "-" "-"
+  record lifecycle "simulation wall s (both runs)" "$(field wall_s "$line")" "-" "-" "-" "-"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 8. Usage reports: a year of a 50-GPU fleet's ledger (100,000 UsageIntervals in a real
+# SqliteStore with their rollups), the report gantryd computes (Tally: rollups + open intervals,
+# by project, GPU type and month) and the same from every interval, vs the same GROUP BY run by
+# the sqlite3 program on the same file (bench/usage_bench.cc; it fails if the two differ).
+if want usage; then
+  if [[ ! -f $SIM_BUILD/build.ninja ]]; then
+    cmake -S "$ROOT" -B "$SIM_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGANTRY_TESTS=OFF >&2
+  fi
+  log "8. usage: building bench/usage_bench.cc (Release) in $SIM_BUILD"
+  ninja -j2 -C "$SIM_BUILD" usage_bench >&2
+  "$SIM_BUILD/bench/usage_bench" --dir "$TMP/usage" >"$OUT/usage.txt"
+  sed 's/^/   /' "$OUT/usage.txt" >&2
+  line=$(tail -1 "$OUT/usage.txt")
+  ms=$(field report_ms "$line")
+  record usage "report of 100k intervals, ms" "$ms" "$(field sqlite3_ms "$line")" \
+    "$(field ratio "$line")" "< 200 ms" "$(le "$ms" 200 && echo yes || echo no)"
+fi
+
+# 9. Webhooks (bench/webhooks_bench.cc): N state changes x 3 webhooks to a receiver on
+# 127.0.0.1 (deliveries/s, POST->delivery delay), and creates/s and state changes/s without and
+# with the webhooks in the same run (the outbox must not halve them).
+if want webhooks; then
+  log "9. webhooks: $N_CHANGES state changes x 3 webhooks (synchronous=FULL), 8 connections"
+  GANTRYD_EXTRA=--webhook-allow-private start_gantryd webhooks FULL
+  line=$(timeout 600 "$TOOLS/webhooks_bench" --port "$GPORT" --changes "$N_CHANGES" --hooks 3 \
+    --connections 8) || die "the webhooks benchmark failed: $line"
+  echo "   $line" >&2
+  record webhooks "deliveries/s ($(field deliveries "$line")/$(field expected "$line"))" \
+    "$(field deliveries_per_s "$line")" "-" "-" "-" "-"
+  record webhooks "  POST->delivery p50/p99 ms" \
+    "$(field delay_p50_ms "$line")/$(field delay_p99_ms "$line")" "-" "-" "-" "-"
+  r=$(ratio "$(field creates_per_s_with "$line")" "$(field creates_per_s_without "$line")")
+  record webhooks "creates/s with vs without hooks" "$(field creates_per_s_with "$line")" \
+    "$(field creates_per_s_without "$line")" "$r" ">=0.5x" "$(yesno ge "$r" 0.5)"
+  r=$(ratio "$(field changes_per_s_with "$line")" "$(field changes_per_s_without "$line")")
+  record webhooks "state changes/s with vs without" "$(field changes_per_s_with "$line")" \
+    "$(field changes_per_s_without "$line")" "$r" ">=0.5x" "$(yesno ge "$r" 0.5)"
+  stop_gantryd
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 10. Container deploys (issue 23): POST deploy -> phase Success of a container instance (the
+# container driver: image found, podman run, readiness on its endpoint) against `podman run`
+# of the same image by hand, with the same runtime and isolation flags, until its port
+# answers. Alternating, BENCH_CONTAINER_ROUNDS of each; the image is the example's
+# (examples/container/build-image.sh, offline).
+if want container; then
+  if ! command -v podman >/dev/null 2>&1; then
+    log "10. container: podman is not installed: skipped"
+  else
+    C_ROUNDS=${BENCH_CONTAINER_ROUNDS:-10}
+    C_IMAGE=localhost/gantry-notebook:1
+    sh "$ROOT/examples/container/build-image.sh" >&2
+    log "10. container: $C_ROUNDS deploys of a container instance vs podman run by hand"
+    start_gantryd container NORMAL
+    C_OWNER=$GDIR/data
+    post "$API/environmenttemplates" '{"apiVersion":"paas.gantry.dev/v1","kind":"EnvironmentTemplate",
+      "metadata":{"name":"ctr"},"spec":{"displayName":"Container","driver":"container",
+      "container":{"image":"'"$C_IMAGE"'","ports":[{"name":"http","containerPort":8888}],
+      "readiness":{"httpPath":"/","port":"http"}}}}'
+    post "$API/computeprofiles" '{"apiVersion":"paas.gantry.dev/v1","kind":"ComputeProfile",
+      "metadata":{"name":"ctr"},"spec":{"displayName":"Container","templateRef":{"name":"ctr"},
+      "resources":{"cpu":1,"memoryGiB":1}}}'
+    # The driver's flags: nofile and nproc at most this shell's hard limits, as gantryd does.
+    lim() { local h; h=$(ulimit -H "$1"); [[ $h == unlimited || $h -gt $2 ]] && h=$2; echo "$h:$h"; }
+    hand_flags=(--runtime runc --init --ulimit "nofile=$(lim -n 65536)" --ulimit "nproc=$(lim -u 4096)")
+    [[ $(id -u) == 0 ]] && hand_flags+=(--uidmap 0:1000000:65536 --gidmap 0:1000000:65536)
+    phase() {  # NAME: status.phase (curl and sed only: a poll must cost little CPU)
+      curl -s -H "$AUTH" "http://127.0.0.1:$GPORT$API/computeinstances/$1" |
+        sed -n 's/.*"phase":"\([A-Za-z]*\)".*/\1/p'
+    }
+    wait_phase() {  # NAME PHASE: polls until the instance is in PHASE; fails on Failed
+      local i p
+      for i in $(seq 3000); do
+        p=$(phase "$1")
+        [[ $p == "$2" ]] && return 0
+        [[ $p == Failed ]] && { curl -s -H "$AUTH" "http://127.0.0.1:$GPORT$API/computeinstances/$1" >&2; return 1; }
+        sleep 0.02
+      done
+      return 1
+    }
+    ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+    : >"$OUT/container-gantry.ms"; : >"$OUT/container-hand.ms"
+    for i in $(seq "$C_ROUNDS"); do
+      post "$API/computeinstances" '{"apiVersion":"paas.gantry.dev/v1","kind":"ComputeInstance",
+        "metadata":{"name":"c'"$i"'"},"spec":{"profileRef":{"name":"ctr"}}}'
+      t0=$(date +%s%N)
+      post "$API/computeinstances/c$i/deploy" '{}'
+      wait_phase "c$i" Success || die "container instance c$i did not reach Success"
+      ms_since "$t0" >>"$OUT/container-gantry.ms"
+      port=$(free_port)
+      t0=$(date +%s%N)
+      podman run -d --name "gantry-bench-$i" "${hand_flags[@]}" -p "127.0.0.1:$port:8888" \
+        "$C_IMAGE" >/dev/null
+      until curl -sf "http://127.0.0.1:$port/" >/dev/null; do sleep 0.02; done
+      ms_since "$t0" >>"$OUT/container-hand.ms"
+      podman rm -f -t 0 "gantry-bench-$i" >/dev/null
+      post "$API/computeinstances/c$i/destroy" '{}'
+      wait_phase "c$i" NotDeployed || die "container instance c$i was not destroyed"
+    done
+    p50() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+    g50=$(p50 "$OUT/container-gantry.ms") h50=$(p50 "$OUT/container-hand.ms")
+    echo "   gantry ms: $(tr '\n' ' ' <"$OUT/container-gantry.ms")" >&2
+    echo "   by hand ms: $(tr '\n' ' ' <"$OUT/container-hand.ms")" >&2
+    record container "deploy -> ready p50 ms" "$g50" "$h50" "$(ratio "$g50" "$h50")" "-" "-"
+    record container "  gantry overhead p50 ms" "$((g50 - h50))" "0" "-" "-" "-"
+    stop_gantryd
+    podman ps -aq --filter "label=gantry.owner=$C_OWNER" | xargs -r podman rm -f >/dev/null
+  fi
+fi
+
+# 11. Fair share (issue 18): one dispatcher pass's admission over 1,000 queued deploys on 64
+# GPUs (CPU ms per pass vs a sort-and-visit reference, target 5 ms), then the real
+# DispatchPass on SQLite with the same queue (bench/admission_bench.cc); a simulated week of
+# three teams on 32 GPUs, FIFO with caps vs fair share (bench/fair_share_sim.cc).
+if want admission || want fairshare; then
+  if [[ ! -f $SIM_BUILD/build.ninja ]]; then
+    cmake -S "$ROOT" -B "$SIM_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGANTRY_TESTS=OFF >&2
+  fi
+  log "11. fair share: building bench/admission_bench.cc and bench/fair_share_sim.cc (Release)"
+  ninja -j2 -C "$SIM_BUILD" admission_bench fair_share_sim >&2
+fi
+if want admission; then
+  log "11a. admission: 1,000 queued deploys, 64 GPUs, 4 projects with guarantees"
+  "$SIM_BUILD/bench/admission_bench" >"$OUT/admission.txt"
+  sed 's/^/   /' "$OUT/admission.txt" >&2
+  line=$(grep '^admission ' "$OUT/admission.txt")
+  record admission "CPU ms per pass (1,000 queued)" "$(field ms_per_pass "$line")" \
+    "$(field reference_ms "$line")" "$(field ratio "$line")" "<=5ms" "$(field met "$line")"
+  line=$(grep '^dispatch ' "$OUT/admission.txt")
+  record admission "  DispatchPass on SQLite p50/max ms" \
+    "$(field dispatch_p50_ms "$line")/$(field dispatch_max_ms "$line")" "-" "-" "-" "-"
+fi
+if want fairshare; then
+  log "11b. fair share: one simulated week, three teams, 32 GPUs, FIFO with caps vs fair share"
+  "$SIM_BUILD/bench/fair_share_sim" >"$OUT/fair_share.txt"
+  sed 's/^/   /' "$OUT/fair_share.txt" >&2
+  line=$(tail -1 "$OUT/fair_share.txt")
+  record fairshare "weekday utilisation (fair vs fifo)" "$(field weekday_utilisation_fair "$line")" \
+    "$(field weekday_utilisation_fifo "$line")" \
+    "$(ratio "$(field weekday_utilisation_fair "$line")" "$(field weekday_utilisation_fifo "$line")")" "-" "-"
+  for team in vision nlp speech; do
+    record fairshare "  p95 wait within guarantee, $team (min)" \
+      "$(field "p95_within_${team}_min" "$line" | cut -d/ -f2)" \
+      "$(field "p95_within_${team}_min" "$line" | cut -d/ -f1)" "-" "-" "-"
   done
 fi
 

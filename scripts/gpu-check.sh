@@ -3,7 +3,8 @@
 # nvidia-smi, a local-driver instance sees exactly the GPU it was assigned (CUDA_VISIBLE_DEVICES,
 # and CUDA itself through PyTorch when present), a second one waits for capacity and starts
 # by itself when the first is destroyed, and one asking for more GPUs than exist fails at once
-# with Unschedulable. Each of these is asserted: the script prints every finding and ends with
+# with Unschedulable; the GPU sampler (docs/gpu-sampling.md) reports the utilisation of the
+# deployed instance's GPU from the real nvidia-smi. Each of these is asserted: the script prints every finding and ends with
 # "GPU CHECK PASSED" (exit 0) or "GPU CHECK FAILED: ..." (exit 1).
 #   usage: scripts/gpu-check.sh GANTRYD_BINARY [OUT_DIR]
 set -uo pipefail
@@ -21,7 +22,7 @@ PROBE_DIR=$(mktemp -d)
 chmod 755 "$PROBE_DIR"
 export GANTRY_TOKEN="gpu-check-$(head -c 18 /dev/urandom | base64 | tr -d '/+=')"
 GANTRY_BOOTSTRAP_TOKEN="$GANTRY_TOKEN" "$GANTRYD" --listen 127.0.0.1:0 --data-dir "$DATA" \
-  --log-level info 2>"$OUT/gantryd.log" &
+  --log-level info --gpu-sample-interval 2s 2>"$OUT/gantryd.log" &
 PID=$!
 for _ in $(seq 1 100); do grep -q "listening on" "$OUT/gantryd.log" 2>/dev/null && break; sleep 0.1; done
 PORT=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$OUT/gantryd.log" | sed 's/.*://')
@@ -108,6 +109,26 @@ def sees(name, st):
         check(seen["torch_device_count"] == 1 and seen.get("matmul_ok") is True,
               f"CUDA in workload {name} sees one device and computes ({seen.get('torch_device_name')})")
 sees("a", sa)
+def sampled(name, secs=60):
+    end = time.time() + secs
+    while time.time() < end:
+        s = status(name)
+        if isinstance(s.get("gpuUtilization"), int): return s
+        time.sleep(0.5)
+    return status(name)
+su = sampled("a"); u = su.get("gpuUtilization")
+print("== a sampled", json.dumps({k: su.get(k) for k in ("gpus", "gpuUtilization", "idleSince")}))
+check(isinstance(u, int) and 0 <= u <= 100, f"the sampler reports the utilisation of a's GPU ({u} %)")
+check(isinstance(u, int) and (u < 5) == ("idleSince" in su),
+      "a has idleSince exactly when its utilisation is below 5 % (no idle policy)")
+req = urllib.request.Request(base.split("/apis/")[0] + "/metrics",
+                             headers={"Authorization": "Bearer " + os.environ["GANTRY_TOKEN"]})
+metrics = urllib.request.urlopen(req).read().decode()
+series = [l for l in metrics.split("\n") if l.startswith("gantry_gpu_")]
+print("== GPU metrics", json.dumps(series))
+gpu = (sa.get("gpus") or ["?"])[0]
+check(any(l.startswith(f'gantry_gpu_utilization{{gpu="{gpu}"}} ') for l in series),
+      f"/metrics has gantry_gpu_utilization of GPU {gpu}")
 if len(smi) == 1:
     sb0 = wait("b", ("Waiting",), 30)
     print("== b (should wait)", json.dumps({k: sb0.get(k) for k in ("phase", "reason", "message")}))

@@ -23,11 +23,14 @@ esac
 
 # Building and running gantryd, the CLI and the UI (the README's run command). libpq-dev:
 # gantryd is always built with its PostgreSQL store. libldap-dev: gantryd's LDAP logins
-# (--ldap-url, issue 21). python3: the examples' workloads.
+# (--ldap-url, issue 21). libcjose-dev (and libjansson-dev, which its pkg-config needs):
+# single sign-on's ID token and JWKS checks (--oidc-issuer, issue 21). python3: the examples'
+# workloads.
 RUN_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libabsl-dev libsqlite3-dev
   libsodium-dev libssl-dev libyaml-cpp-dev libspdlog-dev libcli11-dev libpq-dev libldap-dev
+  libcjose-dev libjansson-dev
   curl python3
 )
 # The web UI: node and npm (Debian's, unless a node is already installed, e.g. from NodeSource).
@@ -42,6 +45,18 @@ TEST_PACKAGES=(
   postgresql
   python3-kubernetes  # tests: the official Python client (issue 24)
   slapd ldap-utils    # tests: a throwaway OpenLDAP directory for the LDAP logins (issue 21)
+  # tests: a throwaway OpenID Connect provider for single sign-on (issue 21; docs/sso.md):
+  # LemonLDAP::NG's portal under its FastCGI server, behind nginx. The Perl modules are what the
+  # portal loads at start but Debian only recommends (this script installs no recommends).
+  lemonldap-ng lemonldap-ng-fastcgi-server nginx-light
+  libgd-securityimage-perl libimage-magick-perl libcrypt-openssl-bignum-perl
+  libstring-random-perl libio-string-perl libconvert-base32-perl libipc-run-perl
+  libmime-tools-perl libio-socket-timeout-perl libunicode-string-perl fonts-urw-base35
+  # tests/container (issue 23): real Podman with the runc runtime (crun fails on a hybrid
+  # cgroup layout), catatonit for --init, netavark/aardvark-dns/iptables for published ports,
+  # uidmap for user namespaces (named: recommends are not installed), and busybox-static,
+  # the one binary of the image the tests build offline (docs/container-driver.md).
+  podman runc catatonit netavark aardvark-dns iptables uidmap busybox-static
 )
 
 # Packages that ship a daemon, and its unit: installed without starting it, then disabled.
@@ -54,6 +69,8 @@ declare -A SERVICE_UNITS=(
   [munge]="munge"
   [dbus]="dbus"
   [slapd]="slapd"
+  [lemonldap-ng-fastcgi-server]="lemonldap-ng-fastcgi-server"
+  [nginx-light]="nginx"
 )
 
 PACKAGES=("${RUN_PACKAGES[@]}")

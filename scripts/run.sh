@@ -89,6 +89,8 @@ if [ "$first_start" = 1 ] && [ -n "${GANTRY_ADMIN_PASSWORD:-}" ]; then
     "$GANTRY" --server "$SERVER" login --user admin --password-stdin || true
   # Full lines from here: gantryd's log shares the terminal.
   echo "first start: loading examples/"
+  # The container example's offline image (busybox-static and a page), when Podman is here.
+  sh examples/container/build-image.sh 2>&1 | sed 's/^/  /' || true
   echo "=== gantry apply -f examples/" >>"$LOG"
   if "$GANTRY" --server "$SERVER" apply -f examples/ >"$LOG.apply" 2>&1; then
     echo "  loaded $(grep -c -E ' (created|configured|unchanged)$' "$LOG.apply") objects"

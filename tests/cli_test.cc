@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/time/time.h"
 #include "gantryd_test.h"
 
 #ifndef GANTRY_PATH
@@ -266,7 +267,8 @@ TEST_F(CliTest, GetPrintsTablesAndDocuments) {
   EXPECT_EQ(table.exit_code, 0) << table.err;
   std::vector<std::string> lines = Lines(table.out);
   ASSERT_EQ(lines.size(), 2u) << table.out;
-  EXPECT_THAT(Squeeze(lines[0]), StartsWith("NAME DISPLAY NAME PROFILE CREATED STATUS SHARING"));
+  EXPECT_THAT(Squeeze(lines[0]),
+              StartsWith("NAME DISPLAY NAME PROFILE EXPIRES GPU% CREATED STATUS SHARING"));
   EXPECT_THAT(Squeeze(lines[1]), StartsWith("gpu-instance-prod GPU instance (prod) h100-x8 "));
   // Columns are aligned: every cell of a column starts at the header's offset.
   EXPECT_EQ(lines[0].find("PROFILE"), lines[1].find("h100-x8"));
@@ -310,6 +312,87 @@ TEST_F(CliTest, DescribeShowsWhatIsConfigured) {
        {"gpu-instance-prod", "GPU instance (prod)", "Dedicated cluster for LLM pre-training.",
         "h100-x8", "env=prod", "nodes", "12", "NotDeployed"})
     EXPECT_THAT(r.out, HasSubstr(text)) << r.out;
+}
+
+// The string at a dotted path ("status.expiresAt"); "" when absent.
+std::string StringAt(const json::object& o, const std::string& path) {
+  const json::object* cur = &o;
+  size_t start = 0;
+  while (true) {
+    size_t dot = path.find('.', start);
+    const json::value* v = cur->if_contains(path.substr(start, dot - start));
+    if (v == nullptr) return "";
+    if (dot == std::string::npos) return v->is_string() ? std::string(v->get_string()) : "";
+    if (!v->is_object()) return "";
+    cur = &v->get_object();
+    start = dot + 1;
+  }
+}
+
+constexpr char kLifecycleManifest[] = R"(apiVersion: paas.gantry.dev/v1
+kind: EnvironmentTemplate
+metadata: {name: quick}
+spec: {driver: exec, exec: {command: ["true"]}}
+---
+apiVersion: paas.gantry.dev/v1
+kind: ComputeProfile
+metadata: {name: one-hour}
+spec:
+  templateRef: {name: quick}
+  lifecycle: {ttl: {default: 1h, max: 4h, action: Stop}}
+---
+apiVersion: paas.gantry.dev/v1
+kind: ComputeInstance
+metadata: {name: nb}
+spec: {displayName: Notebook, profileRef: {name: one-hour}}
+)";
+
+// Issue 17: `gantry extend` raises spec.lifecycle.ttl over the effective one (here the
+// profile's default), so status.expiresAt moves by exactly the extension; over the profile's
+// max the server's 422 is printed; get and describe show the lifecycle.
+TEST_F(CliTest, ExtendMovesTheExpiryAndGetShowsIt) {
+  ASSERT_EQ(Gantry({"apply", "-f", WriteFile("lifecycle.yaml", kLifecycleManifest)}).exit_code, 0);
+  CliResult deploy = Gantry({"deploy", "nb", "--wait"});
+  ASSERT_EQ(deploy.exit_code, 0) << deploy.out << deploy.err;
+  const std::string path = NsPath("default", "computeinstances", "nb");
+  std::string before = StringAt(api().Get(path).obj(), "status.expiresAt");
+  ASSERT_FALSE(before.empty()) << api().Get(path).body;
+
+  CliResult table = Gantry({"get", "ci"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_THAT(Squeeze(Lines(table.out)[1]),
+              ::testing::MatchesRegex("nb Notebook one-hour (59|60)m <none> .* Success None"));
+
+  CliResult extend = Gantry({"extend", "nb", "2h"});
+  ASSERT_EQ(extend.exit_code, 0) << extend.err;
+  json::object after = api().Get(path).obj();
+  EXPECT_EQ(StringAt(after, "spec.lifecycle.ttl"), "3h");
+  absl::Time t0, t1;
+  std::string err;
+  ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full, before, &t0, &err)) << before;
+  ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full, StringAt(after, "status.expiresAt"), &t1, &err))
+      << api().Get(path).body;
+  EXPECT_EQ(t1 - t0, absl::Hours(2));
+  EXPECT_THAT(extend.out, StartsWith("computeinstance/nb extended by 2h: ttl 1h -> 3h, expires " +
+                                     StringAt(after, "status.expiresAt") + " (in 1"));
+
+  CliResult too_far = Gantry({"extend", "nb", "1d"});
+  EXPECT_EQ(too_far.exit_code, 1);
+  EXPECT_THAT(too_far.err, HasSubstr("spec.lifecycle.ttl"));
+  EXPECT_THAT(too_far.err, HasSubstr("4h"));
+  EXPECT_EQ(StringAt(api().Get(path).obj(), "spec.lifecycle.ttl"), "3h");
+
+  CliResult bad = Gantry({"extend", "nb", "1h30m"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("is not a duration"));
+
+  CliResult described = Gantry({"describe", "ci", "nb"});
+  EXPECT_EQ(described.exit_code, 0) << described.err;
+  EXPECT_THAT(described.out, HasSubstr("Lifecycle:\n"));
+  EXPECT_THAT(Squeeze(described.out), HasSubstr("TTL: 3h\n"));
+  EXPECT_THAT(Squeeze(described.out), HasSubstr("GPU%: <none>\n"));
+  EXPECT_THAT(described.out, HasSubstr("Events:\n"));  // the deploy's run, as kubectl lists it
+  EXPECT_THAT(described.out, HasSubstr("DeploySucceeded"));
 }
 
 TEST_F(CliTest, DeleteByNameAndByFile) {
@@ -374,6 +457,13 @@ TEST_F(CliTest, ConfigFileSuppliesServerAndProject) {
   CliResult r = RunGantry({"--config", config, "apply", "-f", "-"}, home_, kManifest);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(api().Get(NsPath("ml", "computeinstances", "gpu-instance-prod")).status, 200);
+}
+
+// gantry login --sso against a server without single sign-on says so (docs/sso.md).
+TEST_F(CliTest, LoginSsoWithoutSingleSignOnSaysSo) {
+  CliResult r = RunGantry({"--server", gantryd_->base_url(), "login", "--sso"}, home_, "", false);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("single sign-on is not configured on " + gantryd_->base_url()));
 }
 
 // gantry login, whoami, tokens and share, as a person would use them: the password on stdin,

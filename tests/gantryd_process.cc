@@ -90,10 +90,13 @@ std::string GantrydProcess::Log() const {
 absl::Status GantrydProcess::Start() {
   if (running()) return absl::FailedPreconditionError("gantryd is already running");
   StopReader();  // the previous run's reader, if any, has seen EOF or will now
-  std::vector<std::string> args = {GantrydBinary(), "--listen", "127.0.0.1:0", "--data-dir",
-                                   data_dir_};
-  bool own_store = false;
-  for (const auto& a : extra_args_) own_store = own_store || a == "--store";
+  bool own_store = false, own_listen = false;
+  for (const auto& a : extra_args_) {
+    own_store = own_store || a == "--store";
+    own_listen = own_listen || a == "--listen";
+  }
+  std::vector<std::string> args = {GantrydBinary(), "--data-dir", data_dir_};
+  if (!own_listen) args.insert(args.begin() + 1, {"--listen", "127.0.0.1:0"});
   if (TestStoreIsPostgres() && !own_store) {
     if (store_url_.empty()) {
       auto server = store::testing::PgTestServer::Get();

@@ -42,7 +42,8 @@ std::string TestStoreUnavailable();
 class GantrydProcess {
  public:
   // `extra_args` are appended to `--listen 127.0.0.1:0 --data-dir DIR` (and to `--store URL`
-  // under GANTRY_TEST_STORE=postgres, unless they name a --store themselves).
+  // under GANTRY_TEST_STORE=postgres, unless they name a --store themselves; and without the
+  // --listen when they name one: a test that must know the port before gantryd starts).
   explicit GantrydProcess(std::vector<std::string> extra_args = {});
   ~GantrydProcess();
   GantrydProcess(const GantrydProcess&) = delete;

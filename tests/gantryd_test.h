@@ -56,19 +56,26 @@ class GantrydTest : public ::testing::Test {
 };
 
 // Two gantryd replicas on one fresh PostgreSQL database, over a GantrydTest fixture `Base`
-// (GantrydTest, EngineTest, ...): gantryd_ and api() are the first replica, second_ and
-// second_api() the second. Both run with `--store URL` followed by ReplicaArgs(); each has
-// its own data directory, and the second a copy of the first one's secret.key (sealed
-// variables must open on both). Skipped where PostgreSQL cannot start, failed there when
+// (GantrydTest, EngineTest, LocalTest, ...): gantryd_ and api() are the first replica,
+// second_ and second_api() the second. Both run with `--store URL`, Base's own flags and
+// ReplicaArgs(), then their own OneReplicaArgs(index); each has its own data directory, and
+// the second a copy of the first one's secret.key (sealed variables must open on both). The
+// second starts in SetUp unless StartSecondReplica() leaves that to the test
+// (second_->Start()). Skipped where PostgreSQL cannot start, failed there when
 // PostgresRequired() (CI).
 template <typename Base>
 class TwoReplicaTest : public Base {
  protected:
-  // The flags of both replicas after --store.
+  // The flags of both replicas after --store and Base's.
   virtual std::vector<std::string> ReplicaArgs() { return {}; }
+  // The flags of one replica (0: gantryd_, 1: second_) after ReplicaArgs(): --host-id.
+  virtual std::vector<std::string> OneReplicaArgs(int index) { return {}; }
+  // False: SetUp makes the second replica but does not start it (nor second_api()).
+  virtual bool StartSecondReplica() { return true; }
   std::vector<std::string> Args() final {
     std::vector<std::string> args{"--store", url_};
-    for (std::string& a : ReplicaArgs()) args.push_back(std::move(a));
+    for (std::vector<std::string> part : {Base::Args(), ReplicaArgs(), OneReplicaArgs(building_)})
+      for (std::string& a : part) args.push_back(std::move(a));
     return args;
   }
 
@@ -83,10 +90,12 @@ class TwoReplicaTest : public Base {
     url_ = *url;
     Base::SetUp();
     if (this->HasFatalFailure() || this->IsSkipped()) return;
+    building_ = 1;
     second_ = std::make_unique<GantrydProcess>(Args());
     std::filesystem::copy_file(this->gantryd_->data_dir() + "/secret.key",
                                second_->data_dir() + "/secret.key",
                                std::filesystem::copy_options::overwrite_existing);
+    if (!StartSecondReplica()) return;
     absl::Status s = second_->Start();
     ASSERT_TRUE(s.ok()) << s;
     second_api_ = std::make_unique<Api>(second_->base_url());
@@ -104,6 +113,7 @@ class TwoReplicaTest : public Base {
 
  private:
   std::string url_;
+  int building_ = 0;  // the replica whose flags Args() gives
   std::unique_ptr<Api> second_api_;
 };
 

@@ -181,8 +181,8 @@ TEST_F(BadAuditRetentionTest, AMalformedRetentionIsRefusedAtStartUp) {
   GantrydProcess gantryd({"--audit-retention", "forever"});
   absl::Status s = gantryd.Start();
   EXPECT_FALSE(s.ok());
-  EXPECT_THAT(gantryd.Log(), HasSubstr("--audit-retention takes a duration such as 90d or 12h, "
-                                       "not \"forever\""));
+  EXPECT_THAT(gantryd.Log(), HasSubstr("--audit-retention: \"forever\" is not a duration: use a "
+                                       "whole number > 0 and one unit, s, m, h or d"));
 }
 
 class MaxConnectionsTest : public GantrydTest {

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_process.h"
 #include "common/tls_files.h"
 
 namespace gantry::testing {
@@ -86,68 +87,6 @@ std::string Directory() {
   return ldif;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0) ::close(fd);
-  return port;
-}
-
-bool Accepts(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  bool ok = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  if (fd >= 0) ::close(fd);
-  return ok;
-}
-
-// Forks and execs `args` with stdout/stderr appended to `log`; `pdeathsig`: the child dies
-// with this thread. Returns the pid (or -1).
-pid_t Spawn(const std::vector<std::string>& args, const std::string& log, bool pdeathsig) {
-  std::vector<std::string> copy = args;
-  std::vector<char*> argv;
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd >= 0) {
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-  }
-  if (pdeathsig) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(127);
-  }
-  ::execv(argv[0], argv.data());
-  ::_exit(127);
-}
-
-int Wait(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // A connection bound as the root DN, for the changes tests make.
 absl::StatusOr<LDAP*> RootConnection(const std::string& url) {
   LDAP* ld = nullptr;
@@ -184,26 +123,21 @@ absl::Status LdapTestServer::Prepare() {
     return absl::UnavailableError("slapd is not installed (Debian: slapd ldap-utils)");
   std::string modules = ModuleDir();
   if (modules.empty()) return absl::UnavailableError("slapd's back_mdb module not found");
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/gantry-ldap-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (::mkdtemp(buf.data()) == nullptr)
-    return absl::UnavailableError("mkdtemp: " + std::string(std::strerror(errno)));
-  dir_ = buf.data();
+  dir_ = MakeTempDir("gantry-ldap");
+  if (dir_.empty()) return absl::UnavailableError("mkdtemp: " + std::string(std::strerror(errno)));
   fs::create_directories(dir_ + "/db");
   std::ofstream(dir_ + "/slapd.conf") << Config(dir_, modules);
   std::ofstream(dir_ + "/directory.ldif") << Directory();
   pid_t add =
-      Spawn({"/usr/sbin/slapadd", "-f", dir_ + "/slapd.conf", "-l", dir_ + "/directory.ldif"},
-            dir_ + "/slapadd.log", false);
-  if (add < 0 || Wait(add) != 0)
-    return absl::UnavailableError("slapadd failed:\n" + ReadAll(dir_ + "/slapadd.log"));
+      SpawnLogged({"/usr/sbin/slapadd", "-f", dir_ + "/slapd.conf", "-l", dir_ + "/directory.ldif"},
+                  dir_ + "/slapadd.log");
+  if (add < 0 || WaitExit(add) != 0)
+    return absl::UnavailableError("slapadd failed:\n" + ReadFileOrEmpty(dir_ + "/slapadd.log"));
   if (absl::Status tls = EnsureSelfSignedCertificate(ca_file(), dir_ + "/tls.key", {"127.0.0.1"});
       !tls.ok())
     return tls;
-  port_ = FreePort();
-  tls_port_ = FreePort();
+  port_ = FreeLoopbackPort();
+  tls_port_ = FreeLoopbackPort();
   if (port_ == 0 || tls_port_ == 0 || tls_port_ == port_)
     return absl::UnavailableError("no free ports");
   return absl::OkStatus();
@@ -217,29 +151,19 @@ std::string LdapTestServer::ca_file() const { return dir_ + "/tls.crt"; }
 
 absl::Status LdapTestServer::Start() {
   std::string log = dir_ + "/slapd.log";
-  pid_ = Spawn({"/usr/sbin/slapd", "-h", url() + "/ " + tls_url() + "/", "-f", dir_ + "/slapd.conf",
-                "-d", "0"},
-               log, true);
+  pid_ = SpawnLogged({"/usr/sbin/slapd", "-h", url() + "/ " + tls_url() + "/", "-f",
+                      dir_ + "/slapd.conf", "-d", "0"},
+                     log, {.parent_death_signal = SIGTERM});
   if (pid_ < 0) return absl::UnavailableError("cannot start slapd");
-  auto deadline = std::chrono::steady_clock::now() + kStartDeadline;
-  while (!Accepts(port_) || !Accepts(tls_port_)) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return absl::UnavailableError("slapd exited at start; its output:\n" + ReadAll(log));
-    }
-    if (std::chrono::steady_clock::now() > deadline)
-      return absl::UnavailableError("slapd did not accept connections in time:\n" + ReadAll(log));
-    // Not synchronisation: the interval between two looks at the port.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return absl::OkStatus();
+  return WaitUntilServing(
+      &pid_, [&] { return AcceptsOnLoopback(port_) && AcceptsOnLoopback(tls_port_); }, "slapd", log,
+      kStartDeadline);
 }
 
 absl::Status LdapTestServer::Stop() {
   if (pid_ < 0) return absl::OkStatus();
   ::kill(pid_, SIGTERM);
-  int rc = Wait(pid_);
+  int rc = WaitExit(pid_);
   pid_ = -1;
   if (rc != 0 && rc != 128 + SIGTERM)
     return absl::InternalError("slapd exited with " + std::to_string(rc));

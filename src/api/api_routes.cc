@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "common/utf8.h"
 #include "model/codec.h"
+#include "model/lifecycle_policy.h"
 
 namespace gantry::api {
 namespace {
@@ -54,7 +55,8 @@ std::string FieldManagerOf(const Request& request, const Query& q) {
 
 // The subresources the API serves; any other name is "other" in a route label.
 std::string SubresourceLabel(const std::string& sub) {
-  for (const char* known : {"deploy", "destroy", "cancel", "upgrade", "log", "revisions", "tokens"})
+  for (const char* known : {"deploy", "destroy", "stop", "start", "cancel", "upgrade", "log",
+                            "revisions", "tokens", "approve", "reject"})
     if (sub == known) return known;
   return "other";
 }
@@ -189,10 +191,14 @@ const std::vector<Router::ApiRoute>& Router::ApiRoutes() {
       {"Node", "GET", "", &Router::NodeList},
       {"Node", "GET", "{name}", &Router::NodeGet},
       {"Node", "*", "**", &Router::NodesReadOnly},
-      {"ComputeInstance|ServiceInstance", "POST", "{name}/deploy|destroy|cancel|upgrade",
+      {"UsageReport", "GET", "", &Router::UsageReports},
+      {"UsageReport", "*", "**", &Router::UsageReportsReadOnly},
+      {"ComputeInstance|ServiceInstance", "POST", "{name}/deploy|destroy|stop|start|cancel|upgrade",
        &Router::Action},
-      {"ComputeInstance|ServiceInstance", "*", "{name}/deploy|destroy|cancel|upgrade",
+      {"ComputeInstance|ServiceInstance", "*", "{name}/deploy|destroy|stop|start|cancel|upgrade",
        &Router::ActionNeedsPost},
+      {"ComputeInstance", "POST", "{name}/approve|reject", &Router::Answer},
+      {"ComputeInstance", "*", "{name}/approve|reject", &Router::ActionNeedsPost},
       {"Run", "GET", "{name}/log", &Router::Log},
       {"Run", "*", "{name}/log", &Router::LogReadOnly},
       {"*", "GET", "{name}/revisions", &Router::Revisions},
@@ -459,11 +465,16 @@ Response Router::InstanceAction(const Target& t, const std::string& action, cons
                                            it->second.substr(0, 32) + "\""));
     cascade = it->second == "true";
   }
+  if (auto gated = ApprovalGate(t, action)) return *std::move(gated);
   absl::StatusOr<json::object> out;
   if (action == "deploy")
     out = engine_.Deploy(kind, t.ns, t.name);
   else if (action == "destroy")
     out = engine_.Destroy(kind, t.ns, t.name, cascade);
+  else if (action == "stop")
+    out = engine_.Stop(kind, t.ns, t.name, "StoppedByUser");
+  else if (action == "start")
+    out = engine_.Start(kind, t.ns, t.name);
   else if (action == "cancel")
     out = engine_.Cancel(kind, t.ns, t.name);
   else
@@ -517,12 +528,12 @@ Response Router::HandleTokens(const Request& request, const Target& t, const std
     std::optional<std::chrono::seconds> ttl;
     std::string expires = model::GetString(body, "expiresIn");
     if (!expires.empty()) {
-      ttl = auth::ParseDuration(expires);
-      if (!ttl)
-        return ErrorResponse(
-            InvalidError("Token", "",
-                         {{"expiresIn", "Invalid value: \"" + expires.substr(0, 64) +
-                                            "\": use a duration such as 90d, 12h or 30m"}}));
+      auto parsed = model::ParseDuration(expires);
+      if (!parsed.ok())
+        return ErrorResponse(InvalidError(
+            "Token", "",
+            {{"expiresIn", "Invalid value: " + std::string(parsed.status().message())}}));
+      ttl = *parsed;
     }
     auto out = authn_.CreateToken(t.name, model::GetString(body, "description"), ttl);
     if (out.ok()) call.entry.name = t.name + "/" + model::GetString(*out, "metadata.name");

@@ -1,5 +1,8 @@
 // Compute instances: the shared instance rules (instance_strategy.h), plus the project's
-// spec.quota.instancesPerUser, counted when one is created.
+// spec.quota.instancesPerUser, counted when one is created, and spec.lifecycle within the
+// pinned profile revision's policy (model::ValidateInstanceLifecycle): a changed lifecycle
+// of a running instance moves status.expiresAt (raising the ttl extends it); the same check
+// and count run on upgrade (ApplyInstanceLifecycle, instance_strategy.h).
 #include "api/instance_strategy.h"
 #include "api/strategy_support.h"
 #include "common/errors.h"
@@ -22,22 +25,30 @@ class ComputeInstanceStrategy : public InstanceStrategy {
   absl::Status BeforeCreate(const Target& t, std::vector<store::Write>* writes) const override {
     if (t.caller.empty()) return absl::OkStatus();
     ASSIGN_OR_RETURN(json::object project, ctx_.store.Get(kProjectKind, "", t.ns));
-    const json::value* q = model::FindPath(project, "spec.quota.instancesPerUser");
-    if (!q || !q->is_int64()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const model::Project typed, model::DecodeProject(project));
+    const std::optional<int64_t> limit = typed.quota.instances_per_user;
+    if (!limit) return absl::OkStatus();
     ASSIGN_OR_RETURN(int64_t owned, ctx_.store.Count(kComputeInstanceKind, t.ns,
                                                      {{"status.createdBy", true, t.caller}}));
-    if (owned >= q->get_int64())
+    if (owned >= *limit)
       return ForbiddenError("exceeded quota: project " + t.ns + " allows " +
-                            std::to_string(q->get_int64()) + " compute instances per user and " +
-                            t.caller + " already has " + std::to_string(owned) +
-                            "; delete one first");
+                            std::to_string(*limit) + " compute instances per user and " + t.caller +
+                            " already has " + std::to_string(owned) + "; delete one first");
     // The count holds only while nobody else creates one: the same commit rewrites the
     // project at the resourceVersion read here, so of two racing creates one gets a
     // conflict and counts again (the project's content does not change).
-    int64_t rv = std::stoll(GetString(project, "metadata.resourceVersion", "0"));
+    int64_t rv = typed.metadata.resource_version;
     writes->push_back(
         store::Write{store::Write::Op::kUpdate, kProjectKind, std::move(project), rv, 0});
     return absl::OkStatus();
+  }
+
+  absl::Status AdmitMore(const Target& t, const json::object* current,
+                         const json::object& profile_spec, json::object& next,
+                         std::vector<store::Write>*) const override {
+    const bool changed =
+        !current || ObjectAt(*current, "spec.lifecycle") != ObjectAt(next, "spec.lifecycle");
+    return ApplyInstanceLifecycle(t.kind->kind, profile_spec, changed, next);
   }
 };
 

@@ -1,9 +1,15 @@
-// Compute profiles: the shared profile rules (profile_strategy.h); not deleted while compute
+// Compute profiles: the shared profile rules (profile_strategy.h) and a valid lifecycle
+// policy (spec.lifecycle: model::ValidateLifecyclePolicy) and approval gate (spec.approval:
+// model::ValidateApprovalPolicy); not deleted while compute
 // instances run them or service profiles create compute instances from them.
 #include "api/profile_strategy.h"
 #include "api/strategy_support.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "model/approval.h"
+#include "model/codec.h"
+#include "model/lifecycle_policy.h"
+#include "model/scheduling.h"
 
 namespace gantry::api {
 namespace {
@@ -13,6 +19,15 @@ namespace json = boost::json;
 class ComputeProfileStrategy : public ProfileStrategy {
  public:
   using ProfileStrategy::ProfileStrategy;
+
+  absl::Status AdmitMore(const Target& t, const json::object& next) const override {
+    std::vector<FieldCause> causes;
+    model::ValidateLifecyclePolicy(ObjectAt(next, "spec"), &causes);
+    model::ValidateScheduling(ObjectAt(next, "spec"), &causes);
+    model::ValidateApprovalPolicy(ObjectAt(next, "spec"), &causes);
+    if (causes.empty()) return absl::OkStatus();
+    return InvalidError(t.kind->kind, model::GetString(next, "metadata.name"), std::move(causes));
+  }
 
   absl::Status ValidateDelete(const Target& t, const json::object&,
                               std::vector<store::Write>*) const override {

@@ -3,15 +3,17 @@
 #include "api/strategy_support.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "engine/deployment.h"
 #include "model/codec.h"
 #include "model/lifecycle.h"
+#include "model/lifecycle_policy.h"
+#include "model/objects.h"
+#include "model/profiles.h"
 #include "model/sealed_fields.h"
 
 namespace gantry::api {
 
 namespace json = boost::json;
-using model::GetInt;
-using model::GetString;
 
 const char* ProfileKindOf(const std::string& instance_kind) {
   return instance_kind == kServiceInstanceKind ? kServiceProfileKind : kComputeProfileKind;
@@ -60,16 +62,42 @@ absl::Status InstanceStrategy::ValidateUpdate(const json::object& current) const
   return model::Decide(model::Action::kUpdate, current).status();
 }
 
-absl::Status InstanceStrategy::PinRevisions(const Target& t, const json::object* current,
-                                            json::object& next, json::object* profile_spec,
-                                            json::object* template_spec) const {
+namespace {
+
+// Writes into instance `next` the revisions it now pins: `profile`'s latest, and the template
+// revision that goes with it.
+void PinLatest(const model::Profile& profile, json::object& next) {
+  json::object& status = model::EnsureObject(next, "status");
+  status["profileRevision"] = profile.revision;
+  status["templateRevision"] = profile.template_revision;
+}
+
+// The specs of a deployment's revisions with their sensitive defaults unsealed: what an
+// instance's variables are checked against.
+absl::StatusOr<PlainSpecs> Unsealed(const StrategyContext& ctx, const engine::Deployment& d) {
+  PlainSpecs out;
+  const model::ObjectRef& tref = d.profile.template_ref;
+  ASSIGN_OR_RETURN(out.profile, model::UnsealDefaults(ctx.secrets, d.profile_kind, d.profile_ref.ns,
+                                                      d.profile_ref.name, d.profile.raw));
+  ASSIGN_OR_RETURN(
+      out.tmpl, model::UnsealDefaults(ctx.secrets, kTemplateKind, tref.ns, tref.name, d.tmpl.raw));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<PlainSpecs> InstanceStrategy::PinRevisions(const Target& t,
+                                                          const json::object* current,
+                                                          json::object& next) const {
   const std::string& kind = t.kind->kind;
-  const std::string profile_kind = ProfileKindOf(kind);
-  std::string name = GetString(next, "metadata.name");
-  std::string pns = GetString(next, "spec.profileRef.namespace", t.ns);
-  std::string pname = GetString(next, "spec.profileRef.name");
-  bool ref_changed = !current || GetString(*current, "spec.profileRef.name") != pname ||
-                     GetString(*current, "spec.profileRef.namespace", t.ns) != pns;
+  ASSIGN_OR_RETURN(model::Instance instance, model::DecodeInstance(next));
+  const std::string& name = instance.metadata.name;
+  const model::ObjectRef ref{instance.profile_ns, instance.profile_name};
+  bool ref_changed = true;
+  if (current) {
+    ASSIGN_OR_RETURN(model::Instance was, model::DecodeInstance(*current));
+    ref_changed = model::ObjectRef{was.profile_ns, was.profile_name} != ref;
+  }
   if (current && ref_changed && model::WasEverDeployed(*current))
     return InvalidError(kind, name,
                         {{"spec.profileRef",
@@ -77,40 +105,62 @@ absl::Status InstanceStrategy::PinRevisions(const Target& t, const json::object*
                               " profile can only be changed before the instance is first "
                               "deployed",
                           "FieldValueForbidden"}});
-  json::object& status = model::EnsureObject(next, "status");
   if (ref_changed) {
-    ASSIGN_OR_RETURN(json::object profile,
-                     ResolveRef(ctx_, t, kind, name, "profileRef", profile_kind, pns, pname));
-    *profile_spec = ObjectAt(profile, "spec");
-    status["profileRevision"] = GetInt(profile, "status.revision", 1);
-    status["templateRevision"] = GetInt(profile, "status.templateRevision", 1);
+    ASSIGN_OR_RETURN(json::object stored, ResolveRef(ctx_, t, kind, name, "profileRef",
+                                                     ProfileKindOf(kind), ref.ns, ref.name));
+    ASSIGN_OR_RETURN(model::Profile profile, model::DecodeProfile(stored));
+    instance.status.profile_revision = profile.revision;
+    instance.status.template_revision = profile.template_revision;
+    PinLatest(profile, next);
   }
-  int64_t prev = GetInt(status, "profileRevision", 1);
-  int64_t trev = GetInt(status, "templateRevision", 1);
-  if (profile_spec->empty()) {
-    ASSIGN_OR_RETURN(auto rev, ctx_.store.GetRevision(profile_kind, pns, pname, prev));
-    *profile_spec = std::move(rev.spec);
-  }
-  std::string tns = GetString(*profile_spec, "templateRef.namespace", pns);
-  std::string tname = GetString(*profile_spec, "templateRef.name");
-  ASSIGN_OR_RETURN(auto trevision, ctx_.store.GetRevision(kTemplateKind, tns, tname, trev));
-  ASSIGN_OR_RETURN(*profile_spec,
-                   model::UnsealDefaults(ctx_.secrets, profile_kind, pns, pname, *profile_spec));
-  ASSIGN_OR_RETURN(*template_spec,
-                   model::UnsealDefaults(ctx_.secrets, kTemplateKind, tns, tname, trevision.spec));
-  return absl::OkStatus();
+  ASSIGN_OR_RETURN(engine::Deployment d, engine::ResolvePinned(ctx_.store, instance));
+  return Unsealed(ctx_, d);
 }
 
 absl::Status InstanceStrategy::Admit(const Target& t, const json::object* current,
                                      json::object& next, std::vector<store::Write>* writes) const {
-  json::object profile_spec, template_spec;
-  RETURN_IF_ERROR(PinRevisions(t, current, next, &profile_spec, &template_spec));
+  ASSIGN_OR_RETURN(PlainSpecs specs, PinRevisions(t, current, next));
   json::object variables = ObjectAt(next, "spec.variables");
-  RETURN_IF_ERROR(
-      CheckAndSealVariables(ctx_, next, template_spec, profile_spec, current, variables));
+  RETURN_IF_ERROR(CheckAndSealVariables(ctx_, next, specs.tmpl, specs.profile, current, variables));
   model::RedactLastApplied(next, /*is_instance=*/true, SensitiveNames(variables));
   if (!variables.empty()) model::EnsureObject(next, "spec")["variables"] = std::move(variables);
-  return AdmitMore(t, current, profile_spec, next, writes);
+  RETURN_IF_ERROR(AdmitMore(t, current, specs.profile, next, writes));
+  if (current) FollowDeployedGeneration(*current, next);
+  return absl::OkStatus();
+}
+
+absl::Status ApplyInstanceLifecycle(const std::string& kind, const json::object& profile_spec,
+                                    bool recompute, json::object& next, std::string_view context) {
+  model::LifecyclePolicy policy = model::DecodeLifecyclePolicy(profile_spec);
+  const json::object& spec = ObjectAt(next, "spec");
+  std::vector<FieldCause> causes;
+  model::ValidateInstanceLifecycle(spec, policy, &causes);
+  for (FieldCause& c : causes) c.message = std::string(context) + c.message;
+  if (!causes.empty())
+    return InvalidError(kind, model::GetString(next, "metadata.name"), std::move(causes));
+  if (!recompute) return absl::OkStatus();
+  json::object& status = model::EnsureObject(next, "status");
+  if (model::GetString(status, "phase") != "Success" ||
+      model::GetString(status, "startedAt").empty())
+    return absl::OkStatus();
+  auto expires = model::ExpiresAtFor(model::GetString(status, "startedAt"), policy,
+                                     model::DecodeInstanceLifecycle(spec));
+  if (expires)
+    status["expiresAt"] = *expires;
+  else
+    status.erase("expiresAt");
+  return absl::OkStatus();
+}
+
+void FollowDeployedGeneration(const json::object& current, json::object& next) {
+  const int64_t was = model::GetInt(current, "metadata.generation", 1);
+  if (model::GetInt(current, "status.deployedGeneration", 0) != was) return;  // already behind
+  json::object old_spec = ObjectAt(current, "spec"), new_spec = ObjectAt(next, "spec");
+  old_spec.erase("lifecycle");
+  new_spec.erase("lifecycle");
+  if (old_spec != new_spec) return;  // something a deploy would publish changed
+  model::EnsureObject(next, "status")["deployedGeneration"] =
+      model::GetInt(next, "metadata.generation", was);
 }
 
 namespace {
@@ -130,35 +180,31 @@ absl::StatusOr<json::object> UpgradeProfile(const StrategyContext& ctx, const Ta
 absl::StatusOr<json::object> UpgradedInstance(const StrategyContext& ctx, const Target& t,
                                               const json::object& current) {
   RETURN_IF_ERROR(model::Decide(model::Action::kUpgrade, current).status());
-  const std::string profile_kind = ProfileKindOf(t.kind->kind);
-  std::string pns = GetString(current, "spec.profileRef.namespace", t.ns);
-  std::string pname = GetString(current, "spec.profileRef.name");
-  ASSIGN_OR_RETURN(json::object profile, UpgradeProfile(ctx, t, pns, pname));
-  int64_t latest = GetInt(profile, "status.revision", 1);
-  int64_t latest_t = GetInt(profile, "status.templateRevision", 1);
-  if (latest == GetInt(current, "status.profileRevision", 1) &&
-      latest_t == GetInt(current, "status.templateRevision", 1))
+  ASSIGN_OR_RETURN(model::Instance instance, model::DecodeInstance(current));
+  ASSIGN_OR_RETURN(json::object stored,
+                   UpgradeProfile(ctx, t, instance.profile_ns, instance.profile_name));
+  ASSIGN_OR_RETURN(model::Profile profile, model::DecodeProfile(stored));
+  if (profile.revision == instance.status.profile_revision &&
+      profile.template_revision == instance.status.template_revision)
     return current;  // already on the latest revision
-  const json::object& profile_spec = ObjectAt(profile, "spec");
-  std::string tns = GetString(profile_spec, "templateRef.namespace", pns);
-  std::string tname = GetString(profile_spec, "templateRef.name");
-  ASSIGN_OR_RETURN(auto trev, ctx.store.GetRevision(kTemplateKind, tns, tname, latest_t));
+  ASSIGN_OR_RETURN(
+      engine::Deployment d,
+      engine::ResolveDeployment(ctx.store, instance, profile.revision, profile.template_revision));
+  ASSIGN_OR_RETURN(PlainSpecs specs, Unsealed(ctx, d));
   json::object next = current;
-  json::object variables = ObjectAt(current, "spec.variables");
-  ASSIGN_OR_RETURN(json::object plain_profile,
-                   model::UnsealDefaults(ctx.secrets, profile_kind, pns, pname, profile_spec));
-  ASSIGN_OR_RETURN(json::object plain_template,
-                   model::UnsealDefaults(ctx.secrets, kTemplateKind, tns, tname, trev.spec));
-  RETURN_IF_ERROR(
-      CheckAndSealVariables(ctx, next, plain_template, plain_profile, &current, variables));
+  json::object variables = instance.variables;
+  RETURN_IF_ERROR(CheckAndSealVariables(ctx, next, specs.tmpl, specs.profile, &current, variables));
   json::object& spec = model::EnsureObject(next, "spec");
   if (!variables.empty()) spec["variables"] = std::move(variables);
-  json::object& status = model::EnsureObject(next, "status");
-  status["profileRevision"] = latest;
-  status["templateRevision"] = latest_t;
+  PinLatest(profile, next);
+  // The new revision's lifecycle policy applies from now on: the ttl within its max, and
+  // expiresAt counted under it.
+  RETURN_IF_ERROR(ApplyInstanceLifecycle(t.kind->kind, specs.profile, /*recompute=*/true, next,
+                                         "upgrading to revision " +
+                                             std::to_string(profile.revision) + " of profile " +
+                                             instance.profile_name + ": "));
   // The desired state changed: what is deployed is now behind (deployedGeneration).
-  model::EnsureObject(next, "metadata")["generation"] =
-      GetInt(current, "metadata.generation", 1) + 1;
+  model::EnsureObject(next, "metadata")["generation"] = instance.metadata.generation + 1;
   return next;
 }
 

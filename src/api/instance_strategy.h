@@ -12,6 +12,12 @@
 
 namespace gantry::api {
 
+// The specs of the profile and template revisions an instance is checked against, their
+// sensitive defaults unsealed.
+struct PlainSpecs {
+  boost::json::object profile, tmpl;
+};
+
 class InstanceStrategy : public KindStrategy {
  public:
   explicit InstanceStrategy(StrategyContext& ctx) : ctx_(ctx) {}
@@ -38,11 +44,29 @@ class InstanceStrategy : public KindStrategy {
 
  private:
   // Pins status.profileRevision/templateRevision of `next` when its profileRef is new and
-  // returns the specs of the pinned revisions, their sensitive defaults unsealed.
-  absl::Status PinRevisions(const Target& t, const boost::json::object* current,
-                            boost::json::object& next, boost::json::object* profile_spec,
-                            boost::json::object* template_spec) const;
+  // returns the specs of the pinned revisions (engine::ResolvePinned), their sensitive
+  // defaults unsealed.
+  absl::StatusOr<PlainSpecs> PinRevisions(const Target& t, const boost::json::object* current,
+                                          boost::json::object& next) const;
 };
+
+// Keeps "nothing to deploy" true when an update of `current` changed only spec.lifecycle (a
+// ttl extended, a schedule opted out of): those act through the lifecycle controller, never
+// through a deploy. metadata.generation still grows on every spec change, as in Kubernetes;
+// status.deployedGeneration of `next` follows it when it equalled `current`'s generation.
+// Anything else changed, or an instance already behind, keeps its deployedGeneration.
+void FollowDeployedGeneration(const boost::json::object& current, boost::json::object& next);
+
+// spec.lifecycle of instance `next` against the lifecycle policy of `profile_spec` (the
+// profile revision it pins): 422 naming the field (a ttl over the maximum names the maximum,
+// model::ValidateInstanceLifecycle), each message after `context` (e.g. why it is checked). With
+// `recompute`, a running instance's status.expiresAt becomes its startedAt plus the effective ttl
+// (removed without one). Used on every save of a compute instance (recompute when spec.lifecycle
+// changed) and on upgrade (always: the new revision's policy applies); on service instances
+// likewise (their profiles set a ttl only).
+absl::Status ApplyInstanceLifecycle(const std::string& kind,
+                                    const boost::json::object& profile_spec, bool recompute,
+                                    boost::json::object& next, std::string_view context = "");
 
 // The profile kind of an instance kind ("ComputeProfile" for "ComputeInstance").
 const char* ProfileKindOf(const std::string& instance_kind);

@@ -3,6 +3,9 @@
 #include "api/strategy_support.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "model/budget.h"
+#include "model/codec.h"
+#include "model/scheduling.h"
 
 namespace gantry::api {
 namespace {
@@ -15,6 +18,20 @@ class ProjectStrategy : public KindStrategy {
 
   void PrepareForCreate(const Target&, json::object& status) const override {
     status["phase"] = "Active";
+  }
+
+  // spec.quota.guaranteedGpus (model/scheduling.h) and spec.budget (model/budget.h): 422
+  // naming the field.
+  absl::Status Admit(const Target& t, const json::object*, json::object& next,
+                     std::vector<store::Write>*) const override {
+    std::vector<FieldCause> causes;
+    const json::value* spec = next.if_contains("spec");
+    if (spec && spec->is_object()) {
+      model::ValidateGuarantees(spec->get_object(), &causes);
+      model::ValidateBudget(spec->get_object(), &causes);
+    }
+    if (causes.empty()) return absl::OkStatus();
+    return InvalidError(t.kind->kind, model::GetString(next, "metadata.name"), std::move(causes));
   }
 
   absl::Status ValidateDelete(const Target& t, const json::object&,

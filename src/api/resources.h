@@ -50,6 +50,11 @@ class ResourceService {
   ResourceService(store::Store& store, WatchHub& hub, const Clock& clock, const SecretBox& secrets,
                   const drivers::DriverRegistry& drivers);
 
+  // The store and clock the objects live in and are stamped by (computed reads such as
+  // usage reports, api/usage_reports.cc).
+  store::Store& store() const { return store_; }
+  const Clock& clock() const { return context_.clock; }
+
   absl::StatusOr<boost::json::object> Create(const Target& t, std::string_view body);
   absl::StatusOr<boost::json::object> Get(const Target& t);
   // A list in a project also holds the objects of other projects shared into it (templates,

@@ -3,7 +3,8 @@
 #include "api/strategy.h"
 #include "api/strategy_support.h"
 #include "common/errors.h"
-#include "model/codec.h"
+#include "common/status_macros.h"
+#include "model/projects.h"
 
 namespace gantry::api {
 namespace {
@@ -16,9 +17,10 @@ class RoleBindingStrategy : public KindStrategy {
 
   absl::Status Admit(const Target& t, const json::object*, json::object& next,
                      std::vector<store::Write>*) const override {
-    std::string user = model::GetString(next, "spec.user");
-    std::string group = model::GetString(next, "spec.group");
-    std::string name = model::GetString(next, "metadata.name");
+    ASSIGN_OR_RETURN(const model::RoleBinding binding, model::DecodeRoleBinding(next));
+    const std::string& user = binding.user;
+    const std::string& group = binding.group;
+    const std::string& name = binding.metadata.name;
     if (user.empty() && group.empty())
       return InvalidError(t.kind->kind, name,
                           {{"spec.user", "Required value", "FieldValueRequired"}});

@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "common/utf8.h"
 #include "model/codec.h"
+#include "model/lifecycle_policy.h"
 #include "model/schema.h"
 #include "model/sealed_fields.h"
 #include "model/validation.h"
@@ -167,7 +168,8 @@ Response Router::Handle(const Request& request) {
 Response Router::Events(const auth::Subject& subject, const std::string& ns, const Query& query) {
   // kubectl describe asks for the events of the object it shows
   // (fieldSelector=involvedObject.name=N,involvedObject.namespace=NS,involvedObject.kind=K,
-  // involvedObject.uid=U). Gantry's events are its runs: one Event per run of an instance.
+  // involvedObject.uid=U). Gantry's events are its runs (one Event per run of an instance)
+  // and the lifecycle controller's stored warnings; both are read with the project's runs.
   Target runs;
   runs.kind = model::FindKindByName("Run");
   runs.ns = ns;
@@ -211,6 +213,20 @@ Response Router::Events(const auth::Subject& subject, const std::string& ns, con
           want["involvedObject.uid"] != uid)
         continue;
       items.push_back(RunEvent(run, ns, kind, uid));
+    }
+  }
+  // The Events gantryd stores (engine/stored_events.h: lifecycle warnings, preemptions, budget
+  // warnings on the Project): of the kind asked for, else of every kind.
+  if (lifecycle_) {
+    std::string name = want.count("involvedObject.name") ? want["involvedObject.name"] : "";
+    auto stored = lifecycle_->StoredEvents(
+        ns, want.count("involvedObject.kind") ? want["involvedObject.kind"] : "", name);
+    if (!stored.ok()) return ErrorResponse(stored.status());
+    for (json::object& e : *stored) {
+      if (want.count("involvedObject.uid") && !want["involvedObject.uid"].empty() &&
+          want["involvedObject.uid"] != model::GetString(e, "involvedObject.uid"))
+        continue;
+      items.push_back(std::move(e));
     }
   }
   return JsonResponse(200, json::object{{"apiVersion", "v1"},
@@ -316,6 +332,11 @@ Response Router::Route(const Request& request, Call& call) {
     if (!identity.ok()) return ErrorResponse(identity.status());
     return Events(identity->subject, segments[3], query);
   }
+  if (segments.size() >= 2 && segments.size() <= 3 && segments[0] == "auth" &&
+      segments[1] == "oidc") {
+    call.route = "/auth/oidc";
+    return Sso(request, segments.size() == 3 ? segments[2] : "", query, call);
+  }
   if (segments.size() == 2 && segments[0] == "auth") {
     const std::string& what = segments[1];
     if (what == "login" || what == "token" || what == "logout" || what == "whoami")
@@ -350,6 +371,7 @@ Response Router::Ready(const Request& request) {
 
 Response Router::MetricsText(const Request&) {
   metrics_.Set("gantry_run_queue_depth", {}, static_cast<double>(engine_.QueueDepth()));
+  NoteUsageMetrics();
   Response r = Text(200, metrics_.Render());
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   return r;
@@ -486,10 +508,10 @@ Response Router::CliToken(const Request& request, Call& call) {
   call.entry.authenticated = true;
   std::optional<std::chrono::seconds> ttl;
   if (std::string e = model::GetString(*body, "expiresIn"); !e.empty()) {
-    ttl = auth::ParseDuration(e);
-    if (!ttl)
-      return ErrorResponse(BadRequestError("expiresIn \"" + e.substr(0, 64) +
-                                           "\" is not a duration such as 90d or 12h"));
+    auto parsed = model::ParseDuration(e);
+    if (!parsed.ok())
+      return ErrorResponse(BadRequestError("expiresIn " + std::string(parsed.status().message())));
+    ttl = *parsed;
   }
   auto out = authn_.CreateToken(user, model::GetString(*body, "description"), ttl);
   if (out.ok()) call.entry.name = user + "/" + model::GetString(*out, "metadata.name");

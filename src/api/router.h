@@ -26,7 +26,9 @@
 #include "auth/audit.h"
 #include "auth/authenticator.h"
 #include "common/metrics.h"
+#include "engine/approvals.h"
 #include "engine/engine.h"
+#include "engine/lifecycle_controller.h"
 #include "engine/run_log.h"
 
 namespace gantry::api {
@@ -53,6 +55,15 @@ class Router {
   // kept apart by port, so a session cookie set for this name would reach every workload:
   // POST /auth/login reached by this name is refused (403). "" (the default): none.
   void SetWorkloadHost(std::string host);
+  // The lifecycle controller whose stored warnings (ExpiresSoon, ...) the core events list
+  // serves next to the run events (may be null: runs only). Set before serving.
+  void SetLifecycleEvents(const engine::LifecycleController* lifecycle) { lifecycle_ = lifecycle; }
+  // Single sign-on (gantryd --oidc-issuer; sso_routes.cc): /auth/oidc, /auth/oidc/login and
+  // /auth/oidc/callback. Null (the default): those answer that SSO is not configured.
+  void SetSso(auth::OidcProvider* sso) { sso_ = sso; }
+  // The approval gates deploys and starts of compute instances pass (may be null: none;
+  // POST …/approve and …/reject then answer 404). Set before serving.
+  void SetApprovals(engine::Approvals* approvals) { approvals_ = approvals; }
 
  private:
   Response Route(const Request& request, Call& call);
@@ -67,10 +78,13 @@ class Router {
   // allowed when it is shared into one of the caller's projects.
   absl::Status Authorize(const auth::Subject& subject, const Target& t, auth::Verb verb,
                          const std::string& kind);
-  // POST …/computeinstances|serviceinstances/NAME/deploy|destroy|cancel|upgrade
+  // POST …/computeinstances|serviceinstances/NAME/deploy|destroy|stop|start|cancel|upgrade
   // (?cascade=true on a compute instance's destroy).
   Response InstanceAction(const Target& t, const std::string& action, const Query& query);
   Response RunLog(const Target& t, const Query& query);
+  // approval_routes.cc: a deploy or start that waits for approval (the 202 answer), a cancel
+  // or destroy that withdraws a pending request; nullopt: the engine takes the action.
+  std::optional<Response> ApprovalGate(const Target& t, const std::string& action);
   // What an open stream needs to stay open: the access that opened it (`verb` on `kind` of
   // `t`, as HandleApi authorized it) and, for a watch filtered to the caller's projects,
   // every project it showed.
@@ -127,6 +141,8 @@ class Router {
   Response NodesReadOnly(ApiCall& c);
   Response Action(ApiCall& c);
   Response ActionNeedsPost(ApiCall& c);
+  // POST …/computeinstances/NAME/approve|reject, body {"message": "…"} (approval_routes.cc).
+  Response Answer(ApiCall& c);
   Response Log(ApiCall& c);
   Response LogReadOnly(ApiCall& c);
   Response Revisions(ApiCall& c);
@@ -141,6 +157,11 @@ class Router {
   Response ServerSideApply(ApiCall& c);
   Response Delete(ApiCall& c);
   Response ObjectNotAllowed(ApiCall& c);
+  // GET …/usagereports (api/usage_reports.cc): computed from the usage ledger.
+  Response UsageReports(ApiCall& c);
+  Response UsageReportsReadOnly(ApiCall& c);
+  // Sets gantry_gpu_seconds_total from the ledger before /metrics renders.
+  void NoteUsageMetrics();
 
   // The fixed paths outside the resources API (router.cc).
   struct FixedRoute {
@@ -169,6 +190,11 @@ class Router {
   Response Login(const Request& request, Call& call);
   Response CliToken(const Request& request, Call& call);
   Response WhoAmIOrLogout(const Request& request, const std::string& what, Call& call);
+  // GET /auth/oidc[/login|/callback] (sso_routes.cc).
+  Response Sso(const Request& request, const std::string& what, const Query& query, Call& call);
+  Response SsoStart(const Request& request, const Query& query);
+  Response SsoCallback(const Request& request, const Query& query, Call& call);
+  Response SsoCliToken(const Request& request, const std::string& user, Call& call);
 
   ResourceService& resources_;
   engine::Engine& engine_;
@@ -178,6 +204,9 @@ class Router {
   auth::AuditLog& audit_;
   std::function<absl::Status()> ready_;
   const StaticFiles* ui_ = nullptr;
+  const engine::LifecycleController* lifecycle_ = nullptr;
+  auth::OidcProvider* sso_ = nullptr;
+  engine::Approvals* approvals_ = nullptr;
   std::string workload_host_;  // lower case, without [] or port; set before serving
   // Last: destroyed (its thread joined) before what its checks use.
   StreamGuard guard_;

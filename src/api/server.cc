@@ -78,7 +78,12 @@ http::response<http::string_body> ToBeast(const Response& r, unsigned version, b
   res.set(http::field::server, "gantryd");
   res.set(http::field::content_type, r.content_type);
   res.set(http::field::cache_control, "no-store");
-  for (const auto& [k, v] : r.headers) res.set(k, v);
+  for (const auto& [k, v] : r.headers) {
+    if (beast::iequals(k, "Set-Cookie"))
+      res.insert(k, v);  // one header per cookie
+    else
+      res.set(k, v);
+  }
   res.keep_alive(keep_alive);
   res.body() = r.body;
   res.prepare_payload();

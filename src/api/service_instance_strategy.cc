@@ -1,7 +1,9 @@
 // Service instances: the shared instance rules (instance_strategy.h), plus spec.computeRef:
 // the compute instance the service runs on exists, is own or shared in, is selected by the
 // service profile's computeSelector and changes only before the first deploy; or, absent,
-// the compute instance the profile auto-creates (under the compute instances' rules).
+// the compute instance the profile auto-creates (under the compute instances' rules); and
+// spec.lifecycle.ttl within the service profile revision's ttl policy, as compute instances
+// (ApplyInstanceLifecycle).
 #include "api/instance_strategy.h"
 #include "api/strategy_support.h"
 #include "common/errors.h"
@@ -10,6 +12,8 @@
 #include "model/codec.h"
 #include "model/label_selector.h"
 #include "model/lifecycle.h"
+#include "model/objects.h"
+#include "model/profiles.h"
 #include "model/validation.h"
 
 namespace gantry::api {
@@ -17,7 +21,6 @@ namespace {
 
 namespace json = boost::json;
 using model::FindPath;
-using model::GetString;
 
 // Labels an auto-created compute instance with the service it was created for.
 constexpr char kCreatedForLabel[] = "paas.gantry.dev/service";
@@ -43,8 +46,7 @@ class ServiceInstanceStrategy : public InstanceStrategy {
  private:
   // A computeRef the client set: own or shared in, selected by the computeSelector.
   absl::Status CheckCompute(const Target& t, const json::object& profile_spec,
-                            const std::string& name, const std::string& cns,
-                            const std::string& cname) const;
+                            const std::string& name, const model::ObjectRef& ref) const;
   // The compute instance the service profile creates for `next` (appended to `writes`).
   absl::Status CreateComputeFor(const Target& t, const json::object& profile_spec,
                                 json::object& next, std::vector<store::Write>* writes) const;
@@ -58,16 +60,26 @@ absl::Status ServiceInstanceStrategy::AdmitMore(const Target& t, const json::obj
                                                 const json::object& profile_spec,
                                                 json::object& next,
                                                 std::vector<store::Write>* writes) const {
-  std::string name = GetString(next, "metadata.name");
+  const bool lifecycle_changed =
+      !current || ObjectAt(*current, "spec.lifecycle") != ObjectAt(next, "spec.lifecycle");
+  RETURN_IF_ERROR(
+      ApplyInstanceLifecycle(kServiceInstanceKind, profile_spec, lifecycle_changed, next));
+  ASSIGN_OR_RETURN(model::Instance service, model::DecodeInstance(next));
+  std::optional<model::Instance> was;
+  if (current) {
+    ASSIGN_OR_RETURN(was, model::DecodeInstance(*current));
+  }
+  const std::string& name = service.metadata.name;
   json::object& spec = model::EnsureObject(next, "spec");
-  if (GetString(spec, "computeRef.name").empty()) {
-    if (current && !GetString(*current, "spec.computeRef.name").empty()) {
+  if (service.compute_name.empty()) {
+    if (was && !was->compute_name.empty()) {
       // Set by the server (auto-create) or before: a client leaving it out keeps it, as
       // Kubernetes keeps defaulted fields.
       spec["computeRef"] = ObjectAt(*current, "spec.computeRef");
       return absl::OkStatus();
     }
-    if (!profile_spec.contains("autoCreateCompute"))
+    model::ProfileSpec profile = model::DecodeProfileSpec(profile_spec, service.profile_ns);
+    if (!profile.auto_create_compute)
       return InvalidError(kServiceInstanceKind, name,
                           {{"spec.computeRef.name",
                             "Required value: name the compute instance the service runs on (the "
@@ -75,56 +87,55 @@ absl::Status ServiceInstanceStrategy::AdmitMore(const Target& t, const json::obj
                             "FieldValueRequired"}});
     return CreateComputeFor(t, profile_spec, next, writes);
   }
-  std::string cname = GetString(spec, "computeRef.name");
-  std::string cns = GetString(spec, "computeRef.namespace", t.ns);
-  bool changed = !current || GetString(*current, "spec.computeRef.name") != cname ||
-                 GetString(*current, "spec.computeRef.namespace", t.ns) != cns;
-  if (!changed) return absl::OkStatus();
-  if (current && model::WasEverDeployed(*current))
+  const model::ObjectRef compute{service.compute_ns, service.compute_name};
+  if (was && model::ObjectRef{was->compute_ns, was->compute_name} == compute)
+    return absl::OkStatus();
+  if (was && model::WasEverDeployed(*current))
     return InvalidError(kServiceInstanceKind, name,
                         {{"spec.computeRef",
                           "Forbidden: the compute instance can only be changed before the service "
                           "is first deployed",
                           "FieldValueForbidden"}});
-  if (current) model::EnsureObject(next, "status").erase("computeCreated");
-  return CheckCompute(t, profile_spec, name, cns, cname);
+  if (was) model::EnsureObject(next, "status").erase("computeCreated");
+  return CheckCompute(t, profile_spec, name, compute);
 }
 
 absl::Status ServiceInstanceStrategy::CheckCompute(const Target& t,
                                                    const json::object& profile_spec,
-                                                   const std::string& name, const std::string& cns,
-                                                   const std::string& cname) const {
-  ASSIGN_OR_RETURN(json::object compute,
+                                                   const std::string& name,
+                                                   const model::ObjectRef& ref) const {
+  ASSIGN_OR_RETURN(json::object stored,
                    ResolveRef(ctx_, t, kServiceInstanceKind, name, "computeRef",
-                              kComputeInstanceKind, cns, cname));
+                              kComputeInstanceKind, ref.ns, ref.name));
   // The service runs only on compute whose profile its computeSelector selects.
   model::LabelSelector selector = model::ComputeSelector(profile_spec);
   if (selector.Empty()) return absl::OkStatus();
-  std::string cpns = GetString(compute, "spec.profileRef.namespace", cns);
-  std::string cpname = GetString(compute, "spec.profileRef.name");
-  auto cprofile = ctx_.store.Get(kComputeProfileKind, cpns, cpname);
+  ASSIGN_OR_RETURN(model::Instance compute, model::DecodeInstance(stored));
+  auto cprofile = ctx_.store.Get(kComputeProfileKind, compute.profile_ns, compute.profile_name);
   std::map<std::string, std::string> labels;
   if (cprofile.ok()) labels = model::LabelsOf(*cprofile);
   if (selector.Matches(labels)) return absl::OkStatus();
-  return InvalidError(kServiceInstanceKind, name,
-                      {{"spec.computeRef",
-                        "compute instance " + cname + " runs compute profile " + cpname +
-                            ", which the service profile's computeSelector (" +
-                            model::DescribeSelector(selector) + ") does not select",
-                        "FieldValueInvalid"}});
+  return InvalidError(
+      kServiceInstanceKind, name,
+      {{"spec.computeRef",
+        "compute instance " + ref.name + " runs compute profile " + compute.profile_name +
+            ", which the service profile's computeSelector (" + model::DescribeSelector(selector) +
+            ") does not select",
+        "FieldValueInvalid"}});
 }
 
 absl::StatusOr<json::object> ServiceInstanceStrategy::ComputeFor(const Target& t,
                                                                  const json::object& profile_spec,
                                                                  const json::object& next,
                                                                  const std::string& cname) const {
-  std::string name = GetString(next, "metadata.name");
-  std::string display = GetString(next, "spec.displayName", name);
+  ASSIGN_OR_RETURN(model::Instance service, model::DecodeInstance(next));
+  const std::string& name = service.metadata.name;
+  const std::string& display = service.display_name.empty() ? name : service.display_name;
   json::object compute_spec{
       {"displayName", display + " (compute)"},
       {"description", "Created for service instance " + name + "; deleted with it."},
       {"profileRef", ObjectAt(profile_spec, "autoCreateCompute.profileRef")}};
-  json::object vars = ObjectAt(profile_spec, "autoCreateCompute.variables");
+  json::object vars = model::DecodeProfileSpec(profile_spec, t.ns).auto_create_compute->variables;
   model::NormalizeVariableValues(vars);
   if (!vars.empty()) compute_spec["variables"] = std::move(vars);
   json::object status;
@@ -146,7 +157,8 @@ absl::Status ServiceInstanceStrategy::CreateComputeFor(const Target& t,
                                                        const json::object& profile_spec,
                                                        json::object& next,
                                                        std::vector<store::Write>* writes) const {
-  std::string name = GetString(next, "metadata.name");
+  ASSIGN_OR_RETURN(model::ObjectMeta meta, model::DecodeObjectMeta(next));
+  const std::string& name = meta.name;
   const std::string suffix = "-compute";
   if (name.size() + suffix.size() > 63)
     return InvalidError(kServiceInstanceKind, name,

@@ -1,21 +1,24 @@
 // Service profiles: the shared profile rules (profile_strategy.h), plus autoCreateCompute:
 // the compute profile it creates instances from exists, is shared in, matches the
-// computeSelector and accepts the variables, none of them secret. Not deleted while service
-// instances run it.
+// computeSelector and accepts the variables, none of them secret; a valid ttl policy
+// (spec.lifecycle.ttl: model::ValidateLifecyclePolicy). Not deleted while service instances
+// run it.
 #include "api/profile_strategy.h"
 #include "api/strategy_support.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "model/codec.h"
 #include "model/label_selector.h"
+#include "model/lifecycle_policy.h"
+#include "model/profiles.h"
 #include "model/sealed_fields.h"
+#include "model/templates.h"
 #include "model/validation.h"
 
 namespace gantry::api {
 namespace {
 
 namespace json = boost::json;
-using model::GetString;
 
 class ServiceProfileStrategy : public ProfileStrategy {
  public:
@@ -34,49 +37,52 @@ class ServiceProfileStrategy : public ProfileStrategy {
   absl::Status AdmitMore(const Target& t, const json::object& next) const override;
 
  private:
-  // The causes of autoCreateCompute.variables against the compute profile's template.
-  absl::Status CheckVariables(const std::string& name, const json::object& spec,
-                              const json::object& profile, const std::string& cns,
-                              const std::string& cname) const;
+  // The causes of autoCreateCompute.variables (`vars`) against the compute profile's
+  // template.
+  absl::Status CheckVariables(const std::string& name, json::object vars,
+                              const model::Profile& compute) const;
 };
 
 absl::Status ServiceProfileStrategy::AdmitMore(const Target& t, const json::object& next) const {
-  const json::object& spec = ObjectAt(next, "spec");
-  if (!spec.contains("autoCreateCompute")) return absl::OkStatus();
-  std::string name = GetString(next, "metadata.name");
-  std::string cns = GetString(spec, "autoCreateCompute.profileRef.namespace", t.ns);
-  std::string cname = GetString(spec, "autoCreateCompute.profileRef.name");
-  ASSIGN_OR_RETURN(json::object profile,
+  std::vector<FieldCause> lifecycle;
+  model::ValidateLifecyclePolicy(ObjectAt(next, "spec"), &lifecycle);
+  if (!lifecycle.empty())
+    return InvalidError(t.kind->kind, model::GetString(next, "metadata.name"),
+                        std::move(lifecycle));
+  ASSIGN_OR_RETURN(const model::Profile service, model::DecodeProfile(next));
+  if (!service.spec.auto_create_compute) return absl::OkStatus();
+  const std::string& name = service.metadata.name;
+  const model::AutoCreateCompute& create = *service.spec.auto_create_compute;
+  const std::string& cname = create.profile.name;
+  ASSIGN_OR_RETURN(json::object stored,
                    ResolveRef(ctx_, t, kServiceProfileKind, name, "autoCreateCompute.profileRef",
-                              kComputeProfileKind, cns, cname));
+                              kComputeProfileKind, create.profile.ns, cname));
+  ASSIGN_OR_RETURN(model::Profile compute, model::DecodeProfile(stored));
   // The compute profile must be one the service can run on.
-  model::LabelSelector selector = model::ComputeSelector(spec);
-  if (!selector.Matches(model::LabelsOf(profile)))
+  model::LabelSelector selector = model::ComputeSelector(service.spec.raw);
+  if (!selector.Matches(model::LabelsOf(compute.raw)))
     return InvalidError(kServiceProfileKind, name,
                         {{"spec.autoCreateCompute.profileRef",
                           "computeprofile \"" + cname + "\" does not match spec.computeSelector (" +
                               model::DescribeSelector(selector) + ")",
                           "FieldValueInvalid"}});
-  return CheckVariables(name, spec, profile, cns, cname);
+  return CheckVariables(name, create.variables, compute);
 }
 
-absl::Status ServiceProfileStrategy::CheckVariables(const std::string& name,
-                                                    const json::object& spec,
-                                                    const json::object& profile,
-                                                    const std::string& cns,
-                                                    const std::string& cname) const {
-  std::string tns = GetString(profile, "spec.templateRef.namespace", cns);
-  std::string tname = GetString(profile, "spec.templateRef.name");
-  auto tmpl = ctx_.store.Get(kTemplateKind, tns, tname);
-  if (!tmpl.ok()) return absl::OkStatus();  // the compute profile's own problem
-  json::object vars = ObjectAt(spec, "autoCreateCompute.variables");
+absl::Status ServiceProfileStrategy::CheckVariables(const std::string& name, json::object vars,
+                                                    const model::Profile& compute) const {
+  const std::string& cname = compute.metadata.name;
+  const model::ObjectRef& tref = compute.spec.template_ref;
+  auto stored = ctx_.store.Get(kTemplateKind, tref.ns, tref.name);
+  if (!stored.ok()) return absl::OkStatus();  // the compute profile's own problem
+  ASSIGN_OR_RETURN(model::Template tmpl, model::DecodeEnvironmentTemplate(*stored));
   model::NormalizeVariableValues(vars);
   ASSIGN_OR_RETURN(
       json::object plain_template,
-      model::UnsealDefaults(ctx_.secrets, kTemplateKind, tns, tname, ObjectAt(*tmpl, "spec")));
+      model::UnsealDefaults(ctx_.secrets, kTemplateKind, tref.ns, tref.name, tmpl.spec.raw));
   ASSIGN_OR_RETURN(json::object plain_profile,
-                   model::UnsealDefaults(ctx_.secrets, kComputeProfileKind, cns, cname,
-                                         ObjectAt(profile, "spec")));
+                   model::UnsealDefaults(ctx_.secrets, kComputeProfileKind, compute.metadata.ns,
+                                         cname, compute.spec.raw));
   std::vector<FieldCause> causes;
   auto resolved = model::ResolveVariables(plain_template, plain_profile, vars, &causes);
   // A service profile is read by every project it is shared with: no secrets in it.

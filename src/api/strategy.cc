@@ -3,8 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include "api/strategy_support.h"
+#include "webhooks/webhook_spec.h"
 
 namespace gantry::api {
+
+// webhook_strategy.cc: Webhook and ClusterWebhook. Declared here rather than in strategy.h
+// so that adding it recompiles only this file.
+std::unique_ptr<KindStrategy> NewWebhookStrategy(StrategyContext& context);
 
 std::string StrategyContext::Now() const { return FormatRfc3339(clock.Now()); }
 
@@ -15,9 +20,12 @@ StrategyRegistry::StrategyRegistry(StrategyContext& context) {
   Register(kTemplateKind, NewTemplateStrategy(context));
   Register(kComputeProfileKind, NewComputeProfileStrategy(context));
   Register(kServiceProfileKind, NewServiceProfileStrategy(context));
+  Register("RateCard", NewRateCardStrategy(context));
   auto compute = NewComputeInstanceStrategy(context);
   Register(kServiceInstanceKind, NewServiceInstanceStrategy(context, *compute));
   Register(kComputeInstanceKind, std::move(compute));
+  Register(webhooks::kWebhookKind, NewWebhookStrategy(context));
+  Register(webhooks::kClusterWebhookKind, NewWebhookStrategy(context));
 }
 
 void StrategyRegistry::Register(const std::string& kind, std::unique_ptr<KindStrategy> strategy) {

@@ -130,6 +130,7 @@ std::unique_ptr<KindStrategy> NewTemplateStrategy(StrategyContext& context);
 std::unique_ptr<KindStrategy> NewComputeProfileStrategy(StrategyContext& context);
 std::unique_ptr<KindStrategy> NewServiceProfileStrategy(StrategyContext& context);
 std::unique_ptr<KindStrategy> NewComputeInstanceStrategy(StrategyContext& context);
+std::unique_ptr<KindStrategy> NewRateCardStrategy(StrategyContext& context);
 // A service instance may auto-create its compute instance, under `compute`'s rules.
 std::unique_ptr<KindStrategy> NewServiceInstanceStrategy(StrategyContext& context,
                                                          const KindStrategy& compute);

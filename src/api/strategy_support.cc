@@ -3,14 +3,14 @@
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "model/codec.h"
+#include "model/objects.h"
+#include "model/projects.h"
 #include "model/sealed_fields.h"
 #include "model/validation.h"
 
 namespace gantry::api {
 
 namespace json = boost::json;
-using model::GetInt;
-using model::GetString;
 
 const json::object& ObjectAt(const json::object& obj, std::string_view path) {
   static const json::object kEmpty;
@@ -48,7 +48,8 @@ absl::StatusOr<json::object> ResolveRef(const StrategyContext& ctx, const Target
 absl::Status SealDefaults(const StrategyContext& ctx, const Target& t,
                           const std::set<std::string>& sensitive, const json::object* current,
                           json::object& next) {
-  std::string name = GetString(next, "metadata.name");
+  ASSIGN_OR_RETURN(const model::ObjectMeta meta, model::DecodeObjectMeta(next));
+  const std::string& name = meta.name;
   std::vector<FieldCause> causes;
   model::SealDefaults(ctx.secrets, t.kind->kind, t.ns, name, sensitive, current, next, &causes);
   if (!causes.empty()) return InvalidError(t.kind->kind, name, std::move(causes));
@@ -68,7 +69,8 @@ bool RecordRevision(const StrategyContext& ctx, const Target& t, const json::obj
                     json::object& next, std::vector<store::Write>* writes) {
   const json::object& spec = ObjectAt(next, "spec");  // with its defaults sealed
   bool spec_changed = !current || ObjectAt(*current, "spec") != spec;
-  int64_t revision = current ? GetInt(*current, "status.revision", 1) : 0;
+  // status.revision of a template or profile (model::Template, model::Profile).
+  int64_t revision = current ? model::GetInt(*current, "status.revision", 1) : 0;
   if (spec_changed) {
     ++revision;
     writes->push_back(
@@ -132,8 +134,9 @@ absl::Status CheckAndSealVariables(const StrategyContext& ctx, const json::objec
                                    const json::object& template_spec,
                                    const json::object& profile_spec, const json::object* current,
                                    json::object& variables) {
-  const std::string kind = GetString(next, "kind");
-  const std::string name = GetString(next, "metadata.name");
+  ASSIGN_OR_RETURN(const model::Instance instance, model::DecodeInstance(next));
+  const std::string& kind = instance.kind;
+  const std::string& name = instance.metadata.name;
   static const json::object kNone;
   const json::object& stored_vars = current ? ObjectAt(*current, "spec.variables") : kNone;
   std::vector<FieldCause> causes;
@@ -141,8 +144,10 @@ absl::Status CheckAndSealVariables(const StrategyContext& ctx, const json::objec
   for (auto& kv : plain) {
     if (!kv.value().is_string()) continue;
     std::string key(kv.key());
-    UnsealSent(ctx, next, key, GetString(stored_vars, key), variables[kv.key()], kv.value(),
-               &causes);
+    const json::value* stored = stored_vars.if_contains(key);
+    UnsealSent(ctx, next, key,
+               stored && stored->is_string() ? std::string(stored->get_string()) : "",
+               variables[kv.key()], kv.value(), &causes);
   }
   if (!causes.empty()) return InvalidError(kind, name, std::move(causes));
   auto resolved = model::ResolveVariables(template_spec, profile_spec, plain, &causes);
@@ -170,10 +175,10 @@ absl::StatusOr<std::vector<std::string>> UsersOf(const StrategyContext& ctx, con
   std::vector<std::string> names;
   std::string ref_ns_field = ref_field.substr(0, ref_field.rfind('.')) + ".namespace";
   for (const auto& item : page.items) {
-    std::string item_ns = GetString(item, "metadata.namespace");
-    if (GetString(item, ref_ns_field, item_ns) == t.ns)
-      names.push_back(item_ns == t.ns ? GetString(item, "metadata.name")
-                                      : item_ns + "/" + GetString(item, "metadata.name"));
+    ASSIGN_OR_RETURN(const model::ObjectMeta meta, model::DecodeObjectMeta(item));
+    // ref_field names a reference (model::ObjectRef): its namespace defaults to the item's.
+    if (model::GetString(item, ref_ns_field, meta.ns) == t.ns)
+      names.push_back(meta.ns == t.ns ? meta.name : meta.ns + "/" + meta.name);
   }
   return names;
 }
@@ -197,8 +202,10 @@ absl::StatusOr<int64_t> EnabledOrgAdmins(const StrategyContext& ctx) {
   o.fields = {{"spec.orgRole", true, "org-admin"}};
   ASSIGN_OR_RETURN(auto page, ctx.store.List(o));
   int64_t admins = 0;
-  for (const auto& u : page.items)
-    if (!model::GetBool(u, "spec.disabled")) ++admins;
+  for (const auto& item : page.items) {
+    ASSIGN_OR_RETURN(const model::User u, model::DecodeUser(item));
+    if (u.EnabledOrgAdmin()) ++admins;
+  }
   return admins;
 }
 

@@ -13,6 +13,11 @@
 
 #include "absl/status/statusor.h"
 #include "api/strategy.h"
+// The typed views the strategies decode what they read into.
+#include "model/objects.h"
+#include "model/profiles.h"
+#include "model/projects.h"
+#include "model/templates.h"
 
 namespace gantry::api {
 

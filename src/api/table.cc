@@ -1,11 +1,14 @@
 #include "api/table.h"
 
+#include <cmath>
 #include <ctime>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "common/errors.h"
+#include "model/budget.h"
 #include "model/codec.h"
 
 namespace gantry::api {
@@ -38,17 +41,25 @@ Column IntPath(std::string name, std::string path, int priority = 0) {
                 }};
 }
 
+// An RFC 3339 UTC timestamp at `path` ("2026-12-02T03:00:00Z"); nullopt when absent or bad.
+std::optional<TimePoint> TimeAt(const json::object& o, const std::string& path) {
+  std::string ts = GetString(o, path);
+  std::tm tm{};
+  if (ts.empty() || !strptime(ts.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return std::nullopt;
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+std::chrono::seconds Seconds(std::chrono::system_clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::seconds>(d);
+}
+
 // "Age" as Kubernetes shows it, from metadata.creationTimestamp (RFC 3339, UTC).
 Column Age() {
-  return Column{
-      "Age", "Time since the object was created.", 0,
-      [](const json::object& o, TimePoint now) -> std::string {
-        std::string ts = GetString(o, "metadata.creationTimestamp");
-        std::tm tm{};
-        if (ts.empty() || !strptime(ts.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return "<unknown>";
-        auto created = std::chrono::system_clock::from_time_t(timegm(&tm));
-        return HumanDuration(std::chrono::duration_cast<std::chrono::seconds>(now - created));
-      }};
+  return Column{"Age", "Time since the object was created.", 0,
+                [](const json::object& o, TimePoint now) -> std::string {
+                  std::optional<TimePoint> created = TimeAt(o, "metadata.creationTimestamp");
+                  return created ? HumanDuration(Seconds(now - *created)) : "<unknown>";
+                }};
 }
 
 // None, All, or "Selected (a, b)".
@@ -65,6 +76,12 @@ Column Sharing(int priority = 0) {
                         projects += (projects.empty() ? "" : ", ") + std::string(e.get_string());
                   return mode + " (" + projects + ")";
                 }};
+}
+
+// This month's spend against spec.budget (status.spend): "412.50/1000 EUR (41%)".
+Column BudgetColumn() {
+  return Column{"Budget", "This month's spend of the monthly budget (status.spend).", 0,
+                [](const json::object& o, TimePoint) { return model::BudgetText(o); }};
 }
 
 // A reference as NAME, or NAMESPACE/NAME when it points into another project.
@@ -133,6 +150,31 @@ Column InstanceStatus() {
                 }};
 }
 
+// Time left until status.expiresAt as kubectl prints ages ("2h13m"); "expired" once it has
+// passed, "<none>" for an instance without a TTL.
+Column Expires() {
+  return Column{"Expires", "Time left until the instance's TTL runs out (status.expiresAt).", 0,
+                [](const json::object& o, TimePoint now) -> std::string {
+                  if (GetString(o, "status.expiresAt").empty()) return "<none>";
+                  std::optional<TimePoint> expires = TimeAt(o, "status.expiresAt");
+                  if (!expires) return "<unknown>";
+                  std::chrono::seconds left = Seconds(*expires - now);
+                  return left.count() <= 0 ? "expired" : HumanDuration(left);
+                }};
+}
+
+// status.gpuUtilization as kubectl top prints CPU% ("37%"); "<none>" before a sample.
+Column GpuPercent() {
+  return Column{"GPU%", "Mean utilisation of the instance's GPUs at the last sample.", 0,
+                [](const json::object& o, TimePoint) -> std::string {
+                  const json::value* v = model::FindPath(o, "status.gpuUtilization");
+                  if (!v || !v->is_number()) return "<none>";
+                  int64_t percent =
+                      v->is_double() ? std::llround(v->get_double()) : v->to_number<int64_t>();
+                  return std::to_string(percent) + "%";
+                }};
+}
+
 Column NameColumn() {
   return {"Name", "Name must be unique within a project.", 0,
           [](const json::object& o, TimePoint) { return GetString(o, "metadata.name"); }};
@@ -170,16 +212,22 @@ std::vector<Column> ServiceProfileColumns() {
           Path("Description", "spec.description", 1)};
 }
 
+// Admission and Position (fair share, docs/fair-share.md): Guaranteed or Borrowed, and the
+// place in the queue for its GPUs while Waiting (1 = next).
 std::vector<Column> ComputeInstanceColumns() {
   return {NameColumn(),
           Path("Display Name", "spec.displayName"),
           Ref("Profile", "spec.profileRef"),
+          Expires(),
+          GpuPercent(),
           Age(),
           InstanceStatus(),
           Sharing(),
           IntPath("Revision", "status.profileRevision", 1),
           Path("Reason", "status.reason", 1),
-          Path("Last Run", "status.lastRunRef.name", 1)};
+          Path("Last Run", "status.lastRunRef.name", 1),
+          Path("Admission", "status.admission", 1),
+          IntPath("Position", "status.queuePosition", 1)};
 }
 
 std::vector<Column> ServiceInstanceColumns() {
@@ -188,6 +236,8 @@ std::vector<Column> ServiceInstanceColumns() {
           Ref("Profile", "spec.profileRef"),
           Ref("Compute", "spec.computeRef"),
           InstanceStatus(),
+          Expires(),
+          GpuPercent(),
           Age(),
           IntPath("Revision", "status.profileRevision", 1),
           Path("Reason", "status.reason", 1),
@@ -213,7 +263,7 @@ std::vector<Column> ColumnsFor(const model::KindInfo& kind) {
   Column display = Path("Display Name", "spec.displayName");
   Column description = Path("Description", "spec.description", 1);
   if (kind.kind == "Project")
-    return {name, display, Path("Status", "status.phase"), Age(), description};
+    return {name, display, Path("Status", "status.phase"), BudgetColumn(), Age(), description};
   if (kind.kind == "EnvironmentTemplate")
     return {name,
             display,
@@ -239,6 +289,22 @@ std::vector<Column> ColumnsFor(const model::KindInfo& kind) {
   if (kind.kind == "RoleBinding")
     return {name, Path("User", "spec.user"), Path("Role", "spec.role"), Age()};
   if (kind.kind == "AuditEvent") return AuditEventColumns();
+  if (kind.kind == "Webhook" || kind.kind == "ClusterWebhook")
+    return {name,
+            Path("URL", "spec.url"),
+            Path("Format", "spec.format"),
+            IntPath("Last Code", "status.lastDelivery.code"),
+            Path("Last Error", "status.lastDelivery.error", 1),
+            Age()};
+  if (kind.kind == "WebhookDelivery")
+    return {name,
+            Path("Webhook", "spec.webhookRef.name"),
+            Path("Event", "spec.event"),
+            Path("Status", "status.phase"),
+            IntPath("Attempts", "status.attempts"),
+            IntPath("Code", "status.code"),
+            Age(),
+            Path("Error", "status.error", 1)};
   if (kind.kind == "Node")
     return {name, Path("GPU Source", "status.gpuSource"),
             MapColumn("Capacity", "GPUs per type.", "status.capacity", ":")};

@@ -1,7 +1,10 @@
 // Table: the meta.k8s.io/v1 Table form of objects, lists and watch events, which kubectl
 // asks for (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`) to print `kubectl get`
 // without knowing our kinds. Columns per kind follow the seed's lists (instances: Name,
-// Display Name, Profile, Age, Status, Sharing); wide-only columns have priority 1.
+// Display Name, Profile, Age, Status, Sharing), with the lifecycle's Expires (time left until
+// status.expiresAt as kubectl prints ages: "45s", "133m", "4h13m"; "expired"; "<none>") and
+// GPU% (status.gpuUtilization: "37%") before
+// Age as Kubernetes puts printer columns; wide-only columns have priority 1.
 //
 // Thread-safety: the functions are pure; TableWatch's relay may be driven from any thread.
 #pragma once

@@ -61,6 +61,27 @@ TEST(ServerTable, ServiceProfiles) {
                                                  "None", ""}));
 }
 
+TEST(ServerTable, ProjectsShowTheMonthsSpendAgainstTheBudget) {
+  Shown s = Show("Project", R"({"items":[
+    {"metadata":{"name":"vision","creationTimestamp":"2027-01-15T07:00:00Z"},
+     "spec":{"displayName":"Vision","budget":{"monthly":1000,"action":"Block"}},
+     "status":{"phase":"Active","spend":{"month":"2027-01","cost":412.5,"currency":"EUR",
+       "monthly":1000,"percent":41}}},
+    {"metadata":{"name":"calm","creationTimestamp":"2027-01-15T07:59:00Z"},
+     "spec":{"budget":{"monthly":20}},
+     "status":{"phase":"Active","spend":{"month":"2027-01","cost":25,"currency":"",
+       "monthly":20,"percent":125}}},
+    {"metadata":{"name":"free","creationTimestamp":"2027-01-15T07:59:00Z"},
+     "status":{"phase":"Active"}}]})");
+  EXPECT_EQ(s.columns, (std::vector<std::string>{"Name", "Display Name", "Status", "Budget", "Age",
+                                                 "Description*"}));
+  ASSERT_EQ(s.rows.size(), 3u);
+  EXPECT_EQ(s.rows[0], (std::vector<std::string>{"vision", "Vision", "Active",
+                                                 "412.50/1000 EUR (41%)", "60m", ""}));
+  EXPECT_EQ(s.rows[1][3], "25/20 (125%)");  // no rate card currency; over the budget
+  EXPECT_EQ(s.rows[2][3], "");              // no budget
+}
+
 TEST(ServerTable, ServiceInstances) {
   Shown s = Show("ServiceInstance", R"({
     "metadata":{"name":"nb","namespace":"ml","creationTimestamp":"2027-01-15T07:55:00Z"},
@@ -68,17 +89,67 @@ TEST(ServerTable, ServiceInstances) {
       "computeRef":{"name":"gpu-1","namespace":"platform"}},
     "status":{"phase":"Waiting","reason":"ComputeNotReady","profileRevision":2,
       "outputs":{"endpoint":"http://h:1","token":"t"}}})");
-  EXPECT_EQ(s.columns,
-            (std::vector<std::string>{"Name", "Display Name", "Profile", "Compute", "Status", "Age",
-                                      "Revision*", "Reason*", "Outputs*", "Sharing*"}));
+  EXPECT_EQ(s.columns, (std::vector<std::string>{"Name", "Display Name", "Profile", "Compute",
+                                                 "Status", "Expires", "GPU%", "Age", "Revision*",
+                                                 "Reason*", "Outputs*", "Sharing*"}));
   ASSERT_EQ(s.rows.size(), 1u);
-  EXPECT_EQ(s.rows[0], (std::vector<std::string>{"nb", "Notebook", "jupyter", "platform/gpu-1",
-                                                 "Waiting", "5m", "2", "ComputeNotReady",
-                                                 "endpoint=http://h:1,token=t", "None"}));
+  EXPECT_EQ(s.rows[0],
+            (std::vector<std::string>{"nb", "Notebook", "jupyter", "platform/gpu-1", "Waiting",
+                                      "<none>", "<none>", "5m", "2", "ComputeNotReady",
+                                      "endpoint=http://h:1,token=t", "None"}));
   Shown bare = Show("ServiceInstance", R"({"metadata":{"name":"x","namespace":"ml"},
     "spec":{"profileRef":{"name":"p"}}})");
   EXPECT_EQ(bare.rows[0][3], "");
   EXPECT_EQ(bare.rows[0][4], "Not Deployed");
+}
+
+// Expires counts down to status.expiresAt the way kubectl prints ages (HumanDuration: 133m,
+// 4h13m); GPU% is the last
+// sample; a stopped instance shows its phase as the others do.
+TEST(ServerTable, ComputeInstanceLifecycleColumns) {
+  Shown s = Show("ComputeInstance", R"({"items":[
+    {"metadata":{"name":"nb","namespace":"ml","creationTimestamp":"2027-01-15T06:00:00Z"},
+     "spec":{"displayName":"Notebook","profileRef":{"name":"a100"}},
+     "status":{"phase":"Success","expiresAt":"2027-01-15T12:13:00Z","gpuUtilization":37}},
+    {"metadata":{"name":"short","namespace":"ml","creationTimestamp":"2027-01-15T07:59:00Z"},
+     "spec":{"profileRef":{"name":"a100"}},
+     "status":{"phase":"Success","expiresAt":"2027-01-15T08:00:45Z","gpuUtilization":0}},
+    {"metadata":{"name":"old","namespace":"ml","creationTimestamp":"2027-01-14T08:00:00Z"},
+     "spec":{"profileRef":{"name":"a100"}},
+     "status":{"phase":"Stopped","reason":"TTLExpired","expiresAt":"2027-01-15T07:00:00Z"}},
+    {"metadata":{"name":"bare","namespace":"ml","creationTimestamp":"2027-01-15T07:00:00Z"},
+     "spec":{"profileRef":{"name":"a100"}}}]})");
+  EXPECT_EQ(s.columns,
+            (std::vector<std::string>{"Name", "Display Name", "Profile", "Expires", "GPU%", "Age",
+                                      "Status", "Sharing", "Revision*", "Reason*", "Last Run*",
+                                      "Admission*", "Position*"}));
+  ASSERT_EQ(s.rows.size(), 4u);
+  EXPECT_EQ(s.rows[0], (std::vector<std::string>{"nb", "Notebook", "a100", "4h13m", "37%", "120m",
+                                                 "Success", "None", "", "", "", "", ""}));
+  EXPECT_EQ(s.rows[1][3], "45s");
+  EXPECT_EQ(s.rows[1][4], "0%");
+  EXPECT_EQ(s.rows[2][3], "expired");
+  EXPECT_EQ(s.rows[2][6], "Stopped");
+  EXPECT_EQ(s.rows[2][9], "TTLExpired");
+  EXPECT_EQ(s.rows[3][3], "<none>");
+  EXPECT_EQ(s.rows[3][4], "<none>");
+}
+
+// Fair share: -o wide shows Guaranteed/Borrowed and a Waiting instance's place in the queue.
+TEST(ServerTable, ComputeInstanceAdmissionAndPosition) {
+  Shown s = Show("ComputeInstance", R"({"items":[
+    {"metadata":{"name":"run","namespace":"ml"},"spec":{"profileRef":{"name":"a100"}},
+     "status":{"phase":"Success","admission":"Borrowed"}},
+    {"metadata":{"name":"wait","namespace":"ml"},"spec":{"profileRef":{"name":"a100"}},
+     "status":{"phase":"Waiting","reason":"InsufficientCapacity","queuePosition":3}}]})");
+  ASSERT_EQ(s.rows.size(), 2u);
+  ASSERT_EQ(s.columns.size(), 13u);
+  EXPECT_EQ(s.columns[11], "Admission*");
+  EXPECT_EQ(s.columns[12], "Position*");
+  EXPECT_EQ(s.rows[0][11], "Borrowed");
+  EXPECT_EQ(s.rows[0][12], "");
+  EXPECT_EQ(s.rows[1][11], "");
+  EXPECT_EQ(s.rows[1][12], "3");
 }
 
 }  // namespace

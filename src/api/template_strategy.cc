@@ -8,12 +8,12 @@
 #include "common/status_macros.h"
 #include "model/codec.h"
 #include "model/sealed_fields.h"
+#include "model/templates.h"
 
 namespace gantry::api {
 namespace {
 
 namespace json = boost::json;
-using model::GetString;
 
 class TemplateStrategy : public KindStrategy {
  public:
@@ -28,9 +28,14 @@ class TemplateStrategy : public KindStrategy {
 
   absl::Status Admit(const Target& t, const json::object* current, json::object& next,
                      std::vector<store::Write>* writes) const override {
-    RETURN_IF_ERROR(CheckHostDriverWrite(t, current, next));
-    RETURN_IF_ERROR(ValidateDriverConfig(current, next));
-    std::set<std::string> sensitive = model::SensitiveDeclared(ObjectAt(next, "spec"));
+    ASSIGN_OR_RETURN(const model::Template tmpl, model::DecodeEnvironmentTemplate(next));
+    std::optional<model::Template> was;
+    if (current) {
+      ASSIGN_OR_RETURN(was, model::DecodeEnvironmentTemplate(*current));
+    }
+    RETURN_IF_ERROR(CheckHostDriverWrite(t, was ? &*was : nullptr, tmpl));
+    RETURN_IF_ERROR(ValidateDriverConfig(was ? &*was : nullptr, tmpl));
+    std::set<std::string> sensitive = model::SensitiveDeclared(tmpl.spec.raw);
     RETURN_IF_ERROR(SealDefaults(ctx_, t, sensitive, current, next));
     RecordRevision(ctx_, t, current, next, writes);
     return absl::OkStatus();
@@ -57,15 +62,15 @@ class TemplateStrategy : public KindStrategy {
 
   // 403 unless an org-admin writes a template whose driver runs on the host, or changes
   // one that did: such a template is code run on the control plane.
-  absl::Status CheckHostDriverWrite(const Target& t, const json::object* current,
-                                    const json::object& next) const {
+  absl::Status CheckHostDriverWrite(const Target& t, const model::Template* current,
+                                    const model::Template& next) const {
     if (t.caller_is_org_admin) return absl::OkStatus();
-    std::string driver = GetString(next, "spec.driver");
-    std::string was = current ? GetString(*current, "spec.driver") : "";
+    const std::string& driver = next.spec.driver;
+    const std::string was = current ? current->spec.driver : "";
     if (!RunsOnHost(driver) && !RunsOnHost(was)) return absl::OkStatus();
     std::string verb = current ? "update" : "create";
     return ForbiddenError(
-        "environmenttemplates.paas.gantry.dev \"" + GetString(next, "metadata.name") +
+        "environmenttemplates.paas.gantry.dev \"" + next.metadata.name +
         "\" is forbidden: User \"" + t.caller + "\" cannot " + verb + " a template with driver \"" +
         (RunsOnHost(driver) ? driver : was) +
         "\": its commands run on the control-plane host as gantryd's workload user, so "
@@ -75,20 +80,19 @@ class TemplateStrategy : public KindStrategy {
   // The driver's own check of spec.<driver> (Driver::ValidateConfig), when it is new or
   // changed: 422 with causes on spec.<driver>.<field>. A stored template is not refused
   // for a config it was saved with before the driver checked it (a label edit stays one).
-  absl::Status ValidateDriverConfig(const json::object* current, const json::object& next) const {
-    std::string driver = GetString(next, "spec.driver");
+  absl::Status ValidateDriverConfig(const model::Template* current,
+                                    const model::Template& next) const {
+    const std::string& driver = next.spec.driver;
     const drivers::Driver* d = ctx_.drivers.Find(driver);
     if (!d) return absl::OkStatus();  // the schema's enum refused unknown drivers
     const std::string path = "spec." + driver;
-    const json::object& config = ObjectAt(next, path);
-    if (current && GetString(*current, "spec.driver") == driver &&
-        ObjectAt(*current, path) == config)
+    if (current && current->spec.driver == driver && current->spec.config == next.spec.config)
       return absl::OkStatus();
     std::vector<FieldCause> causes;
-    d->ValidateConfig(config, &causes);
+    d->ValidateConfig(next.spec.config, &causes);
     if (causes.empty()) return absl::OkStatus();
     for (auto& c : causes) c.field = c.field.empty() ? path : path + "." + c.field;
-    return InvalidError(kTemplateKind, GetString(next, "metadata.name"), std::move(causes));
+    return InvalidError(kTemplateKind, next.metadata.name, std::move(causes));
   }
 
   StrategyContext& ctx_;

@@ -5,12 +5,12 @@
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "model/codec.h"
+#include "model/projects.h"
 
 namespace gantry::api {
 namespace {
 
 namespace json = boost::json;
-using model::GetString;
 
 constexpr char kLastOrgAdmin[] =
     " is the last enabled org-admin; make another user org-admin first";
@@ -22,33 +22,31 @@ class UserStrategy : public KindStrategy {
   absl::Status Admit(const Target& t, const json::object* current, json::object& next,
                      std::vector<store::Write>* writes) const override {
     RETURN_IF_ERROR(TakePassword(t, current, next, writes));
-    const json::object& spec = ObjectAt(next, "spec");
-    if (current && GetString(*current, "spec.source") != GetString(spec, "source"))
+    ASSIGN_OR_RETURN(const model::User user, model::DecodeUser(next));
+    model::User was;  // a new user: a member, enabled, local
+    if (current) {
+      ASSIGN_OR_RETURN(was, model::DecodeUser(*current));
+    }
+    if (current && was.source != user.source)
       return InvalidError(
-          kUserKind, GetString(next, "metadata.name"),
+          kUserKind, user.metadata.name,
           {{"spec.source", "Invalid value: field is immutable", "FieldValueInvalid"}});
-    std::string old_role = current ? GetString(*current, "spec.orgRole") : "";
-    std::string new_role = GetString(spec, "orgRole");
-    bool old_disabled = current && model::GetBool(*current, "spec.disabled");
-    bool new_disabled = model::GetBool(next, "spec.disabled");
-    if ((old_role != new_role || old_disabled != new_disabled) && !t.caller_is_org_admin)
+    if ((was.org_role != user.org_role || was.disabled != user.disabled) && !t.caller_is_org_admin)
       return ForbiddenError(
           "users.paas.gantry.dev is forbidden: only an org-admin may change "
           "spec.orgRole or spec.disabled");
-    if (current && old_role == "org-admin" && !old_disabled &&
-        (new_role != "org-admin" || new_disabled)) {
+    if (current && was.EnabledOrgAdmin() && !user.EnabledOrgAdmin()) {
       ASSIGN_OR_RETURN(int64_t admins, EnabledOrgAdmins(ctx_));
       if (admins <= 1)
-        return ConflictError("user " + GetString(next, "metadata.name") + kLastOrgAdmin,
-                             "LastOrgAdmin");
+        return ConflictError("user " + user.metadata.name + kLastOrgAdmin, "LastOrgAdmin");
     }
     return absl::OkStatus();
   }
 
   absl::Status ValidateDelete(const Target& t, const json::object& current,
                               std::vector<store::Write>* writes) const override {
-    if (GetString(current, "spec.orgRole") == "org-admin" &&
-        !model::GetBool(current, "spec.disabled")) {
+    ASSIGN_OR_RETURN(const model::User user, model::DecodeUser(current));
+    if (user.EnabledOrgAdmin()) {
       ASSIGN_OR_RETURN(int64_t admins, EnabledOrgAdmins(ctx_));
       if (admins <= 1) return ConflictError("user " + t.name + kLastOrgAdmin, "LastOrgAdmin");
     }
@@ -64,9 +62,12 @@ class UserStrategy : public KindStrategy {
   // `next` into credential writes.
   absl::Status TakePassword(const Target& t, const json::object* current, json::object& next,
                             std::vector<store::Write>* writes) const {
-    std::string name = GetString(next, "metadata.name");
+    ASSIGN_OR_RETURN(const model::ObjectMeta meta, model::DecodeObjectMeta(next));
+    const std::string& name = meta.name;
     json::object& spec = model::EnsureObject(next, "spec");
-    std::string current_password = GetString(spec, "currentPassword");
+    // Request fields the User does not keep: read here, at the edge, and removed.
+    const json::value* cp = spec.if_contains("currentPassword");
+    std::string current_password = cp && cp->is_string() ? std::string(cp->get_string()) : "";
     bool has_current = spec.erase("currentPassword") > 0;
     const json::value* pw = spec.if_contains("password");
     if (!pw) {

@@ -26,6 +26,7 @@
 #include "api/server.h"
 #include "api/static_files.h"
 #include "api/watch_hub.h"
+#include "app/oidc_flags.h"
 #include "auth/audit.h"
 #include "auth/authenticator.h"
 #include "auth/credentials.h"
@@ -36,15 +37,24 @@
 #include "common/secrets.h"
 #include "common/tls_files.h"
 #include "drivers/common/sandbox.h"
+#include "drivers/container/container_driver.h"
 #include "drivers/exec/exec_driver.h"
 #include "drivers/local/local_driver.h"
 #include "drivers/slurm/slurm_driver.h"
+#include "engine/approvals.h"
+#include "engine/budget_monitor.h"
 #include "engine/engine.h"
+#include "engine/gpu_sampler.h"
 #include "engine/inventory.h"
+#include "engine/lifecycle_controller.h"
 #include "engine/run_log.h"
 #include "model/codec.h"
+#include "model/lifecycle_policy.h"
 #include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
+#include "webhooks/delivery_worker.h"
+#include "webhooks/outbox_store.h"
+#include "webhooks/webhook_spec.h"
 
 namespace {
 
@@ -180,8 +190,9 @@ absl::StatusOr<std::unique_ptr<gantry::auth::LdapDirectory>> MakeDirectory(
     LdapFlags f, gantry::auth::AuthOptions& auth) {
   gantry::auth::LdapOptions& o = f.options;
   if (o.url.empty()) {
-    if (!f.org_admin_group.empty() || !f.allowed_group.empty() || !o.bind_dn.empty())
-      return absl::InvalidArgumentError("the --ldap-* flags and --org-admin-group need --ldap-url");
+    if (!f.allowed_group.empty() || !o.bind_dn.empty())
+      return absl::InvalidArgumentError("the --ldap-* flags need --ldap-url");
+    auth.org_admin_group = f.org_admin_group;  // for --oidc-issuer (checked in main)
     return nullptr;
   }
   if (o.url.rfind("ldap://", 0) != 0 && o.url.rfind("ldaps://", 0) != 0)
@@ -205,9 +216,10 @@ absl::StatusOr<std::unique_ptr<gantry::auth::LdapDirectory>> MakeDirectory(
   }
   // ParseDuration takes positive durations only; 0 (every request) is for tests.
   bool zero = f.recheck == "0" || f.recheck == "0s";
-  auto recheck = zero ? std::chrono::seconds(0) : gantry::auth::ParseDuration(f.recheck);
-  if (!recheck)
-    return absl::InvalidArgumentError("--ldap-recheck takes a duration such as 5m (or 0s)");
+  auto recheck = zero ? std::chrono::seconds(0) : gantry::model::ParseDuration(f.recheck);
+  if (!recheck.ok())
+    return absl::InvalidArgumentError("--ldap-recheck: " + std::string(recheck.status().message()) +
+                                      " (or 0s: every request)");
   auth.directory_recheck = *recheck;
   auth.allowed_group = f.allowed_group;
   auth.org_admin_group = f.org_admin_group;
@@ -286,6 +298,32 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--gpus", gpus_flag,
                  "GPUs of this host as TYPE:COUNT[,TYPE:COUNT] (e.g. h100:8); default: nvidia-smi");
+  bool webhook_allow_private = false;
+  int webhook_timeout_ms = 10000;
+  int webhook_backoff_ms = 1000;
+  std::string webhook_retention = "7d";
+  app.add_flag("--webhook-allow-private", webhook_allow_private,
+               "Allow webhook receivers on loopback, link-local and private addresses");
+  app.add_option("--webhook-timeout-ms", webhook_timeout_ms, "Per-attempt webhook timeout")
+      ->check(CLI::Range(100, 60000))
+      ->capture_default_str();
+  app.add_option("--webhook-delivery-retention", webhook_retention,
+                 "How long ended webhook deliveries stay listed (90s, 30m, 8h, 7d)")
+      ->capture_default_str();
+  app.add_option("--webhook-backoff-ms", webhook_backoff_ms,
+                 "First webhook retry delay; it doubles per attempt up to 1h")
+      ->check(CLI::Range(10, 600000))
+      ->capture_default_str();
+  std::string gpu_sample_interval = "30s";
+  app.add_option("--gpu-sample-interval", gpu_sample_interval,
+                 "How often the GPU utilisation of local instances is sampled with nvidia-smi "
+                 "(a duration such as 30s or 5m; docs/gpu-sampling.md)")
+      ->capture_default_str();
+  std::string budget_check_interval = "60s";
+  app.add_option("--budget-check-interval", budget_check_interval,
+                 "How often projects' monthly budgets are priced for their 80 % and 100 % "
+                 "Events (a duration; docs/usage.md)")
+      ->capture_default_str();
   app.add_option("--port-range", port_range, "Ports for local instances, MIN-MAX")
       ->capture_default_str();
   app.add_option("--advertise-host", advertise_host,
@@ -328,6 +366,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   LdapFlags ldap_flags;
   AddLdapFlags(app, ldap_flags);
+  gantry::app::OidcFlags oidc_flags;
+  gantry::app::AddOidcFlags(app, oidc_flags);
   CLI11_PARSE(app, argc, argv);
 
   SetUpLogging(log_format, log_level);
@@ -350,11 +390,16 @@ int main(int argc, char** argv) {
   server_options.drain_seconds = drain_seconds;
   server_options.max_connections = max_connections;
   gantry::auth::AuditOptions audit_options;
-  if (auto r = gantry::auth::ParseDuration(audit_retention)) {
+  if (auto r = gantry::model::ParseDuration(audit_retention); r.ok()) {
     audit_options.retention = *r;
   } else {
-    spdlog::critical("--audit-retention takes a duration such as 90d or 12h, not \"{}\"",
-                     audit_retention.substr(0, 64));
+    spdlog::critical("--audit-retention: {}", std::string(r.status().message()));
+    return 2;
+  }
+  auto webhook_retention_d = gantry::model::ParseDuration(webhook_retention);
+  if (!webhook_retention_d.ok()) {
+    spdlog::critical("--webhook-delivery-retention: {}",
+                     std::string(webhook_retention_d.status().message()));
     return 2;
   }
 
@@ -423,6 +468,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   gantry::SystemClock clock;
+  // Every write goes through the webhook outbox (docs/webhooks.md).
+  store = std::make_unique<gantry::webhooks::OutboxStore>(std::move(store), clock);
+  gantry::webhooks::SetAllowPrivate(webhook_allow_private);
   gantry::Metrics metrics;
   gantry::api::WatchHub hub;
   hub.StartBookmarks(std::chrono::milliseconds(static_cast<int64_t>(bookmark_seconds * 1000)));
@@ -449,6 +497,17 @@ int main(int argc, char** argv) {
       spdlog::info("GPUs: {} x {} ({})", n, type, inventory.source);
   }
   gantry::engine::GpuAllocator allocator(inventory);
+  const auto sample_interval = gantry::model::ParseDuration(gpu_sample_interval);
+  if (!sample_interval.ok()) {
+    spdlog::critical("--gpu-sample-interval: {}", std::string(sample_interval.status().message()));
+    return 2;
+  }
+  const auto budget_interval = gantry::model::ParseDuration(budget_check_interval);
+  if (!budget_interval.ok()) {
+    spdlog::critical("--budget-check-interval: {}",
+                     std::string(budget_interval.status().message()));
+    return 2;
+  }
   gantry::drivers::local::LocalDriverOptions local_options;
   {
     auto dash = port_range.find('-');
@@ -474,6 +533,8 @@ int main(int argc, char** argv) {
   drivers.Register(
       std::make_unique<gantry::drivers::local::LocalDriver>(local_options, clock, launcher));
   drivers.Register(std::make_unique<gantry::drivers::slurm::SlurmDriver>(slurm_options, launcher));
+  drivers.Register(std::make_unique<gantry::drivers::container::ContainerDriver>(
+      gantry::drivers::container::OptionsLike(local_options, data_dir), launcher));
   gantry::engine::EngineOptions engine_options;
   engine_options.workers = workers;
   if (host_id.empty()) {
@@ -491,19 +552,36 @@ int main(int argc, char** argv) {
                                 engine_options);
   // Set below, once it exists: the authenticator's caches follow identity changes.
   std::atomic<gantry::auth::Authenticator*> authn_observer{nullptr};
+  // Set below, once it exists: commits that touch instances wake the lifecycle controller.
+  std::atomic<gantry::engine::LifecycleController*> lifecycle_observer{nullptr};
+  std::atomic<gantry::webhooks::DeliveryWorker*> webhook_observer{nullptr};
   store->SetCommitObserver(
-      [&hub, &engine, &authn_observer](const std::vector<gantry::store::Event>& events) {
+      [&hub, &engine, &authn_observer, &lifecycle_observer, &webhook_observer](const auto& events) {
         hub.Publish(events);
+        if (auto* w = webhook_observer.load())
+          for (const auto& e : events)
+            if (e.kind == gantry::webhooks::kDeliveryKind && e.type == "ADDED") {
+              w->Notify();
+              break;
+            }
         if (auto* a = authn_observer.load()) a->OnCommit(events);
         // Runs queued or ended; and what services and the compute instances they wait for do
         // (a service waits for its compute instance's Success, a compute destroy for its services).
         for (const auto& e : events)
+          // A project's quota or budget, or a rate card, changed: a waiting deploy may fit now.
           if ((e.kind == "Run" && e.type != "DELETED") || e.kind == "ServiceInstance" ||
+              e.kind == "Project" || e.kind == "RateCard" ||
               (e.kind == "ComputeInstance" &&
                gantry::model::GetString(e.object, "status.phase") == "Success")) {
             engine.Notify();
             break;
           }
+        if (auto* l = lifecycle_observer.load())
+          for (const auto& e : events)
+            if (e.kind == "ComputeInstance" || e.kind == "ServiceInstance") {
+              l->Notify();
+              break;
+            }
       });
   gantry::api::ResourceService resources(*store, hub, clock, **secrets, drivers);
   resources.SetInstanceDeleteHook(
@@ -518,12 +596,16 @@ int main(int argc, char** argv) {
     spdlog::critical("the deploy engine cannot start: {}", std::string(s.message()));
     return 1;
   }
+  gantry::engine::GpuSampler gpu_sampler(*store, drivers, allocator, clock, metrics, launcher,
+                                         {.interval = *sample_interval});
+  gpu_sampler.Start();
   gantry::auth::AuthOptions auth_options;
   {
-    auto idle = gantry::auth::ParseDuration(session_idle);
-    auto max = gantry::auth::ParseDuration(session_max);
-    if (!idle || !max) {
-      spdlog::critical("--session-idle and --session-max take durations such as 30m or 12h");
+    auto idle = gantry::model::ParseDuration(session_idle);
+    auto max = gantry::model::ParseDuration(session_max);
+    if (!idle.ok() || !max.ok()) {
+      spdlog::critical("--{}: {}", idle.ok() ? "session-max" : "session-idle",
+                       std::string((idle.ok() ? max : idle).status().message()));
       return 1;
     }
     auth_options.session_idle = *idle;
@@ -543,6 +625,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   auth_options.directory = directory->get();
+  auto sso = gantry::app::MakeOidc(std::move(oidc_flags), clock);
+  if (!sso.ok()) {
+    spdlog::critical("{}", std::string(sso.status().message()));
+    return 2;
+  }
+  if (!auth_options.org_admin_group.empty() && !*directory && !*sso) {
+    spdlog::critical("--org-admin-group needs --ldap-url or --oidc-issuer");
+    return 2;
+  }
   gantry::auth::Authenticator authn(*store, clock, auth_options);
   authn_observer = &authn;
   // Unhooked before authn is destroyed: what is torn down after it may still commit.
@@ -552,6 +643,34 @@ int main(int argc, char** argv) {
   } unhook{authn_observer};
   gantry::auth::AuditLog audit(*store, clock, metrics, audit_options);
   audit.StartPruning(gantry::auth::AuditLog::PruneInterval(audit_options.retention));
+  // Approval gates (docs/approvals.md): their expiries ride on the lifecycle loop, which is
+  // declared after them so that it stops first.
+  gantry::engine::Approvals approvals(*store, engine, audit, clock, metrics);
+  // TTL, idle and schedule deadlines (docs/lifecycle-controller.md); after the engine started.
+  gantry::engine::LifecycleController lifecycle(*store, engine, drivers, audit, clock, metrics);
+  lifecycle.SetApprovals(&approvals);
+  lifecycle_observer = &lifecycle;
+  struct UnhookLifecycle {
+    std::atomic<gantry::engine::LifecycleController*>& observer;
+    ~UnhookLifecycle() { observer = nullptr; }
+  } unhook_lifecycle{lifecycle_observer};
+  lifecycle.Start();
+  // The 80 % and 100 % Events of monthly budgets (engine/budget_monitor.h).
+  gantry::engine::BudgetMonitor budgets(*store, clock, metrics, *budget_interval);
+  budgets.Start();
+  gantry::webhooks::DeliveryOptions webhook_options;
+  webhook_options.holder = engine_options.holder;
+  webhook_options.attempt_timeout = std::chrono::milliseconds(webhook_timeout_ms);
+  webhook_options.backoff_base = std::chrono::milliseconds(webhook_backoff_ms);
+  webhook_options.metrics = &metrics;
+  webhook_options.retention = *webhook_retention_d;
+  gantry::webhooks::DeliveryWorker webhook_worker(*store, **secrets, clock, webhook_options);
+  webhook_observer = &webhook_worker;
+  struct UnhookWebhooks {
+    std::atomic<gantry::webhooks::DeliveryWorker*>& observer;
+    ~UnhookWebhooks() { observer = nullptr; }
+  } unhook_webhooks{webhook_observer};
+  webhook_worker.Start();
   resources.SetCredentials(&authn);
   {
     auto admin = authn.EnsureAdmin(admin_password);
@@ -583,6 +702,9 @@ int main(int argc, char** argv) {
   gantry::api::StaticFiles ui(ui_dir);
   router.SetStaticFiles(&ui);
   router.SetWorkloadHost(advertise_host);
+  router.SetLifecycleEvents(&lifecycle);
+  router.SetSso(sso->get());
+  router.SetApprovals(&approvals);
   if (!ui.available()) spdlog::info("web UI not built (no index.html in {}): / explains", ui_dir);
   gantry::api::Server server(router, server_options, metrics);
   auto port = server.Listen();
@@ -621,6 +743,11 @@ int main(int argc, char** argv) {
   spdlog::info("listening on http://{}:{}", ShownHost(server_options.host), *port);
   server.Run([&hub] { hub.CloseAll(); });
   audit.StopPruning();
+  lifecycle.Stop();
+  budgets.Stop();
+  webhook_observer = nullptr;
+  webhook_worker.Stop();
+  gpu_sampler.Stop();
   bool drained = engine.Stop();
   drivers.Shutdown();
   // The PostgreSQL store's tail thread outlives the engine and the hub: detach them.

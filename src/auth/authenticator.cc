@@ -7,6 +7,21 @@
 #include "model/codec.h"
 
 namespace gantry::auth {
+
+std::string CookieValue(std::string_view header, std::string_view name) {
+  while (!header.empty()) {
+    size_t end = header.find(';');
+    std::string_view part = header.substr(0, end);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    size_t eq = part.find('=');
+    if (eq != std::string_view::npos && part.substr(0, eq) == name)
+      return std::string(part.substr(eq + 1));
+    if (end == std::string_view::npos) break;
+    header.remove_prefix(end + 1);
+  }
+  return "";
+}
+
 namespace {
 
 namespace json = boost::json;
@@ -24,21 +39,6 @@ json::object Record(const char* kind, const std::string& name, json::object spec
   return json::object{{"kind", kind},
                       {"metadata", json::object{{"name", name}, {"namespace", ""}}},
                       {"spec", std::move(spec)}};
-}
-
-// The value of cookie `name` in a Cookie header ("a=1; gantry_session=x"), "" when absent.
-std::string CookieValue(std::string_view header, std::string_view name) {
-  while (!header.empty()) {
-    size_t end = header.find(';');
-    std::string_view part = header.substr(0, end);
-    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
-    size_t eq = part.find('=');
-    if (eq != std::string_view::npos && part.substr(0, eq) == name)
-      return std::string(part.substr(eq + 1));
-    if (end == std::string_view::npos) break;
-    header.remove_prefix(end + 1);
-  }
-  return "";
 }
 
 // "10.0.0.1:5555" -> "10.0.0.1" (the limiter counts per address, not per connection).
@@ -271,7 +271,8 @@ absl::StatusOr<Subject> Authenticator::ReadSubject(const std::string& user) {
   if (const json::value* d = spec.if_contains("disabled"); d && d->is_bool() && d->get_bool())
     return UnauthorizedError("user \"" + user + "\" is disabled");
   // A directory user the last re-check found gone (or outside the allowed group).
-  const bool directory_user = GetString(spec, "source") == kSourceLdap;
+  const bool directory_user =
+      GetString(spec, "source") == kSourceLdap || GetString(spec, "source") == kSourceOidc;
   if (std::string why = GetString(*obj, "status.directoryRefusal"); directory_user && !why.empty())
     return UnauthorizedError(why);
   Subject s;
@@ -367,8 +368,14 @@ absl::StatusOr<Subject> Authenticator::CheckPassword(std::string_view user,
 
 absl::StatusOr<LoginResult> Authenticator::Login(std::string_view user, std::string_view password,
                                                  std::string_view source) {
+  ASSIGN_OR_RETURN(Subject subject, CheckPassword(user, password, source));
+  return OpenSession(std::move(subject), source);
+}
+
+absl::StatusOr<LoginResult> Authenticator::OpenSession(Subject subject, std::string_view source) {
   LoginResult out;
-  ASSIGN_OR_RETURN(out.identity.subject, CheckPassword(user, password, source));
+  out.identity.subject = std::move(subject);
+  const std::string user = out.identity.subject.user;
   auto now = clock_.Now();
   out.cookie_value = NewSecret(kSessionPrefix);
   std::string secret_hash = HashSecret(out.cookie_value);
@@ -376,9 +383,12 @@ absl::StatusOr<LoginResult> Authenticator::Login(std::string_view user, std::str
   out.identity.session = RecordName(kSessionRecord, secret_hash);
   out.identity.csrf = NewSecret("");
   out.expires_at = FormatRfc3339(now + options_.session_max);
-  json::object spec{{"user", std::string(user)},   {"hash", secret_hash},
-                    {"csrf", out.identity.csrf},   {"createdAt", FormatRfc3339(now)},
-                    {"expiresAt", out.expires_at}, {"lastSeen", FormatRfc3339(now)},
+  json::object spec{{"user", user},
+                    {"hash", secret_hash},
+                    {"csrf", out.identity.csrf},
+                    {"createdAt", FormatRfc3339(now)},
+                    {"expiresAt", out.expires_at},
+                    {"lastSeen", FormatRfc3339(now)},
                     {"source", Host(source)}};
   RETURN_IF_ERROR(
       store_
@@ -455,6 +465,9 @@ absl::StatusOr<store::Write> Authenticator::PasswordWrite(const std::string& use
     return BadRequestError("user \"" + user +
                            "\" logs in with the organisation's directory (LDAP): change the "
                            "password there");
+  if (account.ok() && GetString(Spec(*account), "source") == kSourceOidc)
+    return BadRequestError("user \"" + user +
+                           "\" logs in with single sign-on (OIDC): they have no Gantry password");
   if (!account.ok() && !absl::IsNotFound(account.status())) return account.status();
   ASSIGN_OR_RETURN(std::string hash, HashPassword(password));
   json::object obj = Record(kUserCredential, user, json::object{{"passwordHash", hash}});

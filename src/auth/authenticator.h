@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "auth/authorize.h"
 #include "auth/ldap_directory.h"
+#include "auth/oidc_provider.h"
 #include "common/clock.h"
 #include "store/store.h"
 
@@ -45,6 +46,9 @@ inline constexpr char kSession[] = "Session";
 inline constexpr char kSessionCookie[] = "gantry_session";
 inline constexpr char kCsrfHeader[] = "X-Gantry-CSRF";
 inline constexpr char kBootstrapUser[] = "system:bootstrap";
+
+// The value of cookie `name` in a Cookie header ("a=1; gantry_session=x"), "" when absent.
+std::string CookieValue(std::string_view header, std::string_view name);
 
 struct AuthOptions {
   std::chrono::seconds session_idle{30 * 60};
@@ -69,8 +73,9 @@ struct AuthOptions {
   std::chrono::seconds directory_recheck{5 * 60};
 };
 
-// The User spec.source of users the directory created.
+// The User spec.source of users the directory created, and of those single sign-on created.
 inline constexpr char kSourceLdap[] = "ldap";
+inline constexpr char kSourceOidc[] = "oidc";
 
 struct Identity {
   Subject subject;
@@ -111,6 +116,13 @@ class Authenticator {
   absl::StatusOr<Subject> CheckPassword(std::string_view user, std::string_view password,
                                         std::string_view source);
   absl::Status Logout(const std::string& session_record);
+  // A single sign-on login (oidc_login.cc): records what the provider said on the User
+  // (created at the first login with spec.source oidc; groups in status.groups, org-admin
+  // from --org-admin-group), refuses a user outside `allowed_group` (and marks an existing
+  // one refused, so their tokens stop), or one of another source ("user X is a local user");
+  // then opens a session (`open_session`) or only returns the subject. Every refusal is 401.
+  absl::StatusOr<LoginResult> SsoLogin(const SsoIdentity& who, const std::string& allowed_group,
+                                       std::string_view source, bool open_session);
 
   // Issues a token for `user` ({name, token (shown once), description, expiresAt,
   // creationTimestamp}). `ttl` nullopt: never expires.
@@ -167,6 +179,8 @@ class Authenticator {
   absl::Status CheckLimiter(const std::string& key, int limit);
   void RecordFailure(const std::string& key, int limit);
   std::string Now() const;
+  // A new web session for `subject` (Login, SsoLogin).
+  absl::StatusOr<LoginResult> OpenSession(Subject subject, std::string_view source);
 
   // directory_login.cc. The LDAP branch of CheckPassword, for a user with no local password.
   absl::StatusOr<Subject> DirectoryLogin(std::string_view user, std::string_view password,
@@ -174,8 +188,11 @@ class Authenticator {
   // Records what the directory said about `user` (nullopt: not there) on its User, creating
   // it when allowed and absent; returns why the user may not log in ("" when they may). A
   // User of another source is left alone (and refused: "invalid username or password").
+  // `source`: kSourceLdap or kSourceOidc; `allowed_group`: that source's (none: "").
   absl::StatusOr<std::string> ApplyDirectory(const std::string& user,
-                                             const std::optional<DirectoryEntry>& entry);
+                                             const std::optional<DirectoryEntry>& entry,
+                                             const std::string& source,
+                                             const std::string& allowed_group);
   // Asks the directory about an LDAP user when what it said last is older than
   // directory_recheck. A directory that cannot be reached leaves the user as they were.
   absl::Status RecheckDirectory(const std::string& user);

@@ -49,6 +49,15 @@ Grant GrantFor(const Access& a) {
   }
   if (k == "Token") return {.self = true};
   if (k == "Node" || k == "AuditEvent") return {.paas_admin = true};
+  // Rate cards: everyone reads the prices; org-admin sets them.
+  if (k == "RateCard") return read ? Grant{.anyone = true} : Grant{};
+  // Usage reports are computed reads; what rows a caller sees is the report's own rule
+  // (members: their own usage; api/usage_reports.cc).
+  if (k == "UsageReport")
+    return !read             ? Grant{}
+           : across_projects ? Grant{.anyone = true}
+                             : Grant{.min_project_role = Role::kViewer, .paas_admin = true};
+  if (k == "ClusterWebhook") return {};  // org-admin only: it sees every project's events
   // Namespaced kinds.
   if (across_projects) return {.anyone = true};
   if (k == "RoleBinding")
@@ -60,6 +69,9 @@ Grant GrantFor(const Access& a) {
   if (k == "ComputeInstance" || k == "ServiceInstance")
     return read ? Grant{.min_project_role = Role::kViewer, .paas_admin = true}
                 : Grant{.min_project_role = Role::kMember, .paas_admin = true};
+  if (k == "Webhook" || k == "WebhookDelivery")
+    // A receiver URL may name internal hosts; deliveries are read-only (405 to writers).
+    return {.min_project_role = Role::kProjectAdmin};
   if (k == "Run")
     // Read-only: writes reach the resource layer, which answers 405 to whoever may read.
     return {.min_project_role = Role::kViewer, .paas_admin = true};

@@ -79,43 +79,6 @@ bool HashesEqual(std::string_view a, std::string_view b) {
   return sodium_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-std::optional<std::chrono::seconds> ParseDuration(std::string_view text) {
-  if (text.empty() || text.size() > 32) return std::nullopt;
-  int64_t total = 0;
-  size_t i = 0;
-  while (i < text.size()) {
-    int64_t n = 0;
-    size_t start = i;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-      n = n * 10 + (text[i] - '0');
-      if (n > 1'000'000'000) return std::nullopt;
-      ++i;
-    }
-    if (i == start || i == text.size()) return std::nullopt;
-    int64_t unit = 0;
-    switch (text[i]) {
-      case 's':
-        unit = 1;
-        break;
-      case 'm':
-        unit = 60;
-        break;
-      case 'h':
-        unit = 3600;
-        break;
-      case 'd':
-        unit = 86400;
-        break;
-      default:
-        return std::nullopt;
-    }
-    total += n * unit;
-    ++i;
-  }
-  if (total <= 0 || total > int64_t{10} * 366 * 86400) return std::nullopt;
-  return std::chrono::seconds(total);
-}
-
 std::optional<std::chrono::system_clock::time_point> ParseTimestamp(std::string_view text) {
   std::tm tm{};
   int y, mo, d, h, mi, s;

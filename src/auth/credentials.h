@@ -39,9 +39,6 @@ std::string RecordName(std::string_view prefix, std::string_view hash);
 // Constant-time comparison of two hex hashes of equal length.
 bool HashesEqual(std::string_view a, std::string_view b);
 
-// "90s", "15m", "12h", "30d" (and combinations like "1h30m"); nullopt when malformed,
-// non-positive or over 10 years.
-std::optional<std::chrono::seconds> ParseDuration(std::string_view text);
 // Parses the RFC 3339 UTC timestamps Gantry writes ("2026-11-30T17:56:15Z"), years 1970 to
 // 2200; nullopt else.
 std::optional<std::chrono::system_clock::time_point> ParseTimestamp(std::string_view text);

@@ -31,9 +31,9 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
 
 // Why what the directory said keeps `user` out ("" when it lets them in).
 std::string Refusal(const std::string& user, const std::optional<DirectoryEntry>& entry,
-                    const AuthOptions& o) {
+                    const std::string& allowed_group) {
   if (!entry) return "user \"" + user + "\" is no longer in the organisation's directory";
-  if (!o.allowed_group.empty() && !Contains(entry->groups, o.allowed_group))
+  if (!allowed_group.empty() && !Contains(entry->groups, allowed_group))
     return "user \"" + user +
            "\" is not in the directory group that may use Gantry; ask an administrator to add "
            "you to it";
@@ -43,8 +43,9 @@ std::string Refusal(const std::string& user, const std::optional<DirectoryEntry>
 // A User's spec and status after what the directory said: display name, email and groups
 // from the entry, org-admin from --org-admin-group, and the refusal (if any).
 void Merge(const std::optional<DirectoryEntry>& entry, const std::string& refusal,
-           const AuthOptions& o, json::object& spec, json::object& status) {
-  spec["source"] = kSourceLdap;
+           const AuthOptions& o, const std::string& source, json::object& spec,
+           json::object& status) {
+  spec["source"] = source;
   if (entry) {
     if (!entry->display_name.empty()) spec["displayName"] = entry->display_name.substr(0, kMaxText);
     if (!entry->email.empty()) spec["email"] = entry->email.substr(0, kMaxText);
@@ -86,7 +87,8 @@ absl::StatusOr<Subject> Authenticator::DirectoryLogin(std::string_view user,
   auto entry = options_.directory->Authenticate(name, password);
   if (absl::IsUnauthenticated(entry.status())) return refuse(kInvalid);
   RETURN_IF_ERROR(entry.status());
-  ASSIGN_OR_RETURN(std::string refusal, ApplyDirectory(name, *std::move(entry)));
+  ASSIGN_OR_RETURN(std::string refusal,
+                   ApplyDirectory(name, *std::move(entry), kSourceLdap, options_.allowed_group));
   if (!refusal.empty()) return refuse(refusal);
   {
     // After ApplyDirectory's commit, whose OnCommit dropped the entry.
@@ -100,15 +102,16 @@ absl::StatusOr<Subject> Authenticator::DirectoryLogin(std::string_view user,
 }
 
 absl::StatusOr<std::string> Authenticator::ApplyDirectory(
-    const std::string& user, const std::optional<DirectoryEntry>& entry) {
-  const std::string refusal = Refusal(user, entry, options_);
+    const std::string& user, const std::optional<DirectoryEntry>& entry, const std::string& source,
+    const std::string& allowed_group) {
+  const std::string refusal = Refusal(user, entry, allowed_group);
   absl::Status last;
   for (int attempt = 0; attempt < 2; ++attempt) {  // again after a concurrent change
     auto current = store_.Get("User", "", user);
     if (!current.ok() && !absl::IsNotFound(current.status())) return current.status();
     json::object next;
     if (current.ok()) {
-      if (GetString(*current, "spec.source") != kSourceLdap) return std::string(kInvalid);
+      if (GetString(*current, "spec.source") != source) return std::string(kInvalid);
       next = *current;
     } else {
       if (!refusal.empty()) return refusal;  // never created only to be refused
@@ -122,7 +125,7 @@ absl::StatusOr<std::string> Authenticator::ApplyDirectory(
     }
     model::EnsureObject(next, "spec");
     model::EnsureObject(next, "status");  // both first: an insertion moves the others
-    Merge(entry, refusal, options_, next["spec"].as_object(), next["status"].as_object());
+    Merge(entry, refusal, options_, source, next["spec"].as_object(), next["status"].as_object());
     if (current.ok() && next == *current) return refusal;
     if (current.ok() && next["spec"] != (*current)["spec"])
       next["metadata"].as_object()["generation"] =
@@ -133,7 +136,8 @@ absl::StatusOr<std::string> Authenticator::ApplyDirectory(
                    std::move(next), rv, 0};
     auto out = store_.Commit({std::move(w)});
     if (out.ok()) {
-      if (!current.ok()) spdlog::info("created user {} (source ldap) at its first login", user);
+      if (!current.ok())
+        spdlog::info("created user {} (source {}) at its first login", user, source);
       return refusal;
     }
     last = out.status();
@@ -155,7 +159,7 @@ absl::Status Authenticator::RecheckDirectory(const std::string& user) {
   if (GetString(*obj, "spec.source") == kSourceLdap) {
     auto entry = options_.directory->Lookup(user);
     if (entry.ok()) {
-      RETURN_IF_ERROR(ApplyDirectory(user, *entry).status());
+      RETURN_IF_ERROR(ApplyDirectory(user, *entry, kSourceLdap, options_.allowed_group).status());
       due = now + options_.directory_recheck;
     } else {
       spdlog::warn("LDAP: cannot re-check user {} ({}); their access stays as it was", user,

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "cli/approve.h"
 #include "cli/kinds.h"
 #include "cli/table.h"
 #include "client/absl_compat.h"
@@ -180,8 +181,9 @@ class RunWaiter {
       printed_phase_ = phase;
     }
     if (phase == "Waiting" || phase == "InProgress") return std::nullopt;
-    if ((action_ == "deploy" && phase == "Success") ||
-        (action_ == "destroy" && phase == "NotDeployed")) {
+    if (((action_ == "deploy" || action_ == "start") && phase == "Success") ||
+        (action_ == "destroy" && phase == "NotDeployed") ||
+        (action_ == "stop" && phase == "Stopped")) {
       return kExitOk;
     }
     std::string reason = FieldText(instance, "status.reason");
@@ -287,6 +289,7 @@ int RunAction(CommandContext& ctx, const ActionOptions& options) {
   const std::string phase = FieldText(*instance, "status.phase");
   const std::string run = FieldText(*instance, "status.lastRunRef.name");
   const std::string& object = target->object;
+  if (PrintApproval(ctx, object, options.action, *instance)) return kExitOk;
   if (options.action == "cancel") {
     *ctx.out << object << " " << FieldText(*instance, "status.action") << " run " << run
              << " canceled (" << PhaseWords(phase) << ")\n";

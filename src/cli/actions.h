@@ -1,15 +1,18 @@
-// `gantry deploy|destroy|cancel|upgrade [KIND/]NAME` and `gantry logs [KIND/]NAME [-f]`: the
+// `gantry deploy|destroy|stop|start|cancel|upgrade [KIND/]NAME` and `gantry logs [KIND/]NAME
+// [-f]`: the
 // lifecycle actions of a ComputeInstance or (si/NAME) a ServiceInstance (API.md's lifecycle
 // table) and the logs of their runs. `destroy --cascade` destroys a compute instance's
 // service instances first (POST …/destroy?cascade=true).
 //
-// deploy and destroy POST the action (202: the instance, Waiting, with status.lastRunRef
-// naming the queued run) and print "computeinstance/NAME deploy queued (run NAME-3)". With
+// deploy, destroy, stop and start POST the action (202: the instance, Waiting, with
+// status.lastRunRef naming the queued run) and print "computeinstance/NAME deploy queued (run
+// NAME-3)". With
 // --wait they then watch the instance (GET …?watch=true&fieldSelector=metadata.name=NAME,
 // resumed from the last resourceVersion seen when the stream drops or the server ends it;
 // a fresh watch when the server says that resourceVersion expired) and print each phase as
 // it changes ("Waiting", "In Progress", "Success") until the run ends. Exit status: 0 when
-// the deploy ended Success / the destroy ended Not Deployed, 1 when it failed (reason and
+// the deploy or start ended Success / the destroy ended Not Deployed / the stop ended
+// Stopped, 1 when it failed (reason and
 // message printed), was canceled, or the wait timed out. A refusal (409 …) is printed as the
 // server worded it and exits 1.
 //
@@ -33,7 +36,7 @@ inline constexpr int kMaxReconnects = 8;
 // NAME is a compute instance; KIND/NAME names the kind: ci/NAME or si/NAME (a service
 // instance; any alias of either kind works).
 struct ActionOptions {
-  std::string action;    // "deploy", "destroy", "cancel"
+  std::string action;    // "deploy", "destroy", "stop", "start", "cancel"
   std::string name;      // NAME or KIND/NAME
   bool cascade = false;  // destroy of a compute instance: ?cascade=true (its services first)
   bool wait = false;

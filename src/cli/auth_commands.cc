@@ -63,7 +63,55 @@ std::string ReadPassword(CommandContext& ctx, bool prompt) {
 
 }  // namespace
 
+// Saves `token` as the config file's token; false (with the error printed) when it cannot.
+bool SaveToken(CommandContext& ctx, Settings& s, const std::string& token) {
+  s.token = token;
+  if (s.config_path.empty()) {
+    PrintError(ctx, "no config file to write to: set HOME, GANTRY_CONFIG or --config");
+    return false;
+  }
+  if (absl::Status w = ctx.write_file ? ctx.write_file(s.config_path, ConfigYaml(s))
+                                      : WriteWholeFile(s.config_path, ConfigYaml(s));
+      !w.ok()) {
+    PrintError(ctx, w);
+    return false;
+  }
+  return true;
+}
+
+// `gantry login --sso`: the browser logs in at the provider through gantryd, whose page
+// then shows a token to paste here (docs/sso.md).
+int RunSsoLogin(CommandContext& ctx) {
+  auto info = Call(ctx, "GET", "/auth/oidc");
+  if (!info.ok()) {
+    PrintError(ctx, info.status());
+    return kExitError;
+  }
+  const json::value* enabled = info->if_contains("enabled");
+  if (!enabled || !enabled->is_bool() || !enabled->get_bool()) {
+    PrintError(ctx, "single sign-on is not configured on " + ctx.settings.server +
+                        " (gantryd --oidc-issuer): log in with --user");
+    return kExitUsage;
+  }
+  *ctx.err << "Open this URL in a browser and log in:\n\n  " << ctx.settings.server
+           << "/auth/oidc/login?cli=1\n\nThen paste the token the page shows: " << std::flush;
+  std::string token;
+  std::getline(*ctx.in, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  while (!token.empty() && token.front() == ' ') token.erase(0, 1);
+  if (token.rfind("gnt_", 0) != 0) {
+    PrintError(ctx, "that is not a Gantry token (they start with gnt_)");
+    return kExitUsage;
+  }
+  Settings s = ctx.settings;
+  if (!SaveToken(ctx, s, token)) return kExitError;
+  *ctx.out << "Logged in to " << s.server << " by single sign-on (token saved in " << s.config_path
+           << "; gantry whoami shows who you are)\n";
+  return kExitOk;
+}
+
 int RunLogin(CommandContext& ctx, const LoginOptions& o) {
+  if (o.sso) return RunSsoLogin(ctx);
   std::string password = ReadPassword(ctx, !o.password_stdin);
   if (password.empty()) {
     PrintError(ctx, "no password given");
@@ -81,17 +129,11 @@ int RunLogin(CommandContext& ctx, const LoginOptions& o) {
     return kExitError;
   }
   Settings s = ctx.settings;
-  s.token = Str(*token, "token");
   if (s.config_path.empty()) {
     PrintError(ctx, "no config file to write to: set HOME, GANTRY_CONFIG or --config");
     return kExitUsage;
   }
-  if (absl::Status w = ctx.write_file ? ctx.write_file(s.config_path, ConfigYaml(s))
-                                      : WriteWholeFile(s.config_path, ConfigYaml(s));
-      !w.ok()) {
-    PrintError(ctx, w);
-    return kExitError;
-  }
+  if (!SaveToken(ctx, s, Str(*token, "token"))) return kExitError;
   std::string expires, name;
   if (const json::value* spec = token->if_contains("spec"); spec && spec->is_object())
     expires = Str(spec->get_object(), "expiresAt");

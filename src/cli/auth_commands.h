@@ -22,6 +22,7 @@ struct LoginOptions {
   std::string user = "admin";
   bool password_stdin = false;  // read the password from stdin (first line); else prompt
   std::string expires = "90d";
+  bool sso = false;  // --sso: single sign-on in a browser, then paste the token it shows
 };
 int RunLogin(CommandContext& ctx, const LoginOptions& options);
 

@@ -6,9 +6,12 @@
 
 #include "cli/actions.h"
 #include "cli/apply.h"
+#include "cli/approve.h"
 #include "cli/auth_commands.h"
 #include "cli/context.h"
+#include "cli/extend.h"
 #include "cli/get.h"
+#include "cli/usage.h"
 
 namespace gantry::cli {
 namespace {
@@ -37,6 +40,27 @@ Runner SetupGet(CLI::App& sub) {
   return [o, args](CommandContext& ctx) {
     o->kind = (*args)[0];
     o->names.assign(args->begin() + 1, args->end());
+    return RunGet(ctx, *o);
+  };
+}
+
+// `gantry webhooks deliveries NAME [--cluster]`: the delivery history of a Webhook of the
+// project (or, with --cluster, of a ClusterWebhook, across projects), as `gantry get
+// webhookdeliveries` with a field selector on spec.webhookRef prints it.
+Runner SetupWebhooks(CLI::App& sub) {
+  auto o = std::make_shared<GetOptions>();
+  auto name = std::make_shared<std::string>();
+  auto cluster = std::make_shared<bool>(false);
+  sub.require_subcommand(1);
+  CLI::App* deliveries = sub.add_subcommand("deliveries", "The delivery history of a webhook");
+  deliveries->add_option("name", *name, "Webhook NAME")->required();
+  deliveries->add_flag("--cluster", *cluster, "NAME is a ClusterWebhook (every project)");
+  deliveries->add_option("-o,--output", o->output, "Output format: json, yaml, wide, name");
+  return [o, name, cluster](CommandContext& ctx) {
+    o->kind = "webhookdeliveries";
+    o->all_projects = *cluster;
+    o->field_selector = "spec.webhookRef.name=" + *name +
+                        ",spec.webhookRef.kind=" + (*cluster ? "ClusterWebhook" : "Webhook");
     return RunGet(ctx, *o);
   };
 }
@@ -78,7 +102,7 @@ Runner SetupDelete(CLI::App& sub) {
   };
 }
 
-// deploy and destroy: NAME [--wait] [--timeout DURATION].
+// deploy, destroy, stop and start: NAME [--wait] [--timeout DURATION].
 template <const char* kAction>
 Runner SetupWaitingAction(CLI::App& sub) {
   auto o = std::make_shared<ActionOptions>();
@@ -98,6 +122,8 @@ Runner SetupWaitingAction(CLI::App& sub) {
 
 constexpr char kDeploy[] = "deploy";
 constexpr char kDestroy[] = "destroy";
+constexpr char kStop[] = "stop";
+constexpr char kStart[] = "start";
 
 Runner SetupCancel(CLI::App& sub) {
   auto o = std::make_shared<ActionOptions>();
@@ -114,6 +140,35 @@ Runner SetupUpgrade(CLI::App& sub) {
   return [o](CommandContext& ctx) { return RunUpgrade(ctx, *o); };
 }
 
+Runner SetupExtend(CLI::App& sub) {
+  auto o = std::make_shared<ExtendOptions>();
+  sub.add_option("name", o->name, "ComputeInstance NAME")->required();
+  sub.add_option("duration", o->by, "How much later it expires (90s, 30m, 2h, 1d)")->required();
+  return [o](CommandContext& ctx) { return RunExtend(ctx, *o); };
+}
+
+Runner SetupUsage(CLI::App& sub) {
+  auto o = std::make_shared<UsageOptions>();
+  sub.add_option("--from", o->from, "Start: RFC 3339 or a date (default: this month's first)");
+  sub.add_option("--to", o->to, "End, exclusive (default: now)");
+  sub.add_option("--group-by", o->group_by, "project,user,profile,gpuType (default: all four)");
+  sub.add_option("--step", o->step, "hour, day or month buckets (UTC)");
+  sub.add_option("-o,--output", o->output, "csv or json (default: a table)");
+  return [o](CommandContext& ctx) { return RunUsage(ctx, *o); };
+}
+
+template <const char* kVerb>
+Runner SetupAnswer(CLI::App& sub) {
+  auto o = std::make_shared<AnswerOptions>();
+  o->verb = kVerb;
+  sub.add_option("name", o->name, "ComputeInstance NAME")->required();
+  sub.add_option("-m,--message", o->message, "Why (shown to the requester, audited)");
+  return [o](CommandContext& ctx) { return RunAnswer(ctx, *o); };
+}
+
+constexpr char kApprove[] = "approve";
+constexpr char kReject[] = "reject";
+
 Runner SetupLogs(CLI::App& sub) {
   auto o = std::make_shared<LogsOptions>();
   sub.add_option("name", o->name, "A run, a ComputeInstance or si/NAME (its last run)")->required();
@@ -125,6 +180,8 @@ Runner SetupLogin(CLI::App& sub) {
   auto o = std::make_shared<LoginOptions>();
   sub.add_option("-u,--user", o->user, "User name")->capture_default_str();
   sub.add_flag("--password-stdin", o->password_stdin, "Read the password from stdin");
+  sub.add_flag("--sso", o->sso,
+               "Log in by single sign-on: open the printed URL, then paste the token it shows");
   sub.add_option("--expires", o->expires, "Lifetime of the token (90d, 12h)")
       ->capture_default_str();
   return [o](CommandContext& ctx) { return RunLogin(ctx, *o); };
@@ -182,8 +239,21 @@ const CommandSpec kCommands[] = {
      SetupWaitingAction<kDeploy>},
     {"destroy", "Tear down what a deploy made (queues a run; --wait blocks until it ends)",
      SetupWaitingAction<kDestroy>},
+    {"stop", "Stop an instance: its GPUs are released, its data kept (--wait blocks)",
+     SetupWaitingAction<kStop>},
+    {"start", "Start a stopped instance again (admitted like a deploy; --wait blocks)",
+     SetupWaitingAction<kStart>},
     {"cancel", "Cancel an instance's queued (Waiting) run", SetupCancel},
     {"upgrade", "Move an instance to its profile's latest revision", SetupUpgrade},
+    {"extend", "Raise an instance's time-to-live so that it expires DURATION later", SetupExtend},
+    {"usage", "GPU-hours and cost per project, user, profile, GPU type (-n: one project)",
+     SetupUsage},
+    {"approve", "Approve a compute instance's pending deploy or start (its run is queued)",
+     SetupAnswer<kApprove>},
+    {"reject", "Reject a compute instance's pending deploy or start (--message says why)",
+     SetupAnswer<kReject>},
+    {"webhooks", "Webhook helpers: `webhooks deliveries NAME` lists a webhook's deliveries",
+     SetupWebhooks},
     {"logs", "Print a run's log (NAME: a run or an instance); -f follows it", SetupLogs},
     {"login", "Get an API token with your password and save it in the config file", SetupLogin},
     {"whoami", "Show who the token belongs to and their roles", SetupWhoAmI},

@@ -128,9 +128,9 @@ TEST_F(CliTest, GetFollowsContinueAndPrintsATable) {
           R"({"metadata":{"name":"bb","namespace":"ml"},"spec":{"displayName":"B"}}]})");
   EXPECT_EQ(Run({"get", "instances", "-n", "ml", "-l", "env=prod"}), 0) << err.str();
   EXPECT_EQ(out.str(),
-            "NAME  DISPLAY NAME  PROFILE  CREATED    STATUS   SHARING\n"
-            "a     <none>        p        5m         Success  None\n"
-            "bb    B             <none>   <unknown>  <none>   None\n");
+            "NAME  DISPLAY NAME  PROFILE  EXPIRES  GPU%    CREATED    STATUS   SHARING\n"
+            "a     <none>        p        <none>   <none>  5m         Success  None\n"
+            "bb    B             <none>   <none>   <none>  <unknown>  <none>   None\n");
   EXPECT_EQ(fake.requests.size(), 2u);
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/kinds.h"
 #include "cli/printers.h"
+#include "cli/table.h"
 
 namespace gantry::cli {
 namespace {
@@ -18,6 +19,26 @@ int Fail(CommandContext& ctx, const absl::Status& s) {
 int Usage(CommandContext& ctx, std::string_view message) {
   PrintError(ctx, message);
   return kExitUsage;
+}
+
+// The Events section of an instance (its runs and the lifecycle warnings), as kubectl
+// describe reads them: GET /api/v1/namespaces/NS/events with an involvedObject selector. A
+// server that cannot answer leaves the section out; the describe itself succeeded.
+std::string DescribeEvents(CommandContext& ctx, const KindInfo& kind,
+                           const boost::json::object& object) {
+  std::string ns = FieldText(object, "metadata.namespace");
+  if (ns.empty()) ns = ctx.settings.project;
+  std::string selector = absl::StrCat("involvedObject.name=", FieldText(object, "metadata.name"),
+                                      ",involvedObject.kind=", kind.kind);
+  absl::StatusOr<boost::json::object> list =
+      GetObject(*ctx.api, absl::StrCat("/api/v1/namespaces/", PercentEncode(ns),
+                                       "/events?fieldSelector=", PercentEncode(selector)));
+  if (!list.ok()) return "";
+  std::vector<boost::json::object> events;
+  if (const boost::json::value* items = list->if_contains("items"); items && items->is_array())
+    for (const boost::json::value& e : items->get_array())
+      if (e.is_object()) events.push_back(e.get_object());
+  return RenderEvents(events, ctx.now);
 }
 
 }  // namespace
@@ -126,6 +147,9 @@ int RunDescribe(CommandContext& ctx, const DescribeOptions& options) {
     if (!first) *ctx.out << "\n\n";
     first = false;
     *ctx.out << RenderDescribe(*kind, *obj, ctx.now);
+    if (kind->plural == "computeinstances" || kind->plural == "serviceinstances") {
+      *ctx.out << DescribeEvents(ctx, *kind, *obj);
+    }
   }
   return failures == 0 ? kExitOk : kExitError;
 }

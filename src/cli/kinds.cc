@@ -34,6 +34,9 @@ constexpr KnownKind kKnown[] = {
     {"rolebindings", "RoleBinding", true, {"rb"}, 1},
     {"auditevents", "AuditEvent", false, {"audit"}, kOtherRank},
     {"nodes", "Node", false, {"node"}, kOtherRank},
+    {"webhooks", "Webhook", true, {"wh"}, 1},
+    {"clusterwebhooks", "ClusterWebhook", false, {"cwh"}, 1},
+    {"webhookdeliveries", "WebhookDelivery", true, {"deliveries", "delivery"}, kOtherRank},
 };
 
 KindInfo Info(const KnownKind& k) {

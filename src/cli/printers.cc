@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "cli/table.h"
 #include "client/absl_compat.h"
 #include "client/yaml_json.h"
+#include "model/budget.h"
 
 namespace gantry::cli {
 namespace {
@@ -101,18 +103,6 @@ std::string GpuColumn(const json::object& o) {
   return absl::StrCat(type.empty() ? "gpu" : type, " x ", count);
 }
 
-// kubectl's HumanDuration for short spans, which run durations mostly are: "90s", "2m30s"
-// below ten minutes; ShortDuration beyond.
-std::string HumanDuration(absl::Duration d) {
-  if (d < absl::ZeroDuration()) return "0s";
-  int64_t s = absl::ToInt64Seconds(d);
-  if (s < 120) return absl::StrCat(s, "s");
-  if (s < 600) {
-    return s % 60 == 0 ? absl::StrCat(s / 60, "m") : absl::StrCat(s / 60, "m", s % 60, "s");
-  }
-  return ShortDuration(d);
-}
-
 // From status.startTime to status.completionTime, or to `now` while the run goes on;
 // "<none>" for a run that never started (queued, or canceled before it started).
 std::string RunDuration(const json::object& o, absl::Time now) {
@@ -126,106 +116,147 @@ std::string RunDuration(const json::object& o, absl::Time now) {
 
 }  // namespace
 
-std::string RenderTable(const KindInfo& kind, const std::vector<json::object>& items,
-                        const TableOptions& options) {
-  // Each column: header and how to compute the cell.
-  using Cell = std::function<std::string(const json::object&)>;
-  std::vector<std::pair<std::string, Cell>> cols;
-  const absl::Time now = options.now;
-  if (options.all_projects && kind.namespaced) {
-    cols.push_back({"PROJECT", [](const json::object& o) {
-                      return OrNone(FieldText(o, "metadata.namespace"));
+namespace {
+
+// Each column: header and how to compute the cell.
+using Cell = std::function<std::string(const json::object&)>;
+using Columns = std::vector<std::pair<std::string, Cell>>;
+
+std::string Display(const json::object& o) { return OrNone(FieldText(o, "spec.displayName")); }
+std::string Revision(const json::object& o) { return OrNone(FieldText(o, "status.revision")); }
+std::string Status(const json::object& o) { return PhaseWords(FieldText(o, "status.phase")); }
+std::string Reason(const json::object& o) { return OrNone(FieldText(o, "status.reason")); }
+std::string ProfileRevision(const json::object& o) {
+  return OrNone(FieldText(o, "status.profileRevision"));
+}
+std::string TemplateName(const json::object& o) {
+  return OrNone(FieldText(o, "spec.templateRef.name"));
+}
+
+// NAME DISPLAY NAME PROFILE EXPIRES GPU% CREATED STATUS SHARING (the server's Table order);
+// -o wide: PROFILE REVISION REASON ADMISSION POSITION (fair share: Guaranteed/Borrowed, and
+// the place in the queue for its GPUs while Waiting).
+void ComputeInstanceColumns(const TableOptions& options, const Cell& age, Columns& cols) {
+  absl::Time now = options.now;
+  cols.push_back({"DISPLAY NAME", Display});
+  cols.push_back({"PROFILE", ProfileColumn});
+  cols.push_back({"EXPIRES", [now](const json::object& o) { return ExpiresText(o, now); }});
+  cols.push_back({"GPU%", GpuPercentText});
+  cols.push_back({"CREATED", age});
+  cols.push_back({"STATUS", Status});
+  cols.push_back({"SHARING", SharingSummary});
+  if (options.wide) {
+    cols.push_back({"PROFILE REVISION", ProfileRevision});
+    cols.push_back({"REASON", Reason});
+    cols.push_back({"ADMISSION", [](const json::object& o) {
+                      return OrNone(FieldText(o, "status.admission"));
+                    }});
+    cols.push_back({"POSITION", [](const json::object& o) {
+                      return OrNone(FieldText(o, "status.queuePosition"));
                     }});
   }
-  cols.push_back({"NAME", [](const json::object& o) { return OrNone(Name(o)); }});
-  auto display = [](const json::object& o) { return OrNone(FieldText(o, "spec.displayName")); };
-  auto age = [now](const json::object& o) { return Age(o, now); };
-  auto revision = [](const json::object& o) { return OrNone(FieldText(o, "status.revision")); };
-  if (kind.plural == "computeinstances") {
-    cols.push_back({"DISPLAY NAME", display});
-    cols.push_back({"PROFILE", ProfileColumn});
-    cols.push_back({"CREATED", age});
-    cols.push_back(
-        {"STATUS", [](const json::object& o) { return PhaseWords(FieldText(o, "status.phase")); }});
+}
+
+// NAME DISPLAY NAME PROFILE COMPUTE STATUS EXPIRES GPU% AGE; -o wide: PROFILE REVISION
+// REASON OUTPUTS SHARING.
+void ServiceInstanceColumns(const TableOptions& options, const Cell& age, Columns& cols) {
+  absl::Time now = options.now;
+  cols.push_back({"DISPLAY NAME", Display});
+  cols.push_back({"PROFILE", ProfileColumn});
+  cols.push_back({"COMPUTE", [](const json::object& o) { return RefText(o, "spec.computeRef"); }});
+  cols.push_back({"STATUS", Status});
+  cols.push_back({"EXPIRES", [now](const json::object& o) { return ExpiresText(o, now); }});
+  cols.push_back({"GPU%", GpuPercentText});
+  cols.push_back({"AGE", age});
+  if (options.wide) {
+    cols.push_back({"PROFILE REVISION", ProfileRevision});
+    cols.push_back({"REASON", Reason});
+    cols.push_back({"OUTPUTS", [](const json::object& o) { return MapText(o, "status.outputs"); }});
     cols.push_back({"SHARING", SharingSummary});
-    if (options.wide) {
-      cols.push_back({"PROFILE REVISION", [](const json::object& o) {
-                        return OrNone(FieldText(o, "status.profileRevision"));
-                      }});
-      cols.push_back(
-          {"REASON", [](const json::object& o) { return OrNone(FieldText(o, "status.reason")); }});
-    }
-  } else if (kind.plural == "computeprofiles") {
-    cols.push_back({"DISPLAY NAME", display});
-    cols.push_back({"TEMPLATE", [](const json::object& o) {
-                      return OrNone(FieldText(o, "spec.templateRef.name"));
+  }
+}
+
+void ServiceProfileColumns(const TableOptions& options, const Cell& age, Columns& cols) {
+  cols.push_back({"DISPLAY NAME", Display});
+  cols.push_back(
+      {"TYPE", [](const json::object& o) { return OrNone(FieldText(o, "spec.serviceType")); }});
+  cols.push_back({"TEMPLATE", TemplateName});
+  cols.push_back({"REVISION", Revision});
+  cols.push_back({"AGE", age});
+  if (options.wide) {
+    cols.push_back({"COMPUTE SELECTOR",
+                    [](const json::object& o) { return SelectorText(o, "spec.computeSelector"); }});
+    cols.push_back({"AUTO-CREATE COMPUTE", [](const json::object& o) {
+                      return RefText(o, "spec.autoCreateCompute.profileRef");
                     }});
+    cols.push_back({"SHARING", SharingSummary});
+  }
+}
+
+void RunColumns(absl::Time now, Columns& cols) {
+  cols.push_back({"INSTANCE", [](const json::object& o) {
+                    return OrNone(FieldText(o, "spec.instanceRef.name"));
+                  }});
+  cols.push_back(
+      {"ACTION", [](const json::object& o) { return OrNone(FieldText(o, "spec.action")); }});
+  cols.push_back(
+      {"STATUS", [](const json::object& o) { return OrNone(FieldText(o, "status.phase")); }});
+  cols.push_back(
+      {"ATTEMPT", [](const json::object& o) { return OrNone(FieldText(o, "status.attempt")); }});
+  cols.push_back({"STARTED", [now](const json::object& o) {
+                    std::string start = FieldText(o, "status.startTime");
+                    return start.empty() ? "<none>" : FormatAge(start, now);
+                  }});
+  cols.push_back({"DURATION", [now](const json::object& o) { return RunDuration(o, now); }});
+  cols.push_back({"REASON", Reason});
+}
+
+// WebhookDelivery (`gantry webhooks deliveries NAME`): WEBHOOK EVENT STATUS ATTEMPTS CODE AGE
+// ERROR.
+void DeliveryColumns(const Cell& age, Columns& cols) {
+  auto text = [](const char* path) {
+    return [path](const json::object& o) { return OrNone(FieldText(o, path)); };
+  };
+  cols.push_back({"WEBHOOK", text("spec.webhookRef.name")});
+  cols.push_back({"EVENT", text("spec.event")});
+  cols.push_back({"STATUS", text("status.phase")});
+  cols.push_back({"ATTEMPTS", text("status.attempts")});
+  cols.push_back({"CODE", text("status.code")});
+  cols.push_back({"AGE", age});
+  cols.push_back({"ERROR", text("status.error")});
+}
+
+// The columns after NAME for `kind`.
+void KindColumns(const KindInfo& kind, const TableOptions& options, Columns& cols) {
+  const absl::Time now = options.now;
+  Cell age = [now](const json::object& o) { return Age(o, now); };
+  if (kind.plural == "computeinstances") {
+    ComputeInstanceColumns(options, age, cols);
+  } else if (kind.plural == "computeprofiles") {
+    cols.push_back({"DISPLAY NAME", Display});
+    cols.push_back({"TEMPLATE", TemplateName});
     cols.push_back({"GPU", GpuColumn});
-    cols.push_back({"REVISION", revision});
+    cols.push_back({"REVISION", Revision});
     cols.push_back({"SHARING", SharingSummary});
     cols.push_back({"AGE", age});
   } else if (kind.plural == "serviceprofiles") {
-    cols.push_back({"DISPLAY NAME", display});
-    cols.push_back(
-        {"TYPE", [](const json::object& o) { return OrNone(FieldText(o, "spec.serviceType")); }});
-    cols.push_back({"TEMPLATE", [](const json::object& o) {
-                      return OrNone(FieldText(o, "spec.templateRef.name"));
-                    }});
-    cols.push_back({"REVISION", revision});
-    cols.push_back({"AGE", age});
-    if (options.wide) {
-      cols.push_back({"COMPUTE SELECTOR", [](const json::object& o) {
-                        return SelectorText(o, "spec.computeSelector");
-                      }});
-      cols.push_back({"AUTO-CREATE COMPUTE", [](const json::object& o) {
-                        return RefText(o, "spec.autoCreateCompute.profileRef");
-                      }});
-      cols.push_back({"SHARING", SharingSummary});
-    }
+    ServiceProfileColumns(options, age, cols);
   } else if (kind.plural == "serviceinstances") {
-    cols.push_back({"DISPLAY NAME", display});
-    cols.push_back({"PROFILE", ProfileColumn});
-    cols.push_back(
-        {"COMPUTE", [](const json::object& o) { return RefText(o, "spec.computeRef"); }});
-    cols.push_back(
-        {"STATUS", [](const json::object& o) { return PhaseWords(FieldText(o, "status.phase")); }});
-    cols.push_back({"AGE", age});
-    if (options.wide) {
-      cols.push_back({"PROFILE REVISION", [](const json::object& o) {
-                        return OrNone(FieldText(o, "status.profileRevision"));
-                      }});
-      cols.push_back(
-          {"REASON", [](const json::object& o) { return OrNone(FieldText(o, "status.reason")); }});
-      cols.push_back(
-          {"OUTPUTS", [](const json::object& o) { return MapText(o, "status.outputs"); }});
-      cols.push_back({"SHARING", SharingSummary});
-    }
+    ServiceInstanceColumns(options, age, cols);
   } else if (kind.plural == "environmenttemplates") {
-    cols.push_back({"DISPLAY NAME", display});
+    cols.push_back({"DISPLAY NAME", Display});
     cols.push_back(
         {"DRIVER", [](const json::object& o) { return OrNone(FieldText(o, "spec.driver")); }});
-    cols.push_back({"REVISION", revision});
+    cols.push_back({"REVISION", Revision});
     cols.push_back({"AGE", age});
   } else if (kind.plural == "runs") {
-    cols.push_back({"INSTANCE", [](const json::object& o) {
-                      return OrNone(FieldText(o, "spec.instanceRef.name"));
-                    }});
-    cols.push_back(
-        {"ACTION", [](const json::object& o) { return OrNone(FieldText(o, "spec.action")); }});
-    cols.push_back(
-        {"STATUS", [](const json::object& o) { return OrNone(FieldText(o, "status.phase")); }});
-    cols.push_back(
-        {"ATTEMPT", [](const json::object& o) { return OrNone(FieldText(o, "status.attempt")); }});
-    cols.push_back({"STARTED", [now](const json::object& o) {
-                      std::string start = FieldText(o, "status.startTime");
-                      return start.empty() ? "<none>" : FormatAge(start, now);
-                    }});
-    cols.push_back({"DURATION", [now](const json::object& o) { return RunDuration(o, now); }});
-    cols.push_back(
-        {"REASON", [](const json::object& o) { return OrNone(FieldText(o, "status.reason")); }});
+    RunColumns(now, cols);
   } else if (kind.plural == "projects") {
-    cols.push_back({"DISPLAY NAME", display});
+    cols.push_back({"DISPLAY NAME", Display});
+    cols.push_back({"BUDGET", [](const json::object& o) { return OrNone(model::BudgetText(o)); }});
     cols.push_back({"AGE", age});
+  } else if (kind.plural == "webhookdeliveries") {
+    DeliveryColumns(age, cols);
   } else if (kind.plural == "nodes") {
     // Nodes are computed, not stored: no age; what a platform team asks is what is free.
     cols.push_back({"GPU SOURCE", [](const json::object& o) {
@@ -235,6 +266,45 @@ std::string RenderTable(const KindInfo& kind, const std::vector<json::object>& i
   } else {
     cols.push_back({"AGE", age});
   }
+}
+
+}  // namespace
+
+std::string ExpiresText(const json::object& instance, absl::Time now) {
+  std::string text = FieldText(instance, "status.expiresAt");
+  if (text.empty()) return "<none>";
+  std::optional<absl::Time> expires = ParseTimestamp(text);
+  if (!expires) return "<unknown>";
+  return *expires <= now ? "expired" : HumanDuration(*expires - now);
+}
+
+std::string GpuPercentText(const json::object& instance) {
+  const json::value* v = Lookup(instance, "status.gpuUtilization");
+  if (v == nullptr || !v->is_number()) return "<none>";
+  return absl::StrCat(v->is_double() ? std::llround(v->get_double()) : v->to_number<int64_t>(),
+                      "%");
+}
+
+std::string AutomaticActionText(const json::object& instance) {
+  std::string reason = FieldText(instance, "status.reason");
+  std::string why = reason == "TTLExpired"  ? "TTL expired"
+                    : reason == "Idle"      ? "idle"
+                    : reason == "Scheduled" ? "scheduled stop"
+                                            : "";
+  if (why.empty()) return "";
+  return absl::StrCat(PhaseWords(FieldText(instance, "status.phase")), ": ", why);
+}
+
+std::string RenderTable(const KindInfo& kind, const std::vector<json::object>& items,
+                        const TableOptions& options) {
+  Columns cols;
+  if (options.all_projects && kind.namespaced) {
+    cols.push_back({"PROJECT", [](const json::object& o) {
+                      return OrNone(FieldText(o, "metadata.namespace"));
+                    }});
+  }
+  cols.push_back({"NAME", [](const json::object& o) { return OrNone(Name(o)); }});
+  KindColumns(kind, options, cols);
   if (options.wide) {
     cols.push_back({"CREATED AT", [](const json::object& o) {
                       return OrNone(FieldText(o, "metadata.creationTimestamp"));
@@ -358,6 +428,49 @@ std::string MapLines(const json::object& o, std::string_view path, size_t indent
   return out;
 }
 
+// Each line of a rendered table indented by two spaces (describe's sections).
+std::string Indented(const std::string& rendered) {
+  std::string out;
+  for (size_t start = 0; start < rendered.size();) {
+    size_t nl = rendered.find('\n', start);
+    absl::StrAppend(&out, "  ", rendered.substr(start, nl - start + 1));
+    start = nl + 1;
+  }
+  return out;
+}
+
+// "2026-12-01T19:00:00Z (3h ago)", "<none>".
+std::string WhenText(const json::object& o, std::string_view path, absl::Time now) {
+  std::string ts = FieldText(o, path);
+  if (ts.empty()) return "<none>";
+  std::optional<absl::Time> t = ParseTimestamp(ts);
+  if (!t) return ts;
+  return absl::StrCat(ts, " (", HumanDuration(now - *t), " ago)");
+}
+
+// An instance's lifecycle: when it started, when its TTL runs out and how long is left, its
+// GPUs' last utilisation, since when they are idle, and what the server last did by itself.
+std::string LifecycleSection(const json::object& o, absl::Time now) {
+  std::string expires = FieldText(o, "status.expiresAt");
+  std::string left = ExpiresText(o, now);
+  if (!expires.empty()) {
+    expires = absl::StrCat(expires, left == "expired" ? " (expired)" : " (in " + left + ")");
+  }
+  std::string ttl = FieldText(o, "spec.lifecycle.ttl");
+  std::string automatic = AutomaticActionText(o);
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"Started", WhenText(o, "status.startedAt", now)},
+      {"Expires", OrNone(expires)},
+      {"TTL", ttl.empty() ? "<profile default>" : ttl},
+      {"GPU%", GpuPercentText(o)},
+      {"Idle Since", WhenText(o, "status.idleSince", now)},
+      {"Last Automatic Action", OrNone(automatic)},
+  };
+  std::string out = "Lifecycle:\n";
+  AppendFields(fields, 2, out);
+  return out;
+}
+
 }  // namespace
 
 std::string RenderDescribe(const KindInfo& kind, const json::object& object, absl::Time now) {
@@ -399,6 +512,9 @@ std::string RenderDescribe(const KindInfo& kind, const json::object& object, abs
     }
   }
 
+  if (kind.plural == "computeinstances" || kind.plural == "serviceinstances") {
+    out += LifecycleSection(object, now);
+  }
   const json::value* conds = Lookup(object, "status.conditions");
   out += "Conditions:\n";
   if (conds == nullptr || !conds->is_array() || conds->get_array().empty()) {
@@ -413,15 +529,31 @@ std::string RenderDescribe(const KindInfo& kind, const json::object& object, abs
                 OrNone(FieldText(co, "reason")), OrNone(FieldText(co, "message")),
                 when.empty() ? "<unknown>" : absl::StrCat(FormatAge(when, now), " ago")});
     }
-    std::string rendered = t.Render();
-    size_t start = 0;
-    while (start < rendered.size()) {
-      size_t nl = rendered.find('\n', start);
-      absl::StrAppend(&out, "  ", rendered.substr(start, nl - start + 1));
-      start = nl + 1;
-    }
+    out += Indented(t.Render());
   }
   return out;
+}
+
+std::string RenderEvents(const std::vector<json::object>& events, absl::Time now) {
+  if (events.empty()) return "Events:  <none>\n";
+  std::vector<const json::object*> sorted;
+  for (const json::object& e : events) sorted.push_back(&e);
+  auto when = [](const json::object& e) {
+    std::string t = FieldText(e, "lastTimestamp");
+    return t.empty() ? FieldText(e, "firstTimestamp") : t;
+  };
+  // Oldest first, as kubectl describe lists them (RFC 3339 UTC sorts as text).
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const json::object* a, const json::object* b) {
+    return when(*a) < when(*b);
+  });
+  Table t({"Type", "Reason", "Age", "From", "Message"});
+  for (const json::object* e : sorted) {
+    std::string from = FieldText(*e, "source.component");
+    if (from.empty()) from = FieldText(*e, "reportingComponent");
+    t.AddRow({OrNone(FieldText(*e, "type")), OrNone(FieldText(*e, "reason")),
+              FormatAge(when(*e), now), OrNone(from), FieldText(*e, "message")});
+  }
+  return "Events:\n" + Indented(t.Render());
 }
 
 }  // namespace gantry::cli

@@ -28,17 +28,20 @@ std::vector<json::object> Instances() {
 }
 
 TEST(RenderTable, ComputeInstances) {
-  EXPECT_EQ(RenderTable(*ResolveKind("ci"), Instances(), {false, false, kNow}),
-            "NAME   DISPLAY NAME  PROFILE           CREATED  STATUS        SHARING\n"
-            "gpu-1  GPU one       platform/h100-x8  5m       In Progress   Selected(1)\n"
-            "cpu    <none>        small             2d       Not Deployed  None\n");
+  EXPECT_EQ(
+      RenderTable(*ResolveKind("ci"), Instances(), {false, false, kNow}),
+      "NAME   DISPLAY NAME  PROFILE           EXPIRES  GPU%    CREATED  STATUS        SHARING\n"
+      "gpu-1  GPU one       platform/h100-x8  <none>   <none>  5m       In Progress   "
+      "Selected(1)\n"
+      "cpu    <none>        small             <none>   <none>  2d       Not Deployed  None\n");
 }
 
 TEST(RenderTable, AllProjectsAndWide) {
   std::string t = RenderTable(*ResolveKind("ci"), Instances(), {true, true, kNow});
-  EXPECT_EQ(t.substr(0, t.find('\n')),
-            "PROJECT  NAME   DISPLAY NAME  PROFILE           CREATED  STATUS        SHARING      "
-            "PROFILE REVISION  REASON  CREATED AT");
+  EXPECT_EQ(
+      t.substr(0, t.find('\n')),
+      "PROJECT  NAME   DISPLAY NAME  PROFILE           EXPIRES  GPU%    CREATED  STATUS        "
+      "SHARING      PROFILE REVISION  REASON  ADMISSION  POSITION  CREATED AT");
   EXPECT_NE(t.find("ml       gpu-1"), std::string::npos) << t;
   EXPECT_NE(t.find("2027-01-15T07:55:00Z"), std::string::npos) << t;
 }
@@ -62,8 +65,15 @@ TEST(RenderTable, ProfilesTemplatesProjectsAndOthers) {
   auto proj = json::parse(R"({"metadata":{"name":"ml","creationTimestamp":"2027-01-15T07:59:30Z"},)"
                           R"("spec":{"displayName":"ML research"}})")
                   .as_object();
-  EXPECT_EQ(RenderTable(*ResolveKind("proj"), {proj}, {false, true, kNow}),
-            "NAME  DISPLAY NAME  AGE\nml    ML research   30s\n");
+  auto spent =
+      json::parse(R"({"metadata":{"name":"cv","creationTimestamp":"2027-01-15T07:00:00Z"},)"
+                  R"("spec":{"budget":{"monthly":1000}},"status":{"spend":{"month":)"
+                  R"("2027-01","cost":412.5,"currency":"EUR","monthly":1000,"percent":41}}})")
+          .as_object();
+  EXPECT_EQ(RenderTable(*ResolveKind("proj"), {proj, spent}, {false, true, kNow}),
+            "NAME  DISPLAY NAME  BUDGET                 AGE\n"
+            "ml    ML research   <none>                 30s\n"
+            "cv    <none>        412.50/1000 EUR (41%)  1h\n");
   EXPECT_EQ(RenderTable(*ResolveKind("rolebindings"), {proj}, {false, false, kNow}),
             "NAME  AGE\nml    30s\n");
 }
@@ -110,16 +120,18 @@ TEST(RenderTable, ServiceInstances) {
           .as_object(),
   };
   EXPECT_EQ(RenderTable(*ResolveKind("si"), items, {false, false, kNow}),
-            "NAME    DISPLAY NAME  PROFILE  COMPUTE         STATUS   AGE\n"
-            "nb      Notebook      jupyter  platform/gpu-1  Waiting  5m\n"
-            "mlflow  <none>        mlops    gpu-2           Success  2d\n");
+            "NAME    DISPLAY NAME  PROFILE  COMPUTE         STATUS   EXPIRES  GPU%    AGE\n"
+            "nb      Notebook      jupyter  platform/gpu-1  Waiting  <none>   <none>  5m\n"
+            "mlflow  <none>        mlops    gpu-2           Success  <none>   <none>  2d\n");
   EXPECT_EQ(RenderTable(*ResolveKind("serviceinstances"), items, {true, false, kNow}),
-            "NAME    DISPLAY NAME  PROFILE  COMPUTE         STATUS   AGE  PROFILE REVISION  "
-            "REASON           OUTPUTS                    SHARING  CREATED AT\n"
-            "nb      Notebook      jupyter  platform/gpu-1  Waiting  5m   2                 "
-            "ComputeNotReady  <none>                     None     2027-01-15T07:55:00Z\n"
-            "mlflow  <none>        mlops    gpu-2           Success  2d   <none>            "
-            "<none>           endpoint=http://h:1,run=7  None     2027-01-13T08:00:00Z\n");
+            "NAME    DISPLAY NAME  PROFILE  COMPUTE         STATUS   EXPIRES  GPU%    AGE  "
+            "PROFILE REVISION  REASON           OUTPUTS                    SHARING  CREATED AT\n"
+            "nb      Notebook      jupyter  platform/gpu-1  Waiting  <none>   <none>  5m   "
+            "2                 ComputeNotReady  <none>                     None     "
+            "2027-01-15T07:55:00Z\n"
+            "mlflow  <none>        mlops    gpu-2           Success  <none>   <none>  2d   "
+            "<none>            <none>           endpoint=http://h:1,run=7  None     "
+            "2027-01-13T08:00:00Z\n");
 }
 
 TEST(RenderTable, NodesShowTheirGpusNotAnAge) {
@@ -184,9 +196,89 @@ TEST(RenderDescribe, FlattensSpecAndStatus) {
             "  tags[0]:          a\n"
             "Status:\n"
             "  phase:  Success\n"
+            "Lifecycle:\n"
+            "  Started:                <none>\n"
+            "  Expires:                <none>\n"
+            "  TTL:                    <profile default>\n"
+            "  GPU%:                   <none>\n"
+            "  Idle Since:             <none>\n"
+            "  Last Automatic Action:  <none>\n"
             "Conditions:\n"
             "  TYPE   STATUS  REASON    MESSAGE  LAST TRANSITION\n"
             "  Ready  True    Deployed  <none>   2m ago\n");
+}
+
+// The lifecycle as `gantry get` shows it (the server's Table has the same cells): the time
+// left until status.expiresAt in kubectl's HumanDuration, "expired" once past, GPU%.
+TEST(RenderTable, ComputeInstanceLifecycleColumns) {
+  auto with = [](const std::string& status) {
+    return json::parse(R"({"metadata":{"name":"nb","namespace":"ml","creationTimestamp":)"
+                       R"("2027-01-15T06:00:00Z"},"spec":{"profileRef":{"name":"a100"}},)"
+                       R"("status":)" +
+                       status + "}")
+        .as_object();
+  };
+  std::vector<json::object> items = {
+      with(R"({"phase":"Success","expiresAt":"2027-01-15T12:13:00Z","gpuUtilization":37})"),
+      with(R"({"phase":"Success","expiresAt":"2027-01-15T10:13:00Z","gpuUtilization":0})"),
+      with(R"({"phase":"Success","expiresAt":"2027-01-15T08:00:45Z","gpuUtilization":99.6})"),
+      with(R"({"phase":"Stopped","reason":"TTLExpired","expiresAt":"2027-01-15T07:00:00Z"})"),
+  };
+  EXPECT_EQ(RenderTable(*ResolveKind("ci"), items, {false, false, kNow}),
+            "NAME  DISPLAY NAME  PROFILE  EXPIRES  GPU%    CREATED  STATUS   SHARING\n"
+            "nb    <none>        a100     4h13m    37%     2h       Success  None\n"
+            "nb    <none>        a100     133m     0%      2h       Success  None\n"
+            "nb    <none>        a100     45s      100%    2h       Success  None\n"
+            "nb    <none>        a100     expired  <none>  2h       Stopped  None\n");
+}
+
+// describe's Lifecycle section: what the server did by itself is said in words.
+TEST(RenderDescribe, LifecycleOfAStoppedInstance) {
+  auto obj = json::parse(R"({"metadata":{"name":"nb","namespace":"ml"},)"
+                         R"("spec":{"profileRef":{"name":"a100"},"lifecycle":{"ttl":"3h"}},)"
+                         R"("status":{"phase":"Stopped","reason":"TTLExpired",)"
+                         R"("startedAt":"2027-01-15T04:00:00Z","expiresAt":"2027-01-15T07:00:00Z",)"
+                         R"("gpuUtilization":3,"idleSince":"2027-01-15T06:48:00Z"}})")
+                 .as_object();
+  std::string d = RenderDescribe(*ResolveKind("ci"), obj, kNow);
+  EXPECT_NE(d.find("Lifecycle:\n"
+                   "  Started:                2027-01-15T04:00:00Z (4h ago)\n"
+                   "  Expires:                2027-01-15T07:00:00Z (expired)\n"
+                   "  TTL:                    3h\n"
+                   "  GPU%:                   3%\n"
+                   "  Idle Since:             2027-01-15T06:48:00Z (72m ago)\n"
+                   "  Last Automatic Action:  Stopped: TTL expired\n"),
+            std::string::npos)
+      << d;
+  EXPECT_EQ(AutomaticActionText(
+                json::parse(R"({"status":{"phase":"Stopped","reason":"Idle"}})").as_object()),
+            "Stopped: idle");
+  EXPECT_EQ(
+      AutomaticActionText(
+          json::parse(R"({"status":{"phase":"NotDeployed","reason":"Scheduled"}})").as_object()),
+      "Not Deployed: scheduled stop");
+  EXPECT_EQ(
+      AutomaticActionText(
+          json::parse(R"({"status":{"phase":"Stopped","reason":"StoppedByUser"}})").as_object()),
+      "");
+}
+
+// describe's Events: the lifecycle warnings with the runs, oldest first, as kubectl lists them.
+TEST(RenderEvents, OldestFirstWithTheirSource) {
+  std::vector<json::object> events = {
+      json::parse(R"({"type":"Warning","reason":"ExpiresSoon","message":"expires in 10m",)"
+                  R"("lastTimestamp":"2027-01-15T07:50:00Z","source":{"component":"gantryd"}})")
+          .as_object(),
+      json::parse(R"({"type":"Normal","reason":"DeploySucceeded","message":"run nb-1 succeeded",)"
+                  R"("firstTimestamp":"2027-01-15T06:00:00Z","reportingComponent":"gantryd"})")
+          .as_object(),
+  };
+  EXPECT_EQ(RenderEvents(events, kNow),
+            "Events:\n"
+            "  TYPE     REASON           AGE  FROM     MESSAGE\n"
+            "  Normal   DeploySucceeded  2h   gantryd  run nb-1 succeeded\n"
+            "  Warning  ExpiresSoon      10m  gantryd  expires in 10m\n");
+  EXPECT_EQ(RenderEvents({}, kNow), "Events:  <none>\n");
 }
 
 }  // namespace

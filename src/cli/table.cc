@@ -67,6 +67,26 @@ std::string ShortDuration(absl::Duration d) {
   return absl::StrCat(days / 365, "y");
 }
 
+std::string HumanDuration(absl::Duration d) {
+  // k8s.io/apimachinery/pkg/util/duration.HumanDuration, as the server's Table prints it.
+  int64_t s = absl::ToInt64Seconds(d);
+  if (s < 0) return "0s";
+  if (s < 120) return absl::StrCat(s, "s");
+  int64_t m = s / 60;
+  if (m < 10) return s % 60 == 0 ? absl::StrCat(m, "m") : absl::StrCat(m, "m", s % 60, "s");
+  if (m < 180) return absl::StrCat(m, "m");
+  int64_t h = m / 60;
+  if (h < 8) return m % 60 == 0 ? absl::StrCat(h, "h") : absl::StrCat(h, "h", m % 60, "m");
+  if (h < 48) return absl::StrCat(h, "h");
+  int64_t days = h / 24;
+  if (h < 24 * 8)
+    return h % 24 == 0 ? absl::StrCat(days, "d") : absl::StrCat(days, "d", h % 24, "h");
+  if (days < 365 * 2) return absl::StrCat(days, "d");
+  int64_t years = days / 365;
+  if (days < 365 * 8 && days % 365 != 0) return absl::StrCat(years, "y", days % 365, "d");
+  return absl::StrCat(years, "y");
+}
+
 std::optional<absl::Time> ParseTimestamp(std::string_view rfc3339) {
   absl::Time t;
   std::string err;

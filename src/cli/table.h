@@ -31,6 +31,9 @@ class Table {
 // kubectl's short duration: "0s" .. "59s", "1m" .. "59m", "1h" .. "23h", "1d" .. "364d", "1y".
 // Negative durations (clock skew) print "0s".
 std::string ShortDuration(absl::Duration d);
+// kubectl's HumanDuration (what the server's Table and kubectl print): "90s", "2m30s",
+// "133m", "4h13m", "30h", "3d4h", "400d", "2y10d"; negative durations print "0s".
+std::string HumanDuration(absl::Duration d);
 // Age of an RFC 3339 timestamp at `now`; "<unknown>" when it does not parse.
 std::string FormatAge(std::string_view rfc3339, absl::Time now);
 std::optional<absl::Time> ParseTimestamp(std::string_view rfc3339);

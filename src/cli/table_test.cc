@@ -68,5 +68,20 @@ TEST(Lookup, DottedPaths) {
   EXPECT_EQ(Lookup(o, "a.b.c.d"), nullptr);
 }
 
+TEST(HumanDuration, AsKubectlPrintsIt) {
+  EXPECT_EQ(HumanDuration(absl::Seconds(-3)), "0s");
+  EXPECT_EQ(HumanDuration(absl::Seconds(119)), "119s");
+  EXPECT_EQ(HumanDuration(absl::Seconds(150)), "2m30s");
+  EXPECT_EQ(HumanDuration(absl::Minutes(9)), "9m");
+  EXPECT_EQ(HumanDuration(absl::Minutes(133)), "133m");
+  EXPECT_EQ(HumanDuration(absl::Minutes(253)), "4h13m");
+  EXPECT_EQ(HumanDuration(absl::Hours(5)), "5h");
+  EXPECT_EQ(HumanDuration(absl::Hours(30)), "30h");
+  EXPECT_EQ(HumanDuration(absl::Hours(76)), "3d4h");
+  EXPECT_EQ(HumanDuration(absl::Hours(24 * 400)), "400d");
+  EXPECT_EQ(HumanDuration(absl::Hours(24 * (365 * 2 + 10))), "2y10d");
+  EXPECT_EQ(HumanDuration(absl::Hours(24 * 365 * 9)), "9y");
+}
+
 }  // namespace
 }  // namespace gantry::cli

@@ -22,6 +22,21 @@ std::string Text(const json::value& v) {
 
 }  // namespace
 
+absl::Status Driver::CanStop(const json::object&) const {
+  if (Caps().stop_start) return absl::OkStatus();
+  return absl::FailedPreconditionError("the " + std::string(Name()) +
+                                       " driver cannot stop an instance and start it again");
+}
+
+absl::Status Driver::Stop(const DeployRequest&, RunContext&) { return CanStop(json::object{}); }
+
+absl::StatusOr<json::object> Driver::Start(const DeployRequest&, RunContext&) {
+  auto can = CanStop(json::object{});
+  if (!can.ok()) return can;
+  return absl::UnimplementedError("the " + std::string(Name()) +
+                                  " driver does not implement start");
+}
+
 std::map<std::string, std::string> ComputeEnvironment(const DeployRequest& request) {
   std::map<std::string, std::string> env;
   const json::object& c = request.compute;

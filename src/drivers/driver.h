@@ -20,6 +20,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,7 +31,7 @@
 namespace gantry::drivers {
 
 struct DeployRequest {
-  std::string action;    // "apply" or "destroy"
+  std::string action;    // "apply", "destroy", "stop" or "start"
   std::string run_name;  // e.g. gpu-1-7
   std::string run_uid;
   int attempt = 1;               // > 1 when the run is re-run after a control-plane restart
@@ -49,6 +50,9 @@ struct DeployRequest {
   // indices as strings, and their UUIDs when known (same order). Empty when none.
   std::vector<std::string> gpu_indices;
   std::vector<std::string> gpu_uuids;
+  // stop: the time between SIGTERM and the kill when the engine sets one (a preemption's
+  // preemptionGracePeriod); else the driver's own.
+  std::optional<std::chrono::seconds> stop_grace;
 };
 
 // The environment a service's workload gets about its compute instance (request.compute):
@@ -108,10 +112,12 @@ struct Capabilities {
   // Apply returns while the workload keeps running and the driver reports on it through
   // WorkloadEvents; its driver state is kept on the instance for Adopt after a restart.
   bool long_running = false;
-  // The workload can be stopped and started again without a new deploy (reserved for the
-  // lifecycle work; false everywhere today).
+  // The workload can be stopped (GPUs released, what it made kept) and started again
+  // (Driver::Stop/Start). A driver whose ability depends on the template (exec: the script
+  // lists the actions) says so in CanStop.
   bool stop_start = false;
-  // The driver can report GPU utilisation of a running workload (reserved, as above).
+  // The engine can sample the GPU utilisation of a running workload (the GPUs it assigned
+  // on this host: local); without it an idle policy is ignored and `describe` says why.
   bool gpu_metrics = false;
 };
 
@@ -131,11 +137,24 @@ class Driver {
   // spec.<driver>); an empty object when the driver publishes none.
   virtual boost::json::object ConfigSchema() const { return {}; }
 
+  // Whether an instance of a template with this config can be stopped: OK, else
+  // FAILED_PRECONDITION whose message says why (the API answers 409 with it and an
+  // automatic stop leaves the instance where it was with it). Default: Caps().stop_start.
+  virtual absl::Status CanStop(const boost::json::object& config) const;
+
   // Deploys; returns the outputs (string values).
   virtual absl::StatusOr<boost::json::object> Apply(const DeployRequest& request,
                                                     RunContext& context) = 0;
   // Tears down what Apply made; idempotent.
   virtual absl::Status Destroy(const DeployRequest& request, RunContext& context) = 0;
+
+  // Lifecycle (CanStop): Stop ends the workload and releases its GPUs but keeps what it made
+  // (working directory, data); Start runs it again, on the GPUs in `request` (which may
+  // differ from before), and returns the outputs as Apply does. Both idempotent. Defaults:
+  // FAILED_PRECONDITION.
+  virtual absl::Status Stop(const DeployRequest& request, RunContext& context);
+  virtual absl::StatusOr<boost::json::object> Start(const DeployRequest& request,
+                                                    RunContext& context);
 
   // After a crash of gantryd: `state` is what the interrupted run saved. Cleans up what is
   // left of it (e.g. kills the orphaned process group). Returns true when re-running the

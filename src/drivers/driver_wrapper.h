@@ -89,6 +89,17 @@ class DriverWrapper final : public Driver {
   absl::StatusOr<boost::json::object> Apply(const DeployRequest& request,
                                             RunContext& context) override;
   absl::Status Destroy(const DeployRequest& request, RunContext& context) override;
+  // Stop and start go to the inner driver unchanged (no faults, gates or counts).
+  absl::Status CanStop(const boost::json::object& config) const override {
+    return inner_->CanStop(config);
+  }
+  absl::Status Stop(const DeployRequest& request, RunContext& context) override {
+    return inner_->Stop(request, context);
+  }
+  absl::StatusOr<boost::json::object> Start(const DeployRequest& request,
+                                            RunContext& context) override {
+    return inner_->Start(request, context);
+  }
   bool Recover(const boost::json::object& state) override;
   void SetObserver(WorkloadObserver* observer) override;
   bool Adopt(const DeployRequest& request, const boost::json::object& state) override;

@@ -1,5 +1,5 @@
-// The lifecycle actions of engine.h (deploy, destroy, cancel, delete) and the rules that tie
-// services to their compute instances.
+// The lifecycle actions of engine.h (deploy, destroy, cancel, delete; stop and start in
+// stop_start.cc) and the rules that tie services to their compute instances.
 #include <spdlog/spdlog.h>
 
 #include "common/errors.h"
@@ -18,6 +18,25 @@ using internal::kMaxRetries;
 using model::Phase;
 using model::RunAction;
 
+namespace {
+
+// The lifecycle action (model::Decide) a run of `action` performs.
+model::Action ActionOf(RunAction action, bool delete_instance) {
+  switch (action) {
+    case RunAction::kApply:
+      return model::Action::kDeploy;
+    case RunAction::kStop:
+      return model::Action::kStop;
+    case RunAction::kStart:
+      return model::Action::kStart;
+    case RunAction::kDestroy:
+      break;
+  }
+  return delete_instance ? model::Action::kDelete : model::Action::kDestroy;
+}
+
+}  // namespace
+
 absl::Status Engine::BeforeQueue(const model::Instance& instance, RunAction action,
                                  bool delete_instance, bool cascade) {
   const std::string& ns = instance.metadata.ns;
@@ -30,16 +49,22 @@ absl::Status Engine::BeforeQueue(const model::Instance& instance, RunAction acti
       return HasServicesError(delete_instance ? "delete" : "destroy", ns, name, blocking);
     if (!blocking.empty()) RETURN_IF_ERROR(CascadeToServices(blocking, delete_instance));
   }
-  if (instance.kind == kServiceInstanceKind && action == RunAction::kApply &&
-      instance.status.compute_created) {
-    // The service's own compute instance (auto-create compute) deploys with it; the
-    // service waits for it (ComputeNotReady) like any other.
+  if (action == RunAction::kStop) {
+    // Refused before anything changes: an instance never ends up half-stopped.
+    RETURN_IF_ERROR(CheckCanStop(instance));
+    if (instance.kind == kComputeInstanceKind) StopServicesOn(instance, false);
+  }
+  const bool starts = action == RunAction::kApply || action == RunAction::kStart;
+  if (instance.kind == kServiceInstanceKind && starts && instance.status.compute_created) {
+    // The service's own compute instance (auto-create compute) deploys (or starts) with it;
+    // the service waits for it (ComputeNotReady) like any other.
     auto compute = internal::LoadInstance(store_, kComputeInstanceKind, instance.compute_ns,
                                           instance.compute_name);
     Phase cphase = compute.ok() ? compute->status.PhaseOr() : Phase::kNotDeployed;
-    if (compute.ok() && (cphase == Phase::kNotDeployed || cphase == Phase::kFailed)) {
+    const bool deploy = cphase == Phase::kNotDeployed || cphase == Phase::kFailed;
+    if (compute.ok() && (deploy || cphase == Phase::kStopped)) {
       auto queued = Queue(kComputeInstanceKind, instance.compute_ns, instance.compute_name,
-                          RunAction::kApply, false, false);
+                          deploy ? RunAction::kApply : RunAction::kStart, false, false);
       if (!queued.ok())
         spdlog::warn("service {}/{}: cannot deploy its compute instance {}: {}", ns, name,
                      instance.compute_name, std::string(queued.status().message()));
@@ -50,14 +75,17 @@ absl::Status Engine::BeforeQueue(const model::Instance& instance, RunAction acti
 
 absl::StatusOr<json::object> Engine::Queue(const std::string& kind, const std::string& ns,
                                            const std::string& name, RunAction action,
-                                           bool delete_instance, bool cascade) {
+                                           bool delete_instance, bool cascade,
+                                           const std::string& cause, const BeforeDecide* prepare) {
   if (stopping_) return absl::UnavailableError("gantryd is shutting down; try again shortly");
   for (int attempt = 0;; ++attempt) {
     ASSIGN_OR_RETURN(model::Instance instance, internal::LoadInstance(store_, kind, ns, name));
-    model::Action a = action == RunAction::kApply ? model::Action::kDeploy
-                      : delete_instance           ? model::Action::kDelete
-                                                  : model::Action::kDestroy;
-    ASSIGN_OR_RETURN(model::Effect effect, model::Decide(a, instance.raw));
+    if (prepare) {
+      RETURN_IF_ERROR((*prepare)(instance));
+      instance.raw = model::EncodeInstance(instance);  // Decide reads the prepared phase
+    }
+    ASSIGN_OR_RETURN(model::Effect effect,
+                     model::Decide(ActionOf(action, delete_instance), instance.raw));
     if (effect == model::Effect::kCancelQueuedRun) return Cancel(kind, ns, name);
     RETURN_IF_ERROR(BeforeQueue(instance, action, delete_instance, cascade));
     model::InstanceStatus& st = instance.status;
@@ -69,18 +97,22 @@ absl::StatusOr<json::object> Engine::Queue(const std::string& kind, const std::s
     model::Run run = model::NewRun(run_name, ns, NewUid(), Now(), kind, name, instance.metadata.uid,
                                    action, instance.metadata.generation, st.profile_revision,
                                    st.template_revision, st.PhaseOr(), delete_instance);
+    run.cause = cause;
     const std::string verb(model::RunActionName(action));
     st.phase = Phase::kWaiting;
     st.action = action;
-    st.reason = "Queued";
+    st.reason = cause == kPreempted ? kPreempted : "Queued";
     st.message = verb + " run " + run_name + " is queued";
     st.run_count = count;
     st.last_run = run_name;
     std::vector<store::Write> writes;
     writes.push_back(internal::UpdateOf(instance));
-    writes.push_back({store::Write::Op::kCreate, model::kRunKind, std::move(run.raw), 0, 0});
+    writes.push_back({store::Write::Op::kCreate, model::kRunKind, model::EncodeRun(run), 0, 0});
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) {
+      if (action == RunAction::kStop && kind == kComputeInstanceKind)
+        if (auto now_instance = model::DecodeInstance((*stored)[0]); now_instance.ok())
+          StopServicesOn(*now_instance, true);
       Notify();
       return std::move((*stored)[0]);
     }
@@ -197,8 +229,9 @@ void Engine::NoteComputeState(const model::Instance& compute) {
                                             listed.metadata.name);
       if (!service.ok()) break;
       Phase sphase = service->status.PhaseOr();
-      // Only deployed services run on it; a deploy in flight reports ComputeNotReady itself.
-      if (sphase != Phase::kSuccess && sphase != Phase::kFailed) break;
+      // Deployed services run on it, Waiting ones wait for it (ComputeNotReady); a run in
+      // flight reports itself.
+      if (sphase != Phase::kSuccess && sphase != Phase::kFailed && sphase != Phase::kWaiting) break;
       auto before = service->status.conditions;
       service->status.SetCondition("ComputeReady", ready, reason, message, now);
       if (service->status.conditions == before) break;
@@ -215,9 +248,16 @@ absl::StatusOr<json::object> Engine::Deploy(const std::string& kind, const std::
   return Queue(kind, ns, name, RunAction::kApply, false, false);
 }
 
+absl::StatusOr<json::object> Engine::QueueApproved(const std::string& kind, const std::string& ns,
+                                                   const std::string& name, RunAction action,
+                                                   const BeforeDecide& prepare) {
+  return Queue(kind, ns, name, action, false, false, "", &prepare);
+}
+
 absl::StatusOr<json::object> Engine::Destroy(const std::string& kind, const std::string& ns,
-                                             const std::string& name, bool cascade) {
-  return Queue(kind, ns, name, RunAction::kDestroy, false, cascade);
+                                             const std::string& name, bool cascade,
+                                             const std::string& reason) {
+  return Queue(kind, ns, name, RunAction::kDestroy, false, cascade, reason);
 }
 
 absl::StatusOr<json::object> Engine::DeleteDeployed(const std::string& kind, const std::string& ns,

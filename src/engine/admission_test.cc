@@ -161,6 +161,30 @@ std::vector<Case> CapacityCases() {
   };
 }
 
+// Budgets (engine/budgets.h): the dispatcher names the projects whose Block budget is spent.
+std::vector<Case> BudgetCases() {
+  return {
+      {"SpentBlockBudgetHoldsDeploysAndStartsNotRedeploysOrStops",
+       [](AdmissionSnapshot& s) {
+         s.over_budget["p"] = "project p has spent 12 USD of its monthly budget of 10 USD";
+         Deployed(s, "running", "", 0);
+         s.computes.insert_or_assign(
+             {"p", "off"}, MakeInstance(kComputeInstanceKind, "p", "off", Phase::kSuccess));
+       },
+       {{"a"}, {"b", RunAction::kStart}, {"running"}, {"off", RunAction::kStop}},
+       {{D::kWait, "BudgetExceeded",
+         "project p has spent 12 USD of its monthly budget of 10 USD; a waits until the budget "
+         "is raised or the month ends"},
+        {D::kWait, "BudgetExceeded"},
+        {D::kAdmit, ""},
+        {D::kAdmit, ""}}},
+      {"OtherProjectsBudgetHoldsNothing",
+       [](AdmissionSnapshot& s) { s.over_budget["q"] = "spent"; },
+       {{"a"}},
+       {{D::kAdmit, ""}}},
+  };
+}
+
 std::vector<Case> QuotaCases() {
   return {
       {"InstanceQuota",
@@ -180,6 +204,27 @@ std::vector<Case> QuotaCases() {
        {{"a", RunAction::kApply, "h100", 2}},
        {{D::kWait, "QuotaExceeded",
          "project p has a quota of 2 h100 GPUs; 1 are in use and a needs 2"}}},
+      // The pass counts a project's usage once and adds what it admits: the third deploy
+      // of the pass sees the two admitted before it (and the held one only once).
+      {"GpuQuotaCountsWhatThePassAdmitted",
+       [](AdmissionSnapshot& s) {
+         s.inventory = Gpus({"h100", "h100", "h100", "h100"});
+         s.quotas["p"].gpus["h100"] = 3;
+         Deployed(s, "old", "h100", 1);
+       },
+       {{"a", RunAction::kApply, "h100", 1},
+        {"b", RunAction::kApply, "h100", 1},
+        {"c", RunAction::kApply, "h100", 1}},
+       {{D::kAdmit, "", "", {0}},
+        {D::kAdmit, "", "", {1}},
+        {D::kWait, "QuotaExceeded",
+         "project p has a quota of 3 h100 GPUs; 3 are in use and c needs 1"}}},
+      {"InstanceQuotaCountsWhatThePassAdmitted",
+       [](AdmissionSnapshot& s) { s.quotas["p"].instances = 1; },
+       {{"a"}, {"b"}},
+       {{D::kAdmit, ""},
+        {D::kWait, "QuotaExceeded",
+         "project p allows 1 deployed instance and has 1; b waits until one is destroyed"}}},
       {"WaitingCountsOnlyWhileItsDeployRuns",
        [](AdmissionSnapshot& s) {
          s.quotas["p"].instances = 1;
@@ -260,7 +305,7 @@ std::vector<Case> ServiceAndHostCases() {
 
 std::vector<Case> Cases() {
   std::vector<Case> all;
-  for (auto part : {CapacityCases, QuotaCases, ServiceAndHostCases})
+  for (auto part : {CapacityCases, QuotaCases, BudgetCases, ServiceAndHostCases})
     for (auto& c : part()) all.push_back(std::move(c));
   return all;
 }

@@ -1,54 +1,45 @@
 #include "engine/deployment.h"
 
 #include "engine/dependencies.h"
-#include "model/codec.h"
 
 namespace gantry::engine {
 
-using model::GetInt;
-using model::GetString;
-
-absl::StatusOr<Deployment> ResolveDeployment(store::Store& store,
-                                             const boost::json::object& instance,
+absl::StatusOr<Deployment> ResolveDeployment(store::Store& store, const model::Instance& instance,
                                              int64_t profile_revision, int64_t template_revision) {
   Deployment d;
-  const std::string kind = GetString(instance, "kind");
-  d.profile_kind = ProfileKindOf(kind);
-  d.profile_ns =
-      GetString(instance, "spec.profileRef.namespace", GetString(instance, "metadata.namespace"));
-  d.profile_name = GetString(instance, "spec.profileRef.name");
-  auto profile = store.GetRevision(d.profile_kind, d.profile_ns, d.profile_name, profile_revision);
+  d.profile_kind = ProfileKindOf(instance.kind);
+  d.profile_ref = {instance.profile_ns, instance.profile_name};
+  d.profile_revision = profile_revision;
+  d.template_revision = template_revision;
+  auto profile = store.GetRevision(d.profile_kind, instance.profile_ns, instance.profile_name,
+                                   profile_revision);
   if (!profile.ok()) {
     if (!absl::IsNotFound(profile.status())) return profile.status();
-    return absl::FailedPreconditionError("revision " + std::to_string(profile_revision) + " of " +
-                                         (kind == kServiceInstanceKind ? "service" : "compute") +
-                                         " profile " + d.profile_name + " is gone");
+    return absl::FailedPreconditionError(
+        "revision " + std::to_string(profile_revision) + " of " +
+        (instance.kind == kServiceInstanceKind ? "service" : "compute") + " profile " +
+        instance.profile_name + " is gone");
   }
-  d.profile = *std::move(profile);
-  d.template_ns = GetString(d.profile.spec, "templateRef.namespace", d.profile_ns);
-  d.template_name = GetString(d.profile.spec, "templateRef.name");
-  auto tmpl =
-      store.GetRevision("EnvironmentTemplate", d.template_ns, d.template_name, template_revision);
+  d.profile = model::DecodeProfileSpec(profile->spec, instance.profile_ns);
+  const model::ObjectRef& t = d.profile.template_ref;
+  auto tmpl = store.GetRevision("EnvironmentTemplate", t.ns, t.name, template_revision);
   if (!tmpl.ok()) {
     if (!absl::IsNotFound(tmpl.status())) return tmpl.status();
     return absl::FailedPreconditionError("revision " + std::to_string(template_revision) +
-                                         " of environment template " + d.template_name +
-                                         " is gone");
+                                         " of environment template " + t.name + " is gone");
   }
-  d.tmpl = *std::move(tmpl);
-  d.driver = GetString(d.tmpl.spec, "driver");
+  d.tmpl = model::DecodeTemplate(tmpl->spec);
   return d;
 }
 
-absl::StatusOr<Deployment> ResolveRun(store::Store& store, const boost::json::object& instance,
-                                      const boost::json::object& run) {
-  return ResolveDeployment(store, instance, GetInt(run, "spec.profileRevision", 1),
-                           GetInt(run, "spec.templateRevision", 1));
+absl::StatusOr<Deployment> ResolveRun(store::Store& store, const model::Instance& instance,
+                                      const model::Run& run) {
+  return ResolveDeployment(store, instance, run.profile_revision, run.template_revision);
 }
 
-absl::StatusOr<Deployment> ResolvePinned(store::Store& store, const boost::json::object& instance) {
-  return ResolveDeployment(store, instance, GetInt(instance, "status.profileRevision", 1),
-                           GetInt(instance, "status.templateRevision", 1));
+absl::StatusOr<Deployment> ResolvePinned(store::Store& store, const model::Instance& instance) {
+  return ResolveDeployment(store, instance, instance.status.profile_revision,
+                           instance.status.template_revision);
 }
 
 }  // namespace gantry::engine

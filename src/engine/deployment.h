@@ -1,43 +1,43 @@
 // Deployment: what an instance deploys with — the profile revision and the template revision
-// it pinned, and the template's driver. The one resolver of "instance → pinned profile
-// revision → template revision" for the whole engine (execute, admit, recover, adopt): a
+// it pinned, typed (model/profiles.h, model/objects.h). The one resolver of "instance →
+// pinned profile revision → template revision" for the whole server: the engine (execute,
+// admit, recover, adopt) and the API (pinning revisions at save, upgrade) all call it. A
 // profile's templateRef defaults to the *profile's* project, which is not the instance's when
 // the profile is shared from another project.
 //
 // Thread-safety: free functions over the Store (itself thread-safe).
 #pragma once
 
-#include <boost/json.hpp>
 #include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "model/objects.h"
+#include "model/profiles.h"
 #include "store/store.h"
 
 namespace gantry::engine {
 
 struct Deployment {
   std::string profile_kind;  // ComputeProfile or ServiceProfile
-  std::string profile_ns, profile_name;
-  std::string template_ns, template_name;
-  store::Revision profile;  // the pinned revision's spec
-  store::Revision tmpl;
-  std::string driver;  // the template revision's spec.driver
+  model::ObjectRef profile_ref;
+  int64_t profile_revision = 1, template_revision = 1;
+  model::ProfileSpec profile;  // the pinned revision's spec (.template_ref names the template)
+  model::TemplateSpec tmpl;    // the pinned template revision's spec (.driver, .config)
 };
 
 // The revisions `instance` (a compute or service instance) deploys with at these revision
 // numbers. FAILED_PRECONDITION naming the revision that is gone; other store errors as the
 // store returns them.
-absl::StatusOr<Deployment> ResolveDeployment(store::Store& store,
-                                             const boost::json::object& instance,
+absl::StatusOr<Deployment> ResolveDeployment(store::Store& store, const model::Instance& instance,
                                              int64_t profile_revision, int64_t template_revision);
 
 // The revisions a run pinned (spec.profileRevision, spec.templateRevision) for `instance`.
-absl::StatusOr<Deployment> ResolveRun(store::Store& store, const boost::json::object& instance,
-                                      const boost::json::object& run);
+absl::StatusOr<Deployment> ResolveRun(store::Store& store, const model::Instance& instance,
+                                      const model::Run& run);
 
 // The revisions `instance` pinned itself (status.profileRevision, status.templateRevision):
-// what its deployed workload runs.
-absl::StatusOr<Deployment> ResolvePinned(store::Store& store, const boost::json::object& instance);
+// what its deployed workload runs, or what its next deploy runs.
+absl::StatusOr<Deployment> ResolvePinned(store::Store& store, const model::Instance& instance);
 
 }  // namespace gantry::engine

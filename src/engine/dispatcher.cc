@@ -1,14 +1,19 @@
 // The dispatcher and the workers of engine.h. One pass of the dispatcher reads the queue and
 // one AdmissionSnapshot, decides on each queued run with the pure Admit (engine/admission.h),
 // claims the admitted ones (an optimistic commit: exactly one claimer wins) and tells the
-// waiting ones why they wait.
+// waiting ones why they wait (and where they are in the queue). Fair share: the queue is put
+// in OrderQueue's order first, and the victims a waiting deploy names are preempted
+// (engine/preemption.cc).
 #include <spdlog/spdlog.h>
 
 #include "common/status_macros.h"
+#include "engine/budgets.h"
 #include "engine/dependencies.h"
 #include "engine/deployment.h"
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
+#include "engine/usage_ledger.h"
+#include "engine/usage_report.h"
 #include "model/codec.h"
 
 namespace gantry::engine {
@@ -40,6 +45,7 @@ void Engine::DispatchLoop() {
 }
 
 bool Engine::DispatchPass(size_t free_slots) {
+  const auto began = std::chrono::steady_clock::now();  // gantry_dispatch_pass_seconds
   store::ListOptions q;
   q.kind = model::kRunKind;
   q.fields = {{"status.phase", true, "Queued"}};
@@ -64,10 +70,12 @@ bool Engine::DispatchPass(size_t free_slots) {
   }
   AdmissionPass pass(*snapshot);
   Targets targets;
+  std::vector<QueuedRun> queue;
+  for (auto& run : runs) queue.push_back(Resolve(*snapshot, std::move(run), &targets));
+  OrderQueue(*snapshot, &queue);
   size_t claimed = 0;
-  for (auto& run : runs) {
+  for (auto& queued : queue) {
     if (!running_ || claimed >= free_slots) break;
-    QueuedRun queued = Resolve(*snapshot, std::move(run), &targets);
     Admission a = Admit(*snapshot, queued, &pass);
     switch (a.decision) {
       case Decision::kAdmit:
@@ -80,6 +88,7 @@ bool Engine::DispatchPass(size_t free_slots) {
         break;
       case Decision::kWait:
         NoteWaiting(queued, a);
+        if (!a.victims.empty()) Preempt(queued, a);
         break;
       case Decision::kFail:
         Finish(queued.run, absl::FailedPreconditionError(a.message), {}, a.reason);
@@ -88,6 +97,8 @@ bool Engine::DispatchPass(size_t free_slots) {
         break;
     }
   }
+  metrics_.Observe("gantry_dispatch_pass_seconds", {},
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   return claimed > 0;
 }
 
@@ -108,13 +119,53 @@ absl::StatusOr<AdmissionSnapshot> Engine::TakeSnapshot(const std::vector<model::
   q.fields = {{"status.phase", true, "Running"}};
   ASSIGN_OR_RETURN(auto running, internal::ListAll(store_, q));
   for (const auto& r : running)
-    if (auto run = model::DecodeRun(r); run.ok() && run->action == model::RunAction::kApply)
+    if (auto run = model::DecodeRun(r); run.ok() && StartsWorkload(run->action))
       s.running_deploys.insert({run->metadata.ns, run->metadata.name});
+  for (const auto& p : projects)
+    if (auto g = model::DecodeGuaranteedGpus(p); !g.empty())
+      s.guarantees[model::GetString(p, "metadata.name")] = std::move(g);
   RETURN_IF_ERROR(AddQuotaProjects(runs, &s));
   RETURN_IF_ERROR(AddRunInstances(runs, &s));
   s.inventory = gpus_.inventory();
   s.gpu_owners = gpus_.Assignments();
+  if (s.FairShare()) RETURN_IF_ERROR(AddGpuHolders(&s));
+  RETURN_IF_ERROR(AddBudgets(projects, runs, &s));
   return s;
+}
+
+absl::Status Engine::AddBudgets(const std::vector<json::object>& projects,
+                                const std::vector<model::Run>& runs, AdmissionSnapshot* s) {
+  constexpr auto kBudgetLookEvery = std::chrono::seconds(5);
+  std::set<std::string> asking;
+  for (const auto& run : runs)
+    if (run.instance_kind == kComputeInstanceKind && StartsWorkload(run.action))
+      asking.insert(run.metadata.ns);
+  std::optional<std::vector<json::object>> cards;
+  for (const auto& p : projects) {
+    const std::string ns = model::GetString(p, "metadata.name");
+    std::optional<model::Budget> budget = model::DecodeBudget(p);
+    if (!asking.count(ns) || !budget || budget->action != model::Budget::Action::kBlock) continue;
+    if (!cards) {
+      store::ListOptions q;
+      q.kind = usage::kRateCardKind;
+      ASSIGN_OR_RETURN(cards, internal::ListAll(store_, q));
+    }
+    std::string versions = model::GetString(p, "metadata.resourceVersion");
+    for (const auto& c : *cards) versions += "," + model::GetString(c, "metadata.resourceVersion");
+    const auto now = clock_.Now();
+    BudgetLook& look = budget_looks_[ns];
+    const double since = std::chrono::duration<double>(now - look.at).count();
+    const double predicted = look.spend.cost + look.spend.per_second * since;
+    if (look.versions != versions || now - look.at >= kBudgetLookEvery ||
+        (!look.over && predicted >= budget->monthly)) {
+      ASSIGN_OR_RETURN(usage::Spend spend, usage::MonthToDate(store_, ns, *cards, now));
+      look = {versions, now, spend, std::nullopt};
+      if (usage::PercentOf(spend, *budget) >= 100)
+        look.over = usage::SpendWords(ns, spend, *budget);
+    }
+    if (look.over) s->over_budget[ns] = *look.over;
+  }
+  return absl::OkStatus();
 }
 
 // Every compute instance of each project with a quota that a queued deploy is in.
@@ -124,7 +175,8 @@ absl::Status Engine::AddQuotaProjects(const std::vector<model::Run>& runs, Admis
     const std::string& ns = run.metadata.ns;
     auto quota = s->quotas.find(ns);
     if (quota == s->quotas.end() || !done.insert(ns).second) continue;
-    if (quota->second.instances < 0 && quota->second.gpus.empty()) continue;
+    // Fair share: every project's usage orders the queue.
+    if (!s->FairShare() && quota->second.instances < 0 && quota->second.gpus.empty()) continue;
     store::ListOptions q;
     q.kind = kComputeInstanceKind;
     q.ns = ns;
@@ -136,7 +188,7 @@ absl::Status Engine::AddQuotaProjects(const std::vector<model::Run>& runs, Admis
 }
 
 // The instance of each run, a service's compute instance, and the services on a compute
-// instance that is to be destroyed.
+// instance that is to be destroyed or stopped.
 absl::Status Engine::AddRunInstances(const std::vector<model::Run>& runs, AdmissionSnapshot* s) {
   auto add_compute = [&](const std::string& ns, const std::string& name) -> absl::Status {
     if (s->computes.count({ns, name})) return absl::OkStatus();
@@ -155,7 +207,8 @@ absl::Status Engine::AddRunInstances(const std::vector<model::Run>& runs, Admiss
     const std::string& ns = run.metadata.ns;
     if (run.instance_kind != kServiceInstanceKind) {
       RETURN_IF_ERROR(add_compute(ns, run.instance_name));
-      if (run.action != model::RunAction::kDestroy) continue;
+      if (run.action != model::RunAction::kDestroy && run.action != model::RunAction::kStop)
+        continue;
       ASSIGN_OR_RETURN(auto on, ServicesOn(store_, ns, run.instance_name));
       add_service(std::move(on));
       continue;
@@ -171,6 +224,31 @@ absl::Status Engine::AddRunInstances(const std::vector<model::Run>& runs, Admiss
   return absl::OkStatus();
 }
 
+// Fair share: the instances that hold GPUs of this host (victim candidates; their projects'
+// usage) and the scheduling of their pinned profile revisions.
+absl::Status Engine::AddGpuHolders(AdmissionSnapshot* s) {
+  std::set<std::pair<std::string, std::string>> holders;
+  for (const auto& [index, owner] : s->gpu_owners) {
+    const size_t a = owner.find('/'), b = owner.find('/', a + 1);
+    if (a != std::string::npos && b != std::string::npos)
+      holders.insert({owner.substr(0, a), owner.substr(a + 1, b - a - 1)});
+  }
+  for (const auto& [ns, name] : holders) {
+    if (!s->computes.count({ns, name})) {
+      auto got = store_.Get(kComputeInstanceKind, ns, name);
+      if (absl::IsNotFound(got.status())) continue;
+      if (!got.ok()) return got.status();
+      for (auto& i : internal::DecodeInstances({*got}))
+        s->computes.insert_or_assign({ns, name}, std::move(i));
+    }
+    auto it = s->computes.find({ns, name});
+    if (it == s->computes.end()) continue;
+    if (auto d = ResolvePinned(store_, it->second); d.ok())
+      s->scheduling[{ns, name}] = model::DecodeScheduling(d->profile.raw);
+  }
+  return absl::OkStatus();
+}
+
 QueuedRun Engine::Resolve(const AdmissionSnapshot& snapshot, model::Run run, Targets* targets) {
   QueuedRun q;
   q.instance = run.instance_kind == kServiceInstanceKind
@@ -181,10 +259,11 @@ QueuedRun Engine::Resolve(const AdmissionSnapshot& snapshot, model::Run run, Tar
                                run.profile_revision, run.template_revision);
     auto [it, added] = targets->try_emplace(std::move(key));
     if (added) {
-      if (auto deployment = ResolveRun(store_, q.instance->raw, run.raw); deployment.ok()) {
+      if (auto deployment = ResolveRun(store_, *q.instance, run); deployment.ok()) {
         Target t;
-        if (const drivers::Driver* d = drivers_.Find(deployment->driver)) t.caps = d->Caps();
-        t.resources = model::DecodeResources(deployment->profile.spec);
+        if (const drivers::Driver* d = drivers_.Find(deployment->tmpl.driver)) t.caps = d->Caps();
+        t.resources = deployment->profile.resources;
+        t.scheduling = model::DecodeScheduling(deployment->profile.raw);
         it->second = std::move(t);
       }
     }
@@ -210,9 +289,15 @@ void Engine::NoteWaiting(const QueuedRun& queued, const Admission& a) {
   model::Instance instance = *queued.instance;  // as the pass read it
   model::InstanceStatus& st = instance.status;
   if (st.PhaseOr() != model::Phase::kWaiting || st.last_run != queued.run.metadata.name) return;
-  if (st.reason == a.reason && st.message == a.message) return;
-  st.reason = a.reason;
+  // A preempted instance keeps its reason until it runs again (the message says why it waits).
+  const bool preempted = queued.run.cause == kPreempted && a.reason == "InsufficientCapacity";
+  const std::string reason = preempted ? kPreempted : a.reason;
+  const std::optional<int64_t> position =
+      a.queue_position > 0 ? std::optional<int64_t>(a.queue_position) : std::nullopt;
+  if (st.reason == reason && st.message == a.message && st.queue_position == position) return;
+  st.reason = reason;
   st.message = a.message;
+  st.queue_position = position;
   std::vector<store::Write> w;
   w.push_back(internal::UpdateOf(instance));
   // A concurrent change wins; the next look retries.
@@ -241,8 +326,10 @@ bool Engine::Claim(const QueuedRun& queued, const Admission& a, AdmissionSnapsho
   writes.push_back(internal::UpdateOf(run));
   if (instance.ok()) {
     model::InstanceStatus& st = instance->status;
-    if (run.action == model::RunAction::kApply) {
+    if (StartsWorkload(run.action)) {
       if (!a.resources.empty()) st.resources = a.resources;
+      if (!a.admission.empty()) st.admission = a.admission;
+      st.queue_position.reset();
       if (!a.gpus.empty())
         st.gpus = indices;
       else
@@ -255,6 +342,9 @@ bool Engine::Claim(const QueuedRun& queued, const Admission& a, AdmissionSnapsho
     st.message =
         std::string(model::RunActionName(run.action)) + " run " + run.metadata.name + " is running";
     writes.push_back(internal::UpdateOf(*instance));
+    // The usage ledger opens in the commit that assigns the GPUs (usage_ledger.h).
+    if (!usage::AppendOpen(store_, run, *instance, a, clock_.Now(), &writes).ok()) return false;
+    budget_looks_.erase(run.metadata.ns);  // it spends faster now: look again
   }
   // Relaxed: a claim lost to a power failure leaves the run Queued, and it runs then.
   auto stored = store_.Commit(std::move(writes), store::Durability::kRelaxed);

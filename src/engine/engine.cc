@@ -10,6 +10,7 @@
 
 #include "common/status_macros.h"
 #include "engine/engine_internal.h"
+#include "engine/usage_rollup.h"
 #include "model/schema.h"
 
 namespace gantry::engine {
@@ -33,7 +34,13 @@ Engine::Engine(store::Store& store, drivers::DriverRegistry& drivers, const Secr
   metrics_.Describe("gantry_run_duration_seconds", "histogram", "Time from claim to end of a run.",
                     {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600});
   metrics_.Describe("gantry_run_queue_depth", "gauge", "Runs queued and not yet claimed.");
+  metrics_.Describe("gantry_dispatch_pass_seconds", "histogram",
+                    "One dispatcher pass over a non-empty queue: reads, admission, writes.",
+                    {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5});
   metrics_.Describe("gantry_runs_active", "gauge", "Runs executing on this replica.");
+  metrics_.Describe("gantry_preemptions_total", "counter",
+                    "Instances preempted to give GPUs back to a project within its guarantee, by "
+                    "the preempted instance's project and GPU type.");
 }
 
 Engine::~Engine() { Stop(); }
@@ -56,6 +63,7 @@ int64_t Engine::QueueDepth() {
 absl::Status Engine::Start() {
   drivers_.SetObserver(this);
   RETURN_IF_ERROR(RebuildGpuAssignments());
+  RETURN_IF_ERROR(usage::UpgradeLedger(store_));  // a ledger from before the rollups
   RETURN_IF_ERROR(Recover());
   AdoptWorkloads();
   running_ = true;

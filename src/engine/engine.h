@@ -15,7 +15,8 @@
 //   Stop               stops claiming, gives running runs the drain period, and leaves the
 //                      rest Running for the next start to recover
 //
-// The parts, one file each: actions.cc (the lifecycle actions below), dispatcher.cc (loop,
+// The parts, one file each: actions.cc (the lifecycle actions below), stop_start.cc (stop
+// and start: CanStop, the services of a stopping compute instance), dispatcher.cc (loop,
 // one AdmissionSnapshot per pass, the pure Admit of engine/admission.h, claims, workers),
 // executor.cc (Execute, Finish: the instance status a run leaves is model::ApplyOutcome),
 // recovery.cc (Recover, RecoverRun, AdoptWorkloads, heartbeat, workload events). Runs and
@@ -50,6 +51,7 @@
 #include "common/secrets.h"
 #include "drivers/driver.h"
 #include "engine/admission.h"
+#include "engine/budgets.h"
 #include "engine/inventory.h"
 #include "engine/run_log.h"
 #include "model/objects.h"
@@ -96,13 +98,36 @@ class Engine : public drivers::WorkloadObserver {
   // ServiceInstance). Each returns the instance after the change, or a 409 from
   // model::Decide or engine/dependencies.h, 404, or UNAVAILABLE when the engine is stopping.
   // `cascade` (compute instances): destroy the services running on it first instead of
-  // refusing with 409 HasServices.
+  // refusing with 409 HasServices. Destroy's `reason` (the lifecycle controller's TTLExpired)
+  // is the run's spec.reason and the instance's status.reason once it is NotDeployed.
   absl::StatusOr<boost::json::object> Deploy(const std::string& kind, const std::string& ns,
                                              const std::string& name);
   absl::StatusOr<boost::json::object> Destroy(const std::string& kind, const std::string& ns,
-                                              const std::string& name, bool cascade = false);
+                                              const std::string& name, bool cascade = false,
+                                              const std::string& reason = "");
   absl::StatusOr<boost::json::object> Cancel(const std::string& kind, const std::string& ns,
                                              const std::string& name);
+  // POST …/stop: a stop run (the driver stops the workload, the GPUs are released, the
+  // instance ends Stopped with `reason`: StoppedByUser for a person, TTLExpired, Idle,
+  // Scheduled for the lifecycle controller). 409 when Decide refuses or the driver cannot
+  // stop this instance (Driver::CanStop, its message).
+  absl::StatusOr<boost::json::object> Stop(const std::string& kind, const std::string& ns,
+                                           const std::string& name,
+                                           const std::string& reason = "StoppedByUser");
+  // POST …/start: a start run of a Stopped instance, admitted like a deploy (quota,
+  // capacity); `reason` is "" for a person, Scheduled for a schedule.
+  absl::StatusOr<boost::json::object> Start(const std::string& kind, const std::string& ns,
+                                            const std::string& name,
+                                            const std::string& reason = "");
+  // The deploy or start (`action`) of an instance whose approval was just granted
+  // (engine/approvals.h): `prepare` returns the loaded instance (Waiting, PendingApproval) to
+  // the phase the action is decided on and records the answer, in the same transaction that
+  // queues the run. Errors as Deploy and Start, and `prepare`'s own.
+  using BeforeDecide = std::function<absl::Status(model::Instance&)>;
+  absl::StatusOr<boost::json::object> QueueApproved(const std::string& kind, const std::string& ns,
+                                                    const std::string& name,
+                                                    model::RunAction action,
+                                                    const BeforeDecide& prepare);
   // DELETE of a deployed instance: a destroy run that removes the record when it succeeds.
   absl::StatusOr<boost::json::object> DeleteDeployed(const std::string& kind, const std::string& ns,
                                                      const std::string& name, bool cascade = false);
@@ -126,10 +151,12 @@ class Engine : public drivers::WorkloadObserver {
   // What Execute hands the driver (executor.cc).
   struct Prepared;
 
-  // actions.cc: the lifecycle actions.
+  // actions.cc: the lifecycle actions. `cause` is the run's spec.reason (stop, start).
   absl::StatusOr<boost::json::object> Queue(const std::string& kind, const std::string& ns,
                                             const std::string& name, model::RunAction action,
-                                            bool delete_instance, bool cascade);
+                                            bool delete_instance, bool cascade,
+                                            const std::string& cause = "",
+                                            const BeforeDecide* prepare = nullptr);
   // What has to happen before `instance` gets a run of `action`: its services destroyed
   // first (compute destroy), its auto-created compute instance deployed (service deploy).
   absl::Status BeforeQueue(const model::Instance& instance, model::RunAction action,
@@ -150,6 +177,16 @@ class Engine : public drivers::WorkloadObserver {
   // After a service is removed: the compute instance it auto-created goes too (destroyed
   // first when deployed), unless other services run on it by now.
   void ReleaseCreatedCompute(const model::Instance& service);
+  // stop_start.cc: 409 (the driver's reason) unless the driver of `instance`'s pinned
+  // template can stop it (Driver::CanStop).
+  absl::Status CheckCanStop(const model::Instance& instance);
+  // Compute instance `compute` is to stop: the running services on it whose driver can stop
+  // get a stop run (cause ComputeStopped) that goes first; the others a deploy that waits for
+  // the compute instance to be Success again. `queued`: the compute's stop run is committed.
+  void StopServicesOn(const model::Instance& compute, bool queued);
+  // A service stopped because its compute instance stops is queued to start again: it waits
+  // (ComputeNotReady) until the compute instance is Success.
+  void RestartWhenComputeReady(const model::Instance& service);
   // After compute instance `compute` changed: the deployed services on it get condition
   // ComputeReady (True while it is Success, else False with its phase, reason and message).
   void NoteComputeState(const model::Instance& compute);
@@ -162,6 +199,10 @@ class Engine : public drivers::WorkloadObserver {
   absl::StatusOr<AdmissionSnapshot> TakeSnapshot(const std::vector<model::Run>& runs);
   absl::Status AddQuotaProjects(const std::vector<model::Run>& runs, AdmissionSnapshot* s);
   absl::Status AddRunInstances(const std::vector<model::Run>& runs, AdmissionSnapshot* s);
+  absl::Status AddGpuHolders(AdmissionSnapshot* s);
+  // The projects with a Block budget spent, among those of queued deploys and starts.
+  absl::Status AddBudgets(const std::vector<boost::json::object>& projects,
+                          const std::vector<model::Run>& runs, AdmissionSnapshot* s);
   // What one pass resolved already: revisions are immutable, so runs pinning the same
   // profile and template revisions share one resolution.
   using Targets = std::map<std::tuple<std::string, std::string, std::string, int64_t, int64_t>,
@@ -171,6 +212,12 @@ class Engine : public drivers::WorkloadObserver {
   // Tries to claim `queued`; true when this replica now owns it. The claimed compute
   // instance replaces its entry in `snapshot`.
   bool Claim(const QueuedRun& queued, const Admission& admission, AdmissionSnapshot* snapshot);
+  // preemption.cc (fair share): stops the victims `a` names (cause Preempted, an Event naming
+  // `queued`'s instance), queues a preempted instance's start once it is Stopped, and
+  // recomputes status.admission in a project whose GPUs were released.
+  void Preempt(const QueuedRun& queued, const Admission& a);
+  void RestartPreempted(const model::Instance& instance);
+  void RelabelAdmissions(const std::string& ns);
   // Records the GPUs `admission` hands out in the allocator; false when it cannot.
   bool HoldGpus(const Admission& admission);
   void WorkerLoop();
@@ -183,8 +230,10 @@ class Engine : public drivers::WorkloadObserver {
   // Writes the end of a run and the instance's resulting status, retrying on conflicts.
   // `reason` overrides the reason derived from `result`; `driver` is the driver that ran
   // (a long-running driver's state is kept on the instance for adoption).
+  // `ttl`: the effective ttl of a deploy or start (status.expiresAt = now + ttl on success).
   void Finish(const model::Run& run, const absl::Status& result, const boost::json::object& outputs,
-              const std::string& reason = "", const drivers::Driver* driver = nullptr);
+              const std::string& reason = "", const drivers::Driver* driver = nullptr,
+              std::optional<std::chrono::seconds> ttl = std::nullopt);
   // One try of Finish; ABORTED when a concurrent write won.
   absl::Status FinishOnce(const model::Run& claimed, const model::RunOutcome& outcome,
                           const drivers::Driver* driver);
@@ -237,6 +286,18 @@ class Engine : public drivers::WorkloadObserver {
   std::vector<model::Run> claimed_ ABSL_GUARDED_BY(mu_);
   int busy_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::shared_ptr<Active>> active_ ABSL_GUARDED_BY(mu_);
+
+  // The dispatcher's own: each Block budget's last look (budgets.h), kept for
+  // kBudgetLookEvery unless the project or a rate card changed, this dispatcher claimed a
+  // deploy or start of the project, or the open intervals of the look would have spent the
+  // budget since. (Another replica's claims are seen within kBudgetLookEvery.)
+  struct BudgetLook {
+    std::string versions;  // the project's and the rate cards' resourceVersions
+    std::chrono::system_clock::time_point at;
+    usage::Spend spend;
+    std::optional<std::string> over;  // the message when it is spent
+  };
+  std::map<std::string, BudgetLook> budget_looks_;
 
   std::vector<std::thread> threads_;
 };

@@ -4,19 +4,11 @@
 // that only a failure reaches.
 #include "engine/engine.h"
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
-#include "common/fake_clock.h"
-#include "drivers/fake/fake_driver.h"
-#include "gtest/gtest.h"
-#include "model/codec.h"
-#include "store/sqlite/sqlite_store.h"
+#include "common/errors.h"
+#include "engine/engine_test_fixture.h"
 
 namespace gantry::engine {
 namespace {
@@ -26,90 +18,27 @@ using drivers::fake::FakeDriver;
 using drivers::fake::Script;
 using model::GetString;
 
-constexpr auto kDeadline = std::chrono::seconds(20);
-
-class EngineUnitTest : public ::testing::Test {
+// The shared fixture (engine_test_fixture.h) with profile "std" (no GPUs) on the fake driver.
+class EngineUnitTest : public EngineFixture {
  protected:
-  // GPUs of this host (--gpus form) and whether the fake driver is host-bound.
-  virtual std::string GpuFlag() { return ""; }
-  virtual drivers::Capabilities Caps() { return {}; }
-
   void SetUp() override {
-    std::string tmpl = (std::filesystem::path(::testing::TempDir()) / "gantry-engine-XXXXXX");
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    ASSERT_NE(mkdtemp(buf.data()), nullptr);
-    dir_ = buf.data();
-    store::SqliteOptions options;
-    options.path = dir_ + "/gantry.db";
-    options.synchronous = "NORMAL";
-    auto s = store::SqliteStore::Open(options);
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::move(*s);
-    auto box = SecretBox::Open(dir_ + "/key");
-    ASSERT_TRUE(box.ok()) << box.status();
-    secrets_ = std::move(*box);
-    auto fake = std::make_unique<FakeDriver>("fake", Caps());
-    fake_ = fake.get();
-    registry_.Register(std::move(fake));
-    logs_ = std::make_unique<RunLogs>(dir_ + "/logs");
-    Inventory inventory;
-    if (!GpuFlag().empty()) {
-      auto parsed = ParseGpuFlag(GpuFlag());
-      ASSERT_TRUE(parsed.ok()) << parsed.status();
-      inventory = *parsed;
-    }
-    gpus_ = std::make_unique<GpuAllocator>(inventory);
+    EngineFixture::SetUp();
+    if (HasFatalFailure()) return;
     CreateTemplateAndProfile("std", 0, "");
   }
 
-  void TearDown() override {
-    if (engine_) engine_->Stop();
-    engine_.reset();
-    store_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-
-  void StartEngine(int workers = 2) {
-    EngineOptions o;
-    o.workers = workers;
-    o.holder = "replica-1";
-    o.host = "host-1";
-    o.state_dir = dir_ + "/state";
-    o.drain = std::chrono::seconds(5);
-    engine_ = std::make_unique<Engine>(*store_, registry_, *secrets_, *logs_, clock_, metrics_,
-                                       *gpus_, o);
-    ASSERT_TRUE(engine_->Start().ok());
-  }
-
-  json::object Commit(store::Write w) {
-    std::vector<store::Write> writes;
-    writes.push_back(std::move(w));
-    auto stored = store_->Commit(std::move(writes));
-    EXPECT_TRUE(stored.ok()) << stored.status();
-    return stored.ok() && !stored->empty() ? stored->front() : json::object{};
-  }
-
-  void CreateVersioned(const std::string& kind, const std::string& name, json::object spec) {
-    json::object o{{"apiVersion", "paas.gantry.dev/v1"},
-                   {"kind", kind},
-                   {"metadata", json::object{{"name", name}, {"namespace", "p"}, {"uid", name}}},
-                   {"spec", spec},
-                   {"status", json::object{{"revision", 1}}}};
-    Commit({store::Write::Op::kCreate, kind, o, 0, 0});
-    Commit({store::Write::Op::kPutRevision, kind, o, 0, 1});
-  }
-
-  // Profile `name` on a template of the fake driver, asking for `gpus` GPUs of `type`.
-  void CreateTemplateAndProfile(const std::string& name, int gpus, const std::string& type) {
+  // Profile `name` on a template of the fake driver (spec.fake = `config`), asking for
+  // `gpus` GPUs of `type`, with spec.lifecycle = `lifecycle` when not empty.
+  void CreateTemplateAndProfile(const std::string& name, int gpus, const std::string& type,
+                                json::object config = {}, json::object lifecycle = {}) {
     CreateVersioned("EnvironmentTemplate", name + "-tmpl",
-                    json::object{{"driver", "fake"}, {"fake", json::object{}}});
+                    json::object{{"driver", "fake"}, {"fake", std::move(config)}});
     json::object resources;
     if (gpus > 0) resources["gpu"] = json::object{{"type", type}, {"count", gpus}};
-    CreateVersioned("ComputeProfile", name,
-                    json::object{{"templateRef", json::object{{"name", name + "-tmpl"}}},
-                                 {"resources", resources}});
+    json::object spec{{"templateRef", json::object{{"name", name + "-tmpl"}}},
+                      {"resources", resources}};
+    if (!lifecycle.empty()) spec["lifecycle"] = std::move(lifecycle);
+    CreateVersioned("ComputeProfile", name, std::move(spec));
   }
 
   void CreateInstance(const std::string& name, const std::string& profile = "std") {
@@ -125,35 +54,11 @@ class EngineUnitTest : public ::testing::Test {
     Commit({store::Write::Op::kCreate, "ComputeInstance", o, 0, 0});
   }
 
-  json::object Instance(const std::string& name) {
-    auto i = store_->Get("ComputeInstance", "p", name);
-    return i.ok() ? *i : json::object{};
-  }
   json::object Run(const std::string& name) {
     auto r = store_->Get("Run", "p", name);
     return r.ok() ? *r : json::object{};
   }
 
-  // Polls until `pred` holds for the instance; fails the test at the deadline.
-  json::object WaitInstance(const std::string& name,
-                            const std::function<bool(const json::object&)>& pred,
-                            const std::string& what) {
-    auto until = std::chrono::steady_clock::now() + kDeadline;
-    json::object last;
-    while (std::chrono::steady_clock::now() < until) {
-      last = Instance(name);
-      if (pred(last)) return last;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    ADD_FAILURE() << "instance " << name << " never got " << what << "; last "
-                  << json::serialize(last);
-    return last;
-  }
-  json::object WaitPhase(const std::string& name, const std::string& phase) {
-    return WaitInstance(
-        name, [&](const json::object& i) { return GetString(i, "status.phase") == phase; },
-        "phase " + phase);
-  }
   json::object WaitReason(const std::string& name, const std::string& reason) {
     return WaitInstance(
         name, [&](const json::object& i) { return GetString(i, "status.reason") == reason; },
@@ -168,17 +73,21 @@ class EngineUnitTest : public ::testing::Test {
     auto r = engine_->Destroy("ComputeInstance", "p", name);
     ASSERT_TRUE(r.ok()) << r.status();
   }
-
-  std::string dir_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<SecretBox> secrets_;
-  drivers::DriverRegistry registry_;
-  FakeDriver* fake_ = nullptr;
-  std::unique_ptr<RunLogs> logs_;
-  FakeClock clock_;
-  Metrics metrics_;
-  std::unique_ptr<GpuAllocator> gpus_;
-  std::unique_ptr<Engine> engine_;
+  void MustStop(const std::string& name) {
+    auto r = engine_->Stop("ComputeInstance", "p", name);
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  void MustStart(const std::string& name) {
+    auto r = engine_->Start("ComputeInstance", "p", name);
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  // The 409 reason of a refused action.
+  static std::string ConflictReason(const absl::StatusOr<json::object>& r) {
+    EXPECT_FALSE(r.ok());
+    if (r.ok()) return "<allowed>";
+    EXPECT_EQ(HttpCodeOf(r.status()), 409) << r.status();
+    return ReasonOf(r.status());
+  }
 };
 
 TEST_F(EngineUnitTest, DeploySucceedsWithTheDriversOutputs) {
@@ -329,7 +238,7 @@ TEST_F(EngineRecoveryTest, FailedWhenReRunningIsNotSafe) {
 class EngineCapacityTest : public EngineUnitTest {
  protected:
   std::string GpuFlag() override { return "h100:2,a100:1"; }
-  drivers::Capabilities Caps() override { return {.host_bound = true}; }
+  drivers::Capabilities Caps() override { return {.host_bound = true, .stop_start = true}; }
 };
 
 TEST_F(EngineCapacityTest, WaitsForGpusFirstComeFirstServedPerType) {
@@ -404,6 +313,187 @@ TEST_F(EngineUnitTest, QuotaHoldsForDeploysAdmittedInOnePass) {
   fake_->Release("a");
   WaitPhase("a", "Success");
   EXPECT_EQ(fake_->Calls().size(), 1u);
+}
+
+// ------------------------------------------------------------------------------------------
+// Stop and start (API.md's rows for them).
+
+TEST_F(EngineUnitTest, StopKeepsOutputsAndStartRunsItAgain) {
+  CreateInstance("gpu-1");
+  fake_->SetScript("gpu-1", "apply", Script::Succeed({{"endpoint", "e1"}}));
+  fake_->SetScript("gpu-1", "start", Script::Succeed({{"endpoint", "e2"}}));
+  StartEngine();
+  MustDeploy("gpu-1");
+  WaitPhase("gpu-1", "Success");
+  MustStop("gpu-1");
+  json::object i = WaitPhase("gpu-1", "Stopped");
+  EXPECT_EQ(GetString(i, "status.reason"), "StoppedByUser");
+  EXPECT_EQ(GetString(i, "status.action"), "stop");
+  EXPECT_EQ(GetString(i, "status.message"), "stopped by run gpu-1-2 (StoppedByUser)");
+  EXPECT_EQ(GetString(i, "status.outputs.endpoint"), "e1");  // kept
+  EXPECT_EQ(GetString(Run("gpu-1-2"), "spec.reason"), "StoppedByUser");
+  EXPECT_EQ(GetString(Run("gpu-1-2"), "spec.action"), "stop");
+  EXPECT_EQ(fake_->Calls().back().action, "stop");
+  EXPECT_EQ(fake_->Calls().back().request.state_dir, dir_ + "/state/gpu-1-uid");
+  // Stopping again, or deploying a stopped instance: 409, nothing changes.
+  EXPECT_EQ(ConflictReason(engine_->Stop("ComputeInstance", "p", "gpu-1")), "NotRunning");
+  EXPECT_EQ(ConflictReason(engine_->Deploy("ComputeInstance", "p", "gpu-1")), "InstanceStopped");
+  MustStart("gpu-1");
+  i = WaitPhase("gpu-1", "Success");
+  EXPECT_EQ(GetString(i, "status.message"), "started by run gpu-1-3");
+  EXPECT_EQ(GetString(i, "status.outputs.endpoint"), "e2");
+  EXPECT_EQ(GetString(i, "status.startedAt"), FormatRfc3339(clock_.Now()));
+  EXPECT_EQ(fake_->Calls().back().action, "start");
+  EXPECT_EQ(ConflictReason(engine_->Start("ComputeInstance", "p", "gpu-1")), "NotStopped");
+}
+
+TEST_F(EngineUnitTest, StopOfWhatDoesNotRunIsRefused) {
+  CreateInstance("gpu-1");
+  fake_->SetScript("gpu-1", "apply", Script::Block());
+  StartEngine();
+  EXPECT_EQ(ConflictReason(engine_->Stop("ComputeInstance", "p", "gpu-1")), "NotRunning");
+  EXPECT_EQ(ConflictReason(engine_->Start("ComputeInstance", "p", "gpu-1")), "NotStopped");
+  MustDeploy("gpu-1");
+  ASSERT_TRUE(fake_->WaitBlocked("gpu-1", kDeadline));
+  WaitPhase("gpu-1", "InProgress");
+  EXPECT_EQ(ConflictReason(engine_->Stop("ComputeInstance", "p", "gpu-1")), "InstanceInProgress");
+  fake_->Release("gpu-1");
+  WaitPhase("gpu-1", "Success");
+}
+
+TEST_F(EngineUnitTest, ADriverThatCannotStopLeavesTheInstanceUnchanged) {
+  CreateTemplateAndProfile("nostop", 0, "", json::object{{"canStop", false}});
+  CreateInstance("gpu-1", "nostop");
+  StartEngine();
+  MustDeploy("gpu-1");
+  json::object before = WaitPhase("gpu-1", "Success");
+  auto r = engine_->Stop("ComputeInstance", "p", "gpu-1");
+  EXPECT_EQ(ConflictReason(r), "StopNotSupported");
+  EXPECT_EQ(r.status().message(),
+            "compute instance gpu-1 cannot be stopped: the fake template says it cannot stop");
+  EXPECT_EQ(Instance("gpu-1"), before);  // not even its resourceVersion moved
+  EXPECT_TRUE(Run("gpu-1-2").empty());
+}
+
+TEST_F(EngineUnitTest, StopFailedIsFailedWithTheDriversMessage) {
+  CreateInstance("gpu-1");
+  fake_->SetScript("gpu-1", "stop", Script::Fail(absl::InternalError("kill failed")));
+  StartEngine();
+  MustDeploy("gpu-1");
+  WaitPhase("gpu-1", "Success");
+  MustStop("gpu-1");
+  json::object i = WaitPhase("gpu-1", "Failed");
+  EXPECT_EQ(GetString(i, "status.message"), "stop run gpu-1-2 failed: kill failed");
+  fake_->SetScript("gpu-1", "stop", Script::Succeed());
+  MustStop("gpu-1");  // a failed instance may be stopped again
+  WaitPhase("gpu-1", "Stopped");
+}
+
+TEST_F(EngineUnitTest, TtlSetsExpiresAtAndAStopErasesIt) {
+  CreateTemplateAndProfile("ttl", 0, "", {},
+                           json::object{{"ttl", json::object{{"default", "8h"}, {"max", "72h"}}}});
+  CreateInstance("gpu-1", "ttl");
+  StartEngine();
+  MustDeploy("gpu-1");
+  json::object i = WaitPhase("gpu-1", "Success");
+  EXPECT_EQ(GetString(i, "status.startedAt"), FormatRfc3339(clock_.Now()));
+  EXPECT_EQ(GetString(i, "status.expiresAt"), FormatRfc3339(clock_.Now() + std::chrono::hours(8)));
+  MustStop("gpu-1");
+  i = WaitPhase("gpu-1", "Stopped");
+  EXPECT_FALSE(model::FindPath(i, "status.expiresAt"));
+  clock_.Advance(std::chrono::hours(1));
+  MustStart("gpu-1");
+  i = WaitPhase("gpu-1", "Success");
+  EXPECT_EQ(GetString(i, "status.expiresAt"), FormatRfc3339(clock_.Now() + std::chrono::hours(8)));
+}
+
+TEST_F(EngineUnitTest, StartWaitsOnTheProjectQuota) {
+  json::object project{{"apiVersion", "paas.gantry.dev/v1"},
+                       {"kind", "Project"},
+                       {"metadata", json::object{{"name", "p"}, {"uid", "p"}}},
+                       {"spec", json::object{{"quota", json::object{{"instances", 1}}}}}};
+  Commit({store::Write::Op::kCreate, "Project", project, 0, 0});
+  CreateInstance("a");
+  CreateInstance("b");
+  StartEngine();
+  MustDeploy("a");
+  WaitPhase("a", "Success");
+  MustStop("a");
+  WaitPhase("a", "Stopped");
+  MustDeploy("b");  // a stopped instance holds no share of the quota
+  WaitPhase("b", "Success");
+  MustStart("a");
+  json::object a = WaitReason("a", "QuotaExceeded");
+  EXPECT_EQ(GetString(a, "status.phase"), "Waiting");
+  EXPECT_EQ(GetString(a, "status.action"), "start");
+  MustDestroy("b");
+  WaitPhase("a", "Success");
+}
+
+TEST_F(EngineCapacityTest, StopFreesTheGpusAndStartWaitsForCapacity) {
+  CreateTemplateAndProfile("two", 2, "h100");
+  CreateInstance("a", "two");
+  CreateInstance("b", "two");
+  StartEngine();
+  MustDeploy("a");
+  WaitPhase("a", "Success");
+  MustStop("a");
+  json::object a = WaitPhase("a", "Stopped");
+  EXPECT_FALSE(model::FindPath(a, "status.gpus"));
+  EXPECT_TRUE(gpus_->Assignments().empty());
+  MustDeploy("b");  // gets a's GPUs
+  json::object b = WaitPhase("b", "Success");
+  EXPECT_EQ(json::serialize(b.at("status").at("gpus")), R"(["0","1"])");
+  MustStart("a");
+  a = WaitReason("a", "InsufficientCapacity");
+  EXPECT_EQ(GetString(a, "status.message"), "needs 2 h100 GPUs; 0 of 2 are free");
+  MustDestroy("b");
+  a = WaitPhase("a", "Success");
+  EXPECT_EQ(json::serialize(a.at("status").at("gpus")), R"(["0","1"])");
+  EXPECT_EQ(fake_->Calls().back().action, "start");
+  EXPECT_EQ(fake_->Calls().back().request.gpu_indices, (std::vector<std::string>{"0", "1"}));
+}
+
+TEST_F(EngineRecoveryTest, AStoppedInstanceStaysStoppedAcrossARestartAndStartsAfter) {
+  CreateInstance("gpu-1");
+  StartEngine();
+  MustDeploy("gpu-1");
+  WaitPhase("gpu-1", "Success");
+  MustStop("gpu-1");
+  WaitPhase("gpu-1", "Stopped");
+  engine_->Stop();
+  engine_.reset();
+  StartEngine();
+  EXPECT_EQ(GetString(Instance("gpu-1"), "status.phase"), "Stopped");
+  MustStart("gpu-1");
+  WaitPhase("gpu-1", "Success");
+}
+
+TEST_F(EngineRecoveryTest, AStartInterruptedByACrashIsRunAgain) {
+  CreateInstance("gpu-1");
+  {
+    EngineOptions o;
+    Engine queuer(*store_, registry_, *secrets_, *logs_, clock_, metrics_, *gpus_, o);
+    json::object i = Instance("gpu-1");
+    i["status"].as_object()["phase"] = "Stopped";
+    int64_t rv = std::stoll(GetString(i, "metadata.resourceVersion"));
+    Commit({store::Write::Op::kUpdate, "ComputeInstance", i, rv, 0});
+    ASSERT_TRUE(queuer.Start("ComputeInstance", "p", "gpu-1").ok());
+  }
+  json::object run = Run("gpu-1-1");
+  EXPECT_EQ(GetString(run, "spec.action"), "start");
+  json::object& rs = run["status"].as_object();
+  rs["phase"] = "Running";
+  rs["attempt"] = 1;
+  rs["lease"] = json::object{{"holder", "dead"}, {"host", "host-1"}};
+  int64_t rv = std::stoll(GetString(run, "metadata.resourceVersion"));
+  Commit({store::Write::Op::kUpdate, "Run", run, rv, 0});
+  StartEngine();
+  json::object i = WaitPhase("gpu-1", "Success");
+  EXPECT_EQ(GetString(i, "status.message"), "started by run gpu-1-1");
+  ASSERT_EQ(fake_->Calls().size(), 1u);
+  EXPECT_EQ(fake_->Calls()[0].action, "start");
+  EXPECT_EQ(fake_->Calls()[0].attempt, 2);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "engine/deployment.h"
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
+#include "engine/usage_ledger.h"
 #include "model/codec.h"
 #include "model/sealed_fields.h"
 #include "model/validation.h"
@@ -26,6 +27,8 @@ struct Engine::Prepared {
   drivers::Driver* driver = nullptr;
   std::string driver_name;           // the template's spec.driver
   std::vector<std::string> secrets;  // sensitive values, scrubbed from logs and messages
+  // The ttl that applies to the instance (profile revision's policy, instance's spec).
+  std::optional<std::chrono::seconds> ttl;
 };
 
 // The RunContext a driver sees: log lines scrubbed of sensitive values, cancellation, and
@@ -103,18 +106,52 @@ absl::StatusOr<json::object> UnsealGiven(const SecretBox& secrets,
 absl::StatusOr<std::map<std::string, model::ResolvedVariable>> Variables(
     const SecretBox& secrets, const model::Instance& instance, const Deployment& d) {
   ASSIGN_OR_RETURN(json::object given, UnsealGiven(secrets, instance));
-  ASSIGN_OR_RETURN(
-      json::object profile,
-      model::UnsealDefaults(secrets, d.profile_kind, d.profile_ns, d.profile_name, d.profile.spec));
+  ASSIGN_OR_RETURN(json::object profile,
+                   model::UnsealDefaults(secrets, d.profile_kind, d.profile_ref.ns,
+                                         d.profile_ref.name, d.profile.raw));
   ASSIGN_OR_RETURN(json::object tmpl,
-                   model::UnsealDefaults(secrets, "EnvironmentTemplate", d.template_ns,
-                                         d.template_name, d.tmpl.spec));
+                   model::UnsealDefaults(secrets, "EnvironmentTemplate", d.profile.template_ref.ns,
+                                         d.profile.template_ref.name, d.tmpl.raw));
   std::vector<FieldCause> causes;
   auto resolved = model::ResolveVariables(tmpl, profile, given, &causes);
   if (!causes.empty())
     return absl::FailedPreconditionError("variables no longer valid: " + causes[0].field + ": " +
                                          causes[0].message);
   return resolved;
+}
+
+// The action a driver sees in DeployRequest::action.
+std::string DriverAction(RunAction action) {
+  switch (action) {
+    case RunAction::kApply:
+      return "apply";
+    case RunAction::kDestroy:
+      return "destroy";
+    case RunAction::kStop:
+      return "stop";
+    case RunAction::kStart:
+      return "start";
+  }
+  return "apply";
+}
+
+// Runs `run`'s action through the driver; the outputs of a deploy or start.
+absl::StatusOr<json::object> RunDriver(drivers::Driver& driver, RunAction action,
+                                       const drivers::DeployRequest& req,
+                                       drivers::RunContext& ctx) {
+  switch (action) {
+    case RunAction::kApply:
+      return driver.Apply(req, ctx);
+    case RunAction::kStart:
+      return driver.Start(req, ctx);
+    case RunAction::kStop:
+      RETURN_IF_ERROR(driver.Stop(req, ctx));
+      return json::object{};
+    case RunAction::kDestroy:
+      break;
+  }
+  RETURN_IF_ERROR(driver.Destroy(req, ctx));
+  return json::object{};
 }
 
 json::object InstanceView(const model::Instance& i) {
@@ -162,9 +199,9 @@ absl::StatusOr<Engine::Prepared> Engine::Prepare(const model::Run& run) {
   auto instance =
       internal::LoadInstance(store_, run.instance_kind, run.metadata.ns, run.instance_name);
   if (!instance.ok()) return absl::FailedPreconditionError("the instance is gone");
-  ASSIGN_OR_RETURN(Deployment deployment, ResolveRun(store_, instance->raw, run.raw));
+  ASSIGN_OR_RETURN(Deployment deployment, ResolveRun(store_, *instance, run));
   ASSIGN_OR_RETURN(auto resolved, Variables(secrets_, *instance, deployment));
-  const model::TemplateSpec tmpl = model::DecodeTemplate(deployment.tmpl.spec);
+  const model::TemplateSpec& tmpl = deployment.tmpl;
   Prepared p;
   p.driver = drivers_.Find(tmpl.driver);
   p.driver_name = tmpl.driver;
@@ -172,7 +209,7 @@ absl::StatusOr<Engine::Prepared> Engine::Prepare(const model::Run& run) {
     return absl::UnavailableError("driver \"" + tmpl.driver +
                                   "\" is not available in this gantryd");
   drivers::DeployRequest& req = p.req;
-  req.action = run.action == RunAction::kApply ? "apply" : "destroy";
+  req.action = DriverAction(run.action);
   req.run_name = run.metadata.name;
   req.run_uid = run.metadata.uid;
   req.attempt = static_cast<int>(run.attempt);
@@ -181,15 +218,20 @@ absl::StatusOr<Engine::Prepared> Engine::Prepare(const model::Run& run) {
     req.variables[k] = v.value;
     if (v.sensitive) p.secrets.push_back(v.value);
   }
-  req.resources = model::DecodeResources(deployment.profile.spec).raw;
+  req.resources = deployment.profile.resources.raw;
   if (run.instance_kind == kServiceInstanceKind) RETURN_IF_ERROR(AddCompute(*instance, &req));
   req.config = tmpl.config;
   req.previous_outputs = instance->status.outputs.value_or(json::object{});
   req.state_dir = options_.state_dir + "/" + instance->metadata.uid;
   for (const auto& g : run.gpus.value_or(std::vector<std::string>{})) req.gpu_indices.push_back(g);
   req.gpu_uuids = run.gpu_uuids.value_or(std::vector<std::string>{});
+  // A preempted workload gets its profile's grace period between SIGTERM and the kill.
+  if (run.action == RunAction::kStop && run.cause == kPreempted)
+    req.stop_grace = model::DecodeScheduling(deployment.profile.raw).grace_period;
   req.timeout = tmpl.timeout_seconds > 0 ? std::chrono::seconds(tmpl.timeout_seconds)
                                          : options_.default_timeout;
+  p.ttl = model::EffectiveTtl(model::DecodeLifecyclePolicy(deployment.profile.raw),
+                              instance->lifecycle);
   return p;
 }
 
@@ -208,24 +250,22 @@ void Engine::Execute(model::Run run) {
   absl::Status result;
   json::object outputs;
   const drivers::Driver* driver = nullptr;
+  std::optional<std::chrono::seconds> ttl;
   if (!prepared.ok()) {
     result = prepared.status();
   } else {
     driver = prepared->driver;
+    ttl = prepared->ttl;
     const drivers::DeployRequest& req = prepared->req;
     Context ctx(*this, run, active, prepared->secrets);
     ctx.Log("gantry: " + std::string(model::RunActionName(run.action)) + " run " +
             run.metadata.name + " (attempt " + std::to_string(req.attempt) + ") of instance " +
             run.instance_name + " with driver " + prepared->driver_name);
-    if (run.action == RunAction::kApply) {
-      auto out = prepared->driver->Apply(req, ctx);
-      if (out.ok())
-        outputs = std::move(*out);
-      else
-        result = out.status();
-    } else {
-      result = prepared->driver->Destroy(req, ctx);
-    }
+    auto out = RunDriver(*prepared->driver, run.action, req, ctx);
+    if (out.ok())
+      outputs = std::move(*out);
+    else
+      result = out.status();
     // Driver errors quote the program's last output lines: no secret may reach a status, and
     // nothing a workload printed may make the objects unreadable (common/utf8.h).
     if (!result.ok())
@@ -240,7 +280,7 @@ void Engine::Execute(model::Run run) {
                         : "gantry: run failed (" + internal::ReasonFor(result) +
                               "): " + std::string(result.message()));
   }
-  Finish(run, result, outputs, "", driver);
+  Finish(run, result, outputs, "", driver, ttl);
   logs_.Finish(uid);
   std::lock_guard<std::mutex> lock(mu_);
   active_.erase(uid);
@@ -251,7 +291,7 @@ void Engine::Execute(model::Run run) {
 
 void Engine::Finish(const model::Run& claimed, const absl::Status& result,
                     const json::object& outputs, const std::string& reason_override,
-                    const drivers::Driver* driver) {
+                    const drivers::Driver* driver, std::optional<std::chrono::seconds> ttl) {
   model::RunOutcome outcome;
   outcome.action = claimed.action;
   outcome.result = result.ok() ? model::RunOutcome::Result::kSucceeded
@@ -261,13 +301,16 @@ void Engine::Finish(const model::Run& claimed, const absl::Status& result,
   outcome.run_name = claimed.metadata.name;
   outcome.reason = reason_override.empty() ? internal::ReasonFor(result) : reason_override;
   outcome.message = std::string(result.message());
+  outcome.cause = claimed.cause;
   outcome.outputs = outputs;
+  if (ttl) outcome.expires_at = FormatRfc3339(clock_.Now() + *ttl);
   outcome.generation = claimed.generation;
   outcome.service = claimed.instance_kind == kServiceInstanceKind;
   for (int attempt = 0; attempt < kMaxRetries * 5; ++attempt) {
     absl::Status s = FinishOnce(claimed, outcome, driver);
     if (s.ok()) return;
-    if (!IsConflict(s) && !absl::IsNotFound(s)) {
+    // A conflict, or a usage rollup another close created first: read again and retry.
+    if (!usage::IsRollupRace(s) && !absl::IsNotFound(s)) {
       spdlog::error("run {}: cannot record its end: {}", claimed.metadata.name,
                     std::string(s.message()));
       if (absl::IsUnavailable(s)) return;  // the store is gone: recovery finishes it
@@ -291,6 +334,7 @@ absl::Status Engine::FinishOnce(const model::Run& claimed, const model::RunOutco
   outcome.now = Now();
   const bool ok = outcome.result == model::RunOutcome::Result::kSucceeded;
   const bool destroy = claimed.action == RunAction::kDestroy;
+  const bool starts = StartsWorkload(claimed.action);
   run->phase = ok ? model::RunPhase::kSucceeded
                : outcome.result == model::RunOutcome::Result::kCanceled ? model::RunPhase::kCanceled
                                                                         : model::RunPhase::kFailed;
@@ -299,15 +343,17 @@ absl::Status Engine::FinishOnce(const model::Run& claimed, const model::RunOutco
       ok ? std::string(model::RunActionName(claimed.action)) + " succeeded" : outcome.message;
   run->completion_time = outcome.now;
   run->lease.reset();
-  if (ok && !destroy) run->outputs = outcome.outputs;
+  if (ok && starts) run->outputs = outcome.outputs;
   std::vector<store::Write> writes;
   writes.push_back(internal::UpdateOf(*run));
   auto instance = internal::InstanceOf(store_, claimed);
   const bool remove = ok && destroy && claimed.delete_instance;
   std::vector<model::Run> runs_to_remove;
   std::string owner;
-  // GPUs are held from the claim of a deploy until a destroy succeeds or the deploy fails.
-  const bool release_gpus = instance.ok() && ok == destroy;
+  size_t instance_write = 0;  // the index of the instance's update in writes (0: none)
+  // GPUs are held from the claim of a deploy (or start) until a destroy or stop succeeds or
+  // the deploy (start) fails.
+  const bool release_gpus = instance.ok() && ok != starts;
   if (instance.ok()) {
     owner = instance->metadata.OwnerKey();
     if (remove) {
@@ -320,11 +366,16 @@ absl::Status Engine::FinishOnce(const model::Run& claimed, const model::RunOutco
     } else {
       outcome.compute_name = instance->compute_name;
       // A long-running workload's pid and ports, for re-adoption after a restart.
-      if (driver && driver->Caps().long_running) outcome.driver_state = run->driver_state;
+      if (driver && driver->Caps().long_running && starts) outcome.driver_state = run->driver_state;
       model::ApplyOutcome(outcome, &instance->status);
+      instance_write = writes.size();
       writes.push_back(internal::UpdateOf(*instance));
     }
   }
+  // The usage ledger closes in the commit that releases the GPUs (usage_ledger.h).
+  if (release_gpus || remove)
+    RETURN_IF_ERROR(usage::AppendClose(store_, claimed.metadata.ns, claimed.instance_uid,
+                                       clock_.Now(), &writes));
   auto stored = store_.Commit(std::move(writes));
   if (!stored.ok()) return stored.status();
   if (release_gpus || remove) gpus_.Release(owner);
@@ -332,9 +383,19 @@ absl::Status Engine::FinishOnce(const model::Run& claimed, const model::RunOutco
                                      {"phase", std::string(model::RunPhaseName(run->phase))}});
   for (const auto& r : runs_to_remove) logs_.Remove(r.metadata.uid);
   if (remove && instance.ok() && outcome.service) ReleaseCreatedCompute(*instance);
-  if (!remove && claimed.instance_kind == kComputeInstanceKind && stored->size() > 1)
-    if (auto now_instance = model::DecodeInstance(stored->back()); now_instance.ok())
+  if (claimed.instance_kind == kComputeInstanceKind && instance_write > 0 &&
+      instance_write < stored->size())
+    if (auto now_instance = model::DecodeInstance((*stored)[instance_write]); now_instance.ok())
       NoteComputeState(*now_instance);
+  // A service stopped along with its compute instance starts again when that one does.
+  if (ok && outcome.service && claimed.action == RunAction::kStop &&
+      claimed.cause == "ComputeStopped" && instance.ok())
+    RestartWhenComputeReady(*instance);
+  // Fair share: a preempted instance starts again by itself; the project's labels follow.
+  if (ok && !outcome.service && claimed.action == RunAction::kStop && claimed.cause == kPreempted &&
+      instance.ok())
+    RestartPreempted(*instance);
+  if ((release_gpus || remove) && !outcome.service) RelabelAdmissions(claimed.metadata.ns);
   return absl::OkStatus();
 }
 

@@ -10,6 +10,7 @@
 #include "engine/deployment.h"
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
+#include "engine/usage_ledger.h"
 #include "model/codec.h"
 
 namespace gantry::engine {
@@ -54,9 +55,9 @@ void Engine::AdoptWorkloads() {
 
 std::optional<drivers::DeployRequest> Engine::AdoptRequest(const model::Instance& inst,
                                                            drivers::Driver** driver) {
-  auto deployment = ResolvePinned(store_, inst.raw);
+  auto deployment = ResolvePinned(store_, inst);
   if (!deployment.ok()) return std::nullopt;
-  const model::TemplateSpec tmpl = model::DecodeTemplate(deployment->tmpl.spec);
+  const model::TemplateSpec& tmpl = deployment->tmpl;
   *driver = drivers_.Find(tmpl.driver);
   if (!*driver) return std::nullopt;
   drivers::DeployRequest req;
@@ -67,7 +68,7 @@ std::optional<drivers::DeployRequest> Engine::AdoptRequest(const model::Instance
                               {"uid", inst.metadata.uid},
                               {"labels", inst.metadata.labels}};
   req.config = tmpl.config;
-  req.resources = model::DecodeResources(deployment->profile.spec).raw;
+  req.resources = deployment->profile.resources.raw;
   req.state_dir = options_.state_dir + "/" + inst.metadata.uid;
   req.gpu_indices = inst.status.gpus.value_or(std::vector<std::string>{});
   if (inst.kind == kServiceInstanceKind) {
@@ -188,6 +189,8 @@ void Engine::TakeOver(const model::Run& run, std::chrono::system_clock::time_poi
   if (!mine.ok()) return;
   spdlog::info("taking over run {}/{} from {} (lease expired)", run.metadata.ns, run.metadata.name,
                lease.holder);
+  // The dead replica's usage counts until its last heartbeat, not this takeover's.
+  usage::CloseAtLastHeartbeat(store_, run).IgnoreError();
   RecoverRun(*mine, same_host).IgnoreError();
 }
 
@@ -195,8 +198,8 @@ drivers::Driver* Engine::DriverOf(const model::Run& run) {
   auto instance =
       internal::LoadInstance(store_, run.instance_kind, run.metadata.ns, run.instance_name);
   if (!instance.ok()) return nullptr;
-  auto deployment = ResolveRun(store_, instance->raw, run.raw);
-  return deployment.ok() ? drivers_.Find(deployment->driver) : nullptr;
+  auto deployment = ResolveRun(store_, *instance, run);
+  return deployment.ok() ? drivers_.Find(deployment->tmpl.driver) : nullptr;
 }
 
 void Engine::UpdateInstanceOf(const model::Run& run,
@@ -221,6 +224,8 @@ absl::Status Engine::RecoverRun(const model::Run& run, bool cleanup) {
   bool resume = false;
   if (drivers::Driver* d = DriverOf(run))
     resume = cleanup ? d->Recover(run.driver_state.value_or(json::object{})) : true;
+  // The dead run's usage counts until its last heartbeat (usage_ledger.h).
+  usage::CloseAtLastHeartbeat(store_, run).IgnoreError();
   const int64_t attempts = run.attempt;
   if (resume && attempts < kMaxAttempts) {
     logs_.Append(run.metadata.uid, "gantry: gantryd restarted during attempt " +

@@ -38,17 +38,32 @@ absl::StatusOr<json::object> ParseObjectJson(std::string_view body) {
   return std::move(v->get_object());
 }
 
-absl::StatusOr<json::object> ParseStoredObject(std::string_view text) {
-  auto strict = ParseObjectJson(text);
-  if (strict.ok()) return strict;
+std::optional<double> AsNumber(const json::value& v) {
+  double d;
+  if (v.is_int64())
+    d = static_cast<double>(v.get_int64());
+  else if (v.is_uint64())
+    d = static_cast<double>(v.get_uint64());
+  else if (v.is_double())
+    d = v.get_double();
+  else
+    return std::nullopt;
+  return std::isfinite(d) ? std::optional<double>(d) : std::nullopt;
+}
+
+absl::StatusOr<json::object> ParseStoredObject(std::string_view text, json::storage_ptr storage) {
+  // What the store holds was checked when it was written: one parse, into `storage`.
   json::parse_options opts;
   opts.max_depth = kMaxJsonDepth * 2;
-  opts.allow_invalid_utf8 = true;
   boost::system::error_code ec;
-  json::value v = json::parse(text, ec, {}, opts);
-  if (ec || !v.is_object())
-    return absl::InternalError("a stored object cannot be read: " +
-                               std::string(strict.status().message()));
+  json::value v = json::parse(text, ec, storage, opts);
+  if (!ec && v.is_object()) return std::move(v.get_object());
+  // Written before invalid UTF-8 was refused: read, with the bad bytes replaced.
+  opts.allow_invalid_utf8 = true;
+  boost::system::error_code lenient;
+  v = json::parse(text, lenient, storage, opts);
+  if (lenient || !v.is_object())
+    return absl::InternalError("a stored object cannot be read: " + ec.message());
   ScrubUtf8(v);
   return std::move(v.get_object());
 }

@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,7 +29,12 @@ absl::StatusOr<boost::json::value> ParseJsonValue(std::string_view body);
 // Parses an object the store kept. Never fails on the UTF-8 of its bytes: an object stored
 // before every write was checked (common/utf8.h) comes back with U+FFFD in place of invalid
 // sequences, so it can still be read, listed and deleted. INTERNAL for text that is not JSON.
-absl::StatusOr<boost::json::object> ParseStoredObject(std::string_view text);
+// A JSON number (int64, uint64 or double) as a double; nullopt for anything else and for a
+// double that is not finite.
+std::optional<double> AsNumber(const boost::json::value& v);
+
+absl::StatusOr<boost::json::object> ParseStoredObject(std::string_view text,
+                                                      boost::json::storage_ptr storage = {});
 
 // Serialises compactly.
 std::string ToJson(const boost::json::value& v);

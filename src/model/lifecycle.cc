@@ -12,6 +12,7 @@ Phase ParsePhase(std::string_view s) {
   if (s == "InProgress") return Phase::kInProgress;
   if (s == "Success") return Phase::kSuccess;
   if (s == "Failed") return Phase::kFailed;
+  if (s == "Stopped") return Phase::kStopped;
   return Phase::kNotDeployed;
 }
 
@@ -27,6 +28,8 @@ std::string_view PhaseName(Phase p) {
       return "Success";
     case Phase::kFailed:
       return "Failed";
+    case Phase::kStopped:
+      return "Stopped";
   }
   return "NotDeployed";
 }
@@ -43,6 +46,8 @@ std::string_view PhaseWords(Phase p) {
       return "Success";
     case Phase::kFailed:
       return "Failed";
+    case Phase::kStopped:
+      return "Stopped";
   }
   return "Not Deployed";
 }
@@ -61,23 +66,39 @@ std::string_view ActionVerb(Action a) {
       return "upgraded";
     case Action::kDelete:
       return "deleted";
+    case Action::kStop:
+      return "stopped";
+    case Action::kStart:
+      return "started";
   }
   return "changed";
 }
 
 namespace {
 
-// Nothing is deployed any more.
-void ClearDeployed(InstanceStatus* st) {
-  st->outputs.reset();
-  st->deployed_generation.reset();
+// Nothing runs any more, but what the workload made is kept (a stop).
+void ClearRunning(InstanceStatus* st) {
   st->gpus.reset();
   st->driver_state.reset();
+  st->expires_at.reset();
+  st->gpu_utilization.reset();
+  st->idle_since.reset();
+  st->admission.reset();  // holds no GPUs (model/scheduling.h)
+  st->queue_position.reset();
+}
+
+// Nothing is deployed any more.
+void ClearDeployed(InstanceStatus* st) {
+  ClearRunning(st);
+  st->outputs.reset();
+  st->deployed_generation.reset();
+  st->started_at.reset();
 }
 
 void ApplySuccess(const RunOutcome& o, InstanceStatus* st) {
   st->reason = "";
   if (o.action == RunAction::kDestroy) {
+    st->reason = o.cause;  // "" for a person's destroy; TTLExpired for a ttl's
     st->phase = Phase::kNotDeployed;
     st->message = "destroyed by run " + o.run_name;
     ClearDeployed(st);
@@ -85,10 +106,22 @@ void ApplySuccess(const RunOutcome& o, InstanceStatus* st) {
     st->SetCondition("Deployed", false, "Destroyed", *st->message, o.now);
     return;
   }
+  if (o.action == RunAction::kStop) {
+    st->phase = Phase::kStopped;
+    st->reason = o.cause.empty() ? "StoppedByUser" : o.cause;
+    st->message = "stopped by run " + o.run_name + " (" + *st->reason + ")";
+    ClearRunning(st);
+    st->restart_count.reset();
+    st->SetCondition("Deployed", false, "Stopped", *st->message, o.now);
+    return;
+  }
+  const bool start = o.action == RunAction::kStart;
   st->phase = Phase::kSuccess;
-  st->message = "deployed by run " + o.run_name;
+  st->message = (start ? "started by run " : "deployed by run ") + o.run_name;
   st->outputs = o.outputs;
   st->deployed_generation = o.generation;
+  st->started_at = o.now;
+  st->expires_at = o.expires_at;
   st->SetCondition("Deployed", true, "RunSucceeded", *st->message, o.now);
   if (o.service)
     st->SetCondition("ComputeReady", true, "ComputeSucceeded",
@@ -102,19 +135,26 @@ void ApplySuccess(const RunOutcome& o, InstanceStatus* st) {
 void ApplyOutcome(const RunOutcome& o, InstanceStatus* st) {
   if (o.result == RunOutcome::Result::kSucceeded) return ApplySuccess(o, st);
   const std::string action(RunActionName(o.action));
+  const bool starts = o.action == RunAction::kApply || o.action == RunAction::kStart;
   st->reason = o.reason;
-  if (o.action == RunAction::kApply && o.result == RunOutcome::Result::kCanceled) {
+  if (starts && o.result == RunOutcome::Result::kCanceled) {
     // Canceled while the infrastructure held it (a PENDING Slurm job): the driver removed
-    // what it had started, so nothing is deployed.
-    st->phase = Phase::kNotDeployed;
+    // what it had started, so nothing is deployed (a deploy) or it is stopped again (a start).
     st->message = action + " run " + o.run_name + " was canceled: " + o.message;
-    ClearDeployed(st);
+    if (o.action == RunAction::kApply) {
+      st->phase = Phase::kNotDeployed;
+      ClearDeployed(st);
+    } else {
+      st->phase = Phase::kStopped;
+      ClearRunning(st);
+    }
   } else {
     st->phase = Phase::kFailed;
     st->message = action + " run " + o.run_name + " failed: " + o.message;
-    if (o.action == RunAction::kApply) {
+    if (starts) {
       st->gpus.reset();
       st->driver_state.reset();
+      st->expires_at.reset();
     }
   }
   st->SetCondition("Deployed", false, o.reason, *st->message, o.now);
@@ -147,6 +187,12 @@ absl::StatusOr<Effect> Decide(Action action, const boost::json::object& instance
                                  "; it is already queued to " + run_action +
                                  " (cancel the queued run first)",
                              "InstanceWaiting");
+      // A deploy would start the workload afresh beside what the stop kept: start it.
+      if (phase == Phase::kStopped)
+        return ConflictError("instance " + name +
+                                 " is Stopped; start it (gantry start, POST .../start) to run "
+                                 "it again, or destroy it first to deploy it afresh",
+                             "InstanceStopped");
       return Effect::kQueueRun;
     case Action::kDestroy:
       if (phase == Phase::kWaiting) return Effect::kCancelQueuedRun;
@@ -173,6 +219,19 @@ absl::StatusOr<Effect> Decide(Action action, const boost::json::object& instance
                              "InstanceWaiting");
       if (phase == Phase::kNotDeployed) return Effect::kRemoveNow;
       return Effect::kTeardownThenRemove;
+    case Action::kStop:
+      if (phase != Phase::kSuccess && phase != Phase::kFailed)
+        return ConflictError("instance " + name + " is " + std::string(PhaseWords(phase)) +
+                                 (phase == Phase::kWaiting ? run_desc : "") +
+                                 "; nothing is running to stop",
+                             "NotRunning");
+      return Effect::kQueueRun;
+    case Action::kStart:
+      if (phase != Phase::kStopped)
+        return ConflictError("instance " + name + " is " + std::string(PhaseWords(phase)) +
+                                 "; only a Stopped instance can be started",
+                             "NotStopped");
+      return Effect::kQueueRun;
   }
   return absl::InternalError("unknown action");
 }

@@ -19,8 +19,8 @@
 
 namespace gantry::model {
 
-enum class Phase { kNotDeployed, kWaiting, kInProgress, kSuccess, kFailed };
-enum class Action { kUpdate, kDeploy, kDestroy, kCancel, kUpgrade, kDelete };
+enum class Phase { kNotDeployed, kWaiting, kInProgress, kSuccess, kFailed, kStopped };
+enum class Action { kUpdate, kDeploy, kDestroy, kCancel, kUpgrade, kDelete, kStop, kStart };
 
 // "NotDeployed" <-> Phase; unknown strings read as kNotDeployed.
 Phase ParsePhase(std::string_view s);
@@ -32,7 +32,7 @@ std::string_view ActionVerb(Action a);  // "updated", "deployed", "destroyed", .
 // What an allowed action does to an instance in `phase`.
 enum class Effect {
   kSaveSpec,            // update: store the spec, nothing deployed
-  kQueueRun,            // deploy/destroy: a run is queued (Waiting)
+  kQueueRun,            // deploy/destroy/stop/start: a run is queued (Waiting)
   kCancelQueuedRun,     // destroy/cancel while Waiting: the queued run is dropped, NotDeployed
   kRemoveNow,           // delete of a NotDeployed instance: the record goes at once
   kTeardownThenRemove,  // delete of a deployed instance: destroy run, then the record goes
@@ -55,8 +55,12 @@ struct RunOutcome {
   std::string run_name;
   std::string reason;           // failed or canceled: CamelCase (DriverError, Timeout, ...)
   std::string message;          // failed or canceled: the driver's words
-  boost::json::object outputs;  // a deploy that succeeded
-  int64_t generation = 1;       // the instance generation the run deployed
+  std::string cause;            // the run's spec.reason (a stop: StoppedByUser, TTLExpired, ...)
+  boost::json::object outputs;  // a deploy or start that succeeded
+  // A deploy or start that succeeded: now + the effective ttl (model/lifecycle_policy.h
+  // EffectiveTtl), RFC 3339; nullopt when no ttl applies.
+  std::optional<std::string> expires_at;
+  int64_t generation = 1;  // the instance generation the run deployed
   // Services: the compute instance they run on (condition ComputeReady).
   bool service = false;
   std::string compute_name;
@@ -66,11 +70,14 @@ struct RunOutcome {
   std::string now;  // RFC 3339
 };
 
-// The status a finished run leaves its (still existing) instance in: a deploy that
-// succeeded -> Success with outputs and deployedGeneration; a destroy that succeeded ->
-// NotDeployed; a deploy canceled while the infrastructure held it -> NotDeployed (nothing
-// deployed); anything else -> Failed with "<action> run NAME failed: MESSAGE". Condition
-// Deployed tells the same. Pure.
+// The status a finished run leaves its (still existing) instance in: a deploy or start that
+// succeeded -> Success with outputs, deployedGeneration, startedAt = now and expiresAt; a
+// destroy that succeeded -> NotDeployed; a stop that succeeded -> Stopped with reason = the
+// run's cause, GPUs and driver state released, outputs and spec kept, no expiresAt; a deploy
+// canceled while the infrastructure held it -> NotDeployed (nothing deployed), a start so
+// canceled -> Stopped; anything else -> Failed with "<action> run NAME failed: MESSAGE" (a
+// failed deploy or start holds no GPUs any more; a failed stop or destroy keeps them).
+// Condition Deployed tells the same. Pure.
 void ApplyOutcome(const RunOutcome& outcome, InstanceStatus* status);
 
 // True once the instance has ever been deployed (a run was queued for it).

@@ -229,6 +229,65 @@ TEST(Decide, FailedDestroyCanBeRetried) {
   EXPECT_EQ(Allowed(Action::kDelete, i), Effect::kTeardownThenRemove);
 }
 
+// Stop and start (API.md's rows for them).
+
+TEST(Decide, StopOfARunningInstanceQueuesARun) {
+  EXPECT_EQ(Allowed(Action::kStop, Instance("Success", "gpu-1-2", "deploy")), Effect::kQueueRun);
+  EXPECT_EQ(Allowed(Action::kStop, Instance("Failed", "gpu-1-2", "start")), Effect::kQueueRun);
+}
+
+TEST(Decide, StopOfWhatDoesNotRunIsRefused) {
+  EXPECT_THAT(
+      Refused(Action::kStop, Instance("NotDeployed", "gpu-1-4", "destroy")),
+      IsRefusal("NotRunning", "instance gpu-1 is Not Deployed; nothing is running to stop"));
+  EXPECT_THAT(Refused(Action::kStop, Instance("Waiting", "gpu-1-3", "deploy")),
+              IsRefusal("NotRunning",
+                        "instance gpu-1 is Waiting (deploy run gpu-1-3); nothing is running to "
+                        "stop"));
+  EXPECT_THAT(Refused(Action::kStop, Instance("Stopped", "gpu-1-5", "stop")),
+              IsRefusal("NotRunning", "instance gpu-1 is Stopped; nothing is running to stop"));
+  EXPECT_THAT(Refused(Action::kStop, Instance("InProgress", "gpu-1-6", "deploy")),
+              IsRefusal("InstanceInProgress",
+                        "instance gpu-1 is In Progress (deploy run gpu-1-6); it cannot be "
+                        "stopped until the run ends"));
+}
+
+TEST(Decide, StartOfAnythingButStoppedIsRefused) {
+  for (const char* phase : {"NotDeployed", "Waiting", "Success", "Failed"}) {
+    Refusal r = Refused(Action::kStart, Instance(phase, "gpu-1-2", "deploy"));
+    EXPECT_EQ(r.reason, "NotStopped") << phase;
+    EXPECT_THAT(r.message, ::testing::HasSubstr("; only a Stopped instance can be started"));
+  }
+  EXPECT_THAT(
+      Refused(Action::kStart, Instance("Success", "gpu-1-2", "deploy")),
+      IsRefusal("NotStopped", "instance gpu-1 is Success; only a Stopped instance can be started"));
+  EXPECT_THAT(Refused(Action::kStart, Instance("InProgress", "gpu-1-6", "stop")),
+              IsRefusal("InstanceInProgress",
+                        "instance gpu-1 is In Progress (stop run gpu-1-6); it cannot be started "
+                        "until the run ends"));
+}
+
+TEST(Decide, Stopped) {
+  json::object i = Instance("Stopped", "gpu-1-5", "stop");
+  EXPECT_EQ(Allowed(Action::kStart, i), Effect::kQueueRun);
+  EXPECT_EQ(Allowed(Action::kUpdate, i), Effect::kSaveSpec);
+  EXPECT_EQ(Allowed(Action::kDestroy, i), Effect::kQueueRun);
+  EXPECT_EQ(Allowed(Action::kDelete, i), Effect::kTeardownThenRemove);
+  EXPECT_EQ(Allowed(Action::kUpgrade, i), Effect::kRepin);
+  EXPECT_THAT(Refused(Action::kDeploy, i),
+              IsRefusal("InstanceStopped",
+                        "instance gpu-1 is Stopped; start it (gantry start, POST .../start) to "
+                        "run it again, or destroy it first to deploy it afresh"));
+  EXPECT_EQ(Refused(Action::kCancel, i).reason, "NothingToCancel");
+}
+
+TEST(Decide, AQueuedStartIsCanceledByDestroy) {
+  // Waiting for capacity to start: destroy (or cancel) drops the queued start.
+  json::object i = Instance("Waiting", "gpu-1-6", "start");
+  EXPECT_EQ(Allowed(Action::kDestroy, i), Effect::kCancelQueuedRun);
+  EXPECT_EQ(Allowed(Action::kCancel, i), Effect::kCancelQueuedRun);
+}
+
 // ------------------------------------------------------------------------------------------
 // WasEverDeployed
 
@@ -310,11 +369,16 @@ TEST(ApplyOutcomeTest, ServiceDeploySucceededWithoutDriverState) {
 
 TEST(ApplyOutcomeTest, DestroySucceeded) {
   InstanceStatus st = Deployed();
+  st.started_at = "2026-12-01T08:00:00Z";
+  st.gpu_utilization = 3;
+  st.idle_since = "2026-12-01T09:00:00Z";
   ApplyOutcome(Outcome(RunAction::kDestroy, RunOutcome::Result::kSucceeded), &st);
   EXPECT_EQ(st.phase, Phase::kNotDeployed);
   EXPECT_EQ(st.message, "destroyed by run gpu-1-3");
   EXPECT_FALSE(st.outputs || st.deployed_generation || st.gpus || st.driver_state ||
                st.restart_count);
+  // Nothing runs, so no utilisation or idleness is left to show.
+  EXPECT_FALSE(st.started_at || st.expires_at || st.gpu_utilization || st.idle_since);
   EXPECT_TRUE(st.resources.has_value());  // what it last ran with stays
   EXPECT_FALSE((*st.conditions)[0].ok);
   EXPECT_EQ((*st.conditions)[0].reason, "Destroyed");
@@ -349,6 +413,88 @@ TEST(ApplyOutcomeTest, DestroyFailedOrCanceledKeepsTheWorkload) {
     EXPECT_EQ(st.message, "destroy run gpu-1-3 failed: boom");
     EXPECT_TRUE(st.gpus && st.driver_state && st.outputs);
   }
+}
+
+TEST(ApplyOutcomeTest, DeploySucceededSetsStartedAtAndExpiresAt) {
+  InstanceStatus st = Deployed();
+  st.expires_at = "old";
+  RunOutcome o = Outcome(RunAction::kApply, RunOutcome::Result::kSucceeded);
+  o.now = "2026-12-01T19:00:00Z";
+  o.expires_at = "2026-12-02T03:00:00Z";
+  ApplyOutcome(o, &st);
+  EXPECT_EQ(st.started_at, "2026-12-01T19:00:00Z");
+  EXPECT_EQ(st.expires_at, "2026-12-02T03:00:00Z");
+  o.expires_at.reset();  // no ttl applies (any more)
+  ApplyOutcome(o, &st);
+  EXPECT_FALSE(st.expires_at.has_value());
+}
+
+TEST(ApplyOutcomeTest, StopSucceededKeepsWhatTheWorkloadMadeAndReleasesGpus) {
+  InstanceStatus st = Deployed();
+  st.started_at = "t0";
+  st.expires_at = "t9";
+  st.gpu_utilization = 3;
+  st.idle_since = "t0";
+  RunOutcome o = Outcome(RunAction::kStop, RunOutcome::Result::kSucceeded);
+  o.cause = "TTLExpired";
+  ApplyOutcome(o, &st);
+  EXPECT_EQ(st.phase, Phase::kStopped);
+  EXPECT_EQ(st.reason, "TTLExpired");
+  EXPECT_EQ(st.message, "stopped by run gpu-1-3 (TTLExpired)");
+  EXPECT_FALSE(st.gpus || st.driver_state || st.expires_at || st.gpu_utilization || st.idle_since ||
+               st.restart_count);
+  EXPECT_EQ(*st.outputs, (json::object{{"endpoint", "old"}}));  // outputs kept
+  EXPECT_EQ(st.deployed_generation, 1);
+  EXPECT_EQ(st.started_at, "t0");  // when it last started
+  EXPECT_TRUE(st.resources.has_value());
+  ASSERT_EQ(st.conditions->size(), 1u);
+  EXPECT_FALSE((*st.conditions)[0].ok);
+  EXPECT_EQ((*st.conditions)[0].reason, "Stopped");
+}
+
+TEST(ApplyOutcomeTest, StopByAPersonSaysSo) {
+  InstanceStatus st = Deployed();
+  ApplyOutcome(Outcome(RunAction::kStop, RunOutcome::Result::kSucceeded), &st);
+  EXPECT_EQ(st.reason, "StoppedByUser");
+}
+
+TEST(ApplyOutcomeTest, StartSucceededIsADeploy) {
+  InstanceStatus st = Deployed();
+  st.phase = Phase::kInProgress;
+  RunOutcome o = Outcome(RunAction::kStart, RunOutcome::Result::kSucceeded);
+  o.outputs = json::object{{"endpoint", "again"}};
+  o.now = "t2";
+  o.expires_at = "t3";
+  ApplyOutcome(o, &st);
+  EXPECT_EQ(st.phase, Phase::kSuccess);
+  EXPECT_EQ(st.reason, "");
+  EXPECT_EQ(st.message, "started by run gpu-1-3");
+  EXPECT_EQ(*st.outputs, (json::object{{"endpoint", "again"}}));
+  EXPECT_EQ(st.started_at, "t2");
+  EXPECT_EQ(st.expires_at, "t3");
+  EXPECT_EQ((*st.conditions)[0].reason, "RunSucceeded");
+}
+
+TEST(ApplyOutcomeTest, StopFailedKeepsTheGpus) {
+  InstanceStatus st = Deployed();
+  ApplyOutcome(Outcome(RunAction::kStop, RunOutcome::Result::kFailed), &st);
+  EXPECT_EQ(st.phase, Phase::kFailed);
+  EXPECT_EQ(st.message, "stop run gpu-1-3 failed: boom");
+  EXPECT_TRUE(st.gpus && st.driver_state && st.outputs);
+}
+
+TEST(ApplyOutcomeTest, StartFailedOrCanceledHoldsNoGpus) {
+  InstanceStatus st = Deployed();
+  ApplyOutcome(Outcome(RunAction::kStart, RunOutcome::Result::kFailed), &st);
+  EXPECT_EQ(st.phase, Phase::kFailed);
+  EXPECT_EQ(st.message, "start run gpu-1-3 failed: boom");
+  EXPECT_FALSE(st.gpus || st.driver_state);
+  st = Deployed();
+  ApplyOutcome(Outcome(RunAction::kStart, RunOutcome::Result::kCanceled), &st);
+  EXPECT_EQ(st.phase, Phase::kStopped);  // nothing started: stopped as before
+  EXPECT_EQ(st.message, "start run gpu-1-3 was canceled: boom");
+  EXPECT_FALSE(st.gpus || st.driver_state);
+  EXPECT_TRUE(st.outputs.has_value());
 }
 
 }  // namespace

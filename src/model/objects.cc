@@ -62,21 +62,6 @@ void PutStrings(json::object& o, std::string_view key,
   o[key] = std::move(a);
 }
 
-absl::StatusOr<ObjectMeta> DecodeMeta(const json::object& stored) {
-  const json::object& m = ObjectAt(stored, "metadata");
-  ObjectMeta meta;
-  meta.name = GetString(m, "name");
-  if (meta.name.empty()) return absl::InternalError("stored object without metadata.name");
-  meta.ns = GetString(m, "namespace");
-  meta.uid = GetString(m, "uid");
-  std::string rv = GetString(m, "resourceVersion", "0");
-  meta.resource_version = std::strtoll(rv.c_str(), nullptr, 10);
-  meta.generation = GetInt(m, "generation", 1);
-  meta.labels = ObjectAt(m, "labels");
-  meta.annotations = ObjectAt(m, "annotations");
-  return meta;
-}
-
 std::optional<Lease> DecodeLease(const json::object& status) {
   const json::value* v = status.if_contains("lease");
   if (!v || !v->is_object()) return std::nullopt;
@@ -110,8 +95,7 @@ json::array EncodeConditions(const std::vector<Condition>& conditions) {
 InstanceStatus DecodeInstanceStatus(const json::object& s) {
   InstanceStatus st;
   if (auto p = OptString(s, "phase")) st.phase = ParsePhase(*p);
-  if (auto a = OptString(s, "action"))
-    st.action = *a == "destroy" ? RunAction::kDestroy : RunAction::kApply;
+  if (auto a = OptString(s, "action")) st.action = ParseRunAction(*a);
   st.reason = OptString(s, "reason");
   st.message = OptString(s, "message");
   st.run_count = OptInt(s, "runCount");
@@ -125,6 +109,12 @@ InstanceStatus DecodeInstanceStatus(const json::object& s) {
   st.gpus = OptStrings(s, "gpus");
   st.resources = OptObject(s, "resources");
   st.host = OptString(s, "host");
+  st.started_at = OptString(s, "startedAt");
+  st.expires_at = OptString(s, "expiresAt");
+  st.gpu_utilization = OptInt(s, "gpuUtilization");
+  st.idle_since = OptString(s, "idleSince");
+  st.admission = OptString(s, "admission");
+  st.queue_position = OptInt(s, "queuePosition");
   st.profile_revision = GetInt(s, "profileRevision", 1);
   st.template_revision = GetInt(s, "templateRevision", 1);
   st.compute_created = GetBool(s, "computeCreated");
@@ -158,12 +148,50 @@ void EncodeInstanceStatus(const InstanceStatus& st, json::object& s) {
   PutStrings(s, "gpus", st.gpus);
   Put(s, "resources", st.resources);
   Put(s, "host", st.host);
+  Put(s, "startedAt", st.started_at);
+  Put(s, "expiresAt", st.expires_at);
+  Put(s, "gpuUtilization", st.gpu_utilization);
+  Put(s, "idleSince", st.idle_since);
+  Put(s, "admission", st.admission);
+  Put(s, "queuePosition", st.queue_position);
 }
 
 }  // namespace
 
+absl::StatusOr<ObjectMeta> DecodeObjectMeta(const json::object& stored) {
+  const json::object& m = ObjectAt(stored, "metadata");
+  ObjectMeta meta;
+  meta.name = GetString(m, "name");
+  if (meta.name.empty()) return absl::InternalError("stored object without metadata.name");
+  meta.ns = GetString(m, "namespace");
+  meta.uid = GetString(m, "uid");
+  std::string rv = GetString(m, "resourceVersion", "0");
+  meta.resource_version = std::strtoll(rv.c_str(), nullptr, 10);
+  meta.generation = GetInt(m, "generation", 1);
+  meta.labels = ObjectAt(m, "labels");
+  meta.annotations = ObjectAt(m, "annotations");
+  return meta;
+}
+
 std::string_view RunActionName(RunAction a) {
-  return a == RunAction::kDestroy ? "destroy" : "deploy";
+  switch (a) {
+    case RunAction::kApply:
+      return "deploy";
+    case RunAction::kDestroy:
+      return "destroy";
+    case RunAction::kStop:
+      return "stop";
+    case RunAction::kStart:
+      return "start";
+  }
+  return "deploy";
+}
+
+RunAction ParseRunAction(std::string_view s) {
+  if (s == "destroy") return RunAction::kDestroy;
+  if (s == "stop") return RunAction::kStop;
+  if (s == "start") return RunAction::kStart;
+  return RunAction::kApply;
 }
 
 std::string_view RunPhaseName(RunPhase p) {
@@ -221,7 +249,7 @@ Run NewRun(const std::string& name, const std::string& ns, const std::string& ui
 absl::StatusOr<Run> DecodeRun(const json::object& stored) {
   Run r;
   r.raw = stored;
-  auto meta = DecodeMeta(stored);
+  auto meta = DecodeObjectMeta(stored);
   if (!meta.ok()) return meta.status();
   r.metadata = *std::move(meta);
   const json::object& spec = ObjectAt(stored, "spec");
@@ -229,7 +257,8 @@ absl::StatusOr<Run> DecodeRun(const json::object& stored) {
   r.instance_kind = GetString(ref, "kind", "ComputeInstance");
   r.instance_name = GetString(ref, "name");
   r.instance_uid = GetString(ref, "uid");
-  r.action = GetString(spec, "action") == "destroy" ? RunAction::kDestroy : RunAction::kApply;
+  r.action = ParseRunAction(GetString(spec, "action"));
+  r.cause = GetString(spec, "reason");
   r.generation = GetInt(spec, "generation", 1);
   r.profile_revision = GetInt(spec, "profileRevision", 1);
   r.template_revision = GetInt(spec, "templateRevision", 1);
@@ -252,7 +281,9 @@ absl::StatusOr<Run> DecodeRun(const json::object& stored) {
 
 json::object EncodeRun(const Run& run) {
   json::object out = run.raw;
-  // The spec is fixed when the run is queued: only the status is the engine's to change.
+  // The spec is fixed when the run is queued: only the status is the engine's to change
+  // (and spec.reason, set once by whoever queues the run).
+  if (!run.cause.empty()) EnsureObject(out, "spec")["reason"] = run.cause;
   json::object& s = EnsureObject(out, "status");
   s["phase"] = RunPhaseName(run.phase);
   s["attempt"] = run.attempt;
@@ -292,7 +323,7 @@ absl::StatusOr<Instance> DecodeInstance(const json::object& stored) {
   Instance i;
   i.raw = stored;
   i.kind = GetString(stored, "kind");
-  auto meta = DecodeMeta(stored);
+  auto meta = DecodeObjectMeta(stored);
   if (!meta.ok()) return meta.status();
   i.metadata = *std::move(meta);
   const json::object& spec = ObjectAt(stored, "spec");
@@ -305,6 +336,7 @@ absl::StatusOr<Instance> DecodeInstance(const json::object& stored) {
   const json::object& ref = ObjectAt(spec, "computeRef");
   i.compute_ns = GetString(ref, "namespace", i.metadata.ns);
   i.compute_name = GetString(ref, "name");
+  i.lifecycle = DecodeInstanceLifecycle(spec);
   i.status = DecodeInstanceStatus(ObjectAt(stored, "status"));
   return i;
 }
@@ -329,6 +361,7 @@ Resources ParseResources(const json::object& resources) {
 
 TemplateSpec DecodeTemplate(const json::object& template_spec) {
   TemplateSpec t;
+  t.raw = template_spec;
   t.driver = GetString(template_spec, "driver");
   t.config = ObjectAt(template_spec, t.driver);
   t.timeout_seconds = GetInt(t.config, "timeoutSeconds", 0);
@@ -344,6 +377,8 @@ Quota DecodeQuota(const json::object& project) {
   Quota q;
   const json::object& quota = ObjectAt(ObjectAt(project, "spec"), "quota");
   q.instances = GetInt(quota, "instances", -1);
+  if (const json::value* v = quota.if_contains("instancesPerUser"); v && v->is_int64())
+    q.instances_per_user = v->get_int64();
   for (const auto& [type, v] : ObjectAt(quota, "gpus")) {
     boost::system::error_code ec;
     if (v.is_number()) {

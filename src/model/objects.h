@@ -21,14 +21,17 @@
 
 #include "absl/status/statusor.h"
 #include "model/lifecycle.h"
+#include "model/lifecycle_policy.h"
 
 namespace gantry::model {
 
 inline constexpr char kRunKind[] = "Run";
 
-// What a run does. Stored as spec.action "deploy" / "destroy".
-enum class RunAction { kApply, kDestroy };
-std::string_view RunActionName(RunAction a);  // "deploy", "destroy"
+// What a run does. Stored as spec.action "deploy" / "destroy" / "stop" / "start".
+enum class RunAction { kApply, kDestroy, kStop, kStart };
+std::string_view RunActionName(RunAction a);  // "deploy", "destroy", "stop", "start"
+// Unknown strings read as kApply.
+RunAction ParseRunAction(std::string_view s);
 
 // A run's status.phase.
 enum class RunPhase { kQueued, kRunning, kSucceeded, kFailed, kCanceled };
@@ -64,6 +67,9 @@ struct Run {
   int64_t profile_revision = 1, template_revision = 1;
   Phase previous_phase = Phase::kNotDeployed;
   bool delete_instance = false;
+  // spec.reason: why the run was queued when the server queued it (TTLExpired, Idle,
+  // Scheduled, Preempted) or a person stopped it (StoppedByUser); "" for other runs.
+  std::string cause;
   // status
   RunPhase phase = RunPhase::kQueued;
   int64_t attempt = 0;
@@ -80,6 +86,21 @@ Run NewRun(const std::string& name, const std::string& ns, const std::string& ui
            const std::string& instance_name, const std::string& instance_uid, RunAction action,
            int64_t generation, int64_t profile_revision, int64_t template_revision, Phase previous,
            bool delete_instance);
+
+// The metadata of any stored object; INTERNAL when it has no metadata.name.
+absl::StatusOr<ObjectMeta> DecodeObjectMeta(const boost::json::object& stored);
+
+// A typed object T (one with `raw` and `metadata`: Profile, Template, Project, ...) holding
+// `stored` and its metadata, for the T's decoder to fill in the rest.
+template <typename T>
+absl::StatusOr<T> DecodeObjectWithMeta(const boost::json::object& stored) {
+  T out;
+  out.raw = stored;
+  absl::StatusOr<ObjectMeta> meta = DecodeObjectMeta(stored);
+  if (!meta.ok()) return meta.status();
+  out.metadata = *std::move(meta);
+  return out;
+}
 
 absl::StatusOr<Run> DecodeRun(const boost::json::object& stored);
 boost::json::object EncodeRun(const Run& run);
@@ -106,6 +127,15 @@ struct InstanceStatus {
   std::optional<std::vector<std::string>> gpus;
   std::optional<boost::json::object> resources;
   std::optional<std::string> host;  // several replicas: the host of a host-bound deploy
+  // Lifecycle (API.md "Lifecycle policies"); RFC 3339 times.
+  std::optional<std::string> started_at;   // last deploy/start that reached Success
+  std::optional<std::string> expires_at;   // started_at + the effective ttl
+  std::optional<int64_t> gpu_utilization;  // percent, last sample
+  std::optional<std::string> idle_since;   // absent while busy
+  // Fair share (model/scheduling.h): Guaranteed or Borrowed while it holds GPUs; its place
+  // in the queue for its GPU type while it waits for them.
+  std::optional<std::string> admission;
+  std::optional<int64_t> queue_position;
   // Read only (written by the API).
   int64_t profile_revision = 1, template_revision = 1;
   bool compute_created = false;  // a service's auto-created compute instance
@@ -126,6 +156,7 @@ struct Instance {
   std::string profile_ns, profile_name;  // spec.profileRef (ns defaults to own)
   boost::json::object variables;         // as stored (sealed values sealed)
   std::string compute_ns, compute_name;  // services: spec.computeRef (ns defaults to own)
+  InstanceLifecycle lifecycle;           // spec.lifecycle
   InstanceStatus status;
 };
 
@@ -144,6 +175,7 @@ Resources ParseResources(const boost::json::object& resources);
 
 // The template revision's parts the engine reads.
 struct TemplateSpec {
+  boost::json::object raw;  // the spec as stored (variables, sharing, ...)
   std::string driver;
   boost::json::object config;   // spec.<driver>
   int64_t timeout_seconds = 0;  // config.timeoutSeconds; 0 = the engine's default
@@ -156,6 +188,9 @@ struct Quota {
   std::map<std::string, int64_t> gpus;  // per GPU type
   // The GPU limit of `type`, -1 when none.
   int64_t GpusOf(const std::string& type) const;
+  // instancesPerUser: compute instances one user may create (counted by the API); absent
+  // (or not an integer) = no limit.
+  std::optional<int64_t> instances_per_user;
 };
 Quota DecodeQuota(const boost::json::object& project);
 

@@ -353,7 +353,7 @@ TEST(CheckSchema, EnumRefusesUnsupportedValueAndListsTheSupportedOnes) {
   EXPECT_THAT(Check("EnvironmentTemplate", R"({"spec": {"driver": "docker"}})"),
               ElementsAre(FieldCause{"spec.driver",
                                      "unsupported value \"docker\": supported values: \"exec\", "
-                                     "\"local\", \"slurm\"",
+                                     "\"local\", \"slurm\", \"container\"",
                                      "FieldValueNotSupported"}));
   EXPECT_THAT(Check("ComputeInstance", R"({"spec": {"profileRef": {"name": "p"},
                         "sharing": {"mode": "none"}}})"),

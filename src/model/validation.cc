@@ -173,44 +173,14 @@ void ValidateTemplateDriver(const json::object& spec, std::vector<FieldCause>* c
          "FieldValueRequired"});
     return;
   }
-  for (const char* other : {"exec", "local", "slurm"}) {
+  for (const char* other : {"exec", "local", "slurm", "container"}) {
     if (other != driver && spec.contains(other) && !spec.at(other).is_null())
       causes->push_back({std::string("spec.") + other,
                          "may only be set when driver is \"" + std::string(other) + "\"",
                          "FieldValueForbidden"});
   }
-  if (driver == "exec") {
-    const auto& exec = spec.at("exec").get_object();
-    if (Strings(FindPath(exec, "command")).empty())
-      causes->push_back(
-          {"spec.exec.command", "Required value: the program to run", "FieldValueRequired"});
-    if (exec.contains("timeoutSeconds") && GetInt(exec, "timeoutSeconds") <= 0)
-      causes->push_back({"spec.exec.timeoutSeconds", "must be greater than 0"});
-  }
-  if (driver == "slurm") {
-    const auto& slurm = spec.at("slurm").get_object();
-    bool script = slurm.contains("script") && !slurm.at("script").is_null();
-    bool command = slurm.contains("command") && !slurm.at("command").is_null();
-    if (script && command)
-      causes->push_back({"spec.slurm.command", "Forbidden: give either script or command, not both",
-                         "FieldValueForbidden"});
-    else if (!script && !command)
-      causes->push_back({"spec.slurm.script",
-                         "Required value: the job's batch script (script) or command (command)",
-                         "FieldValueRequired"});
-    else if (script && GetString(slurm, "script").rfind("#!", 0) != 0)
-      causes->push_back({"spec.slurm.script", "must start with #! (an interpreter line)"});
-    else if (command && Strings(FindPath(slurm, "command")).empty())
-      causes->push_back(
-          {"spec.slurm.command", "Required value: the program to run", "FieldValueRequired"});
-    if (slurm.contains("nodes") && GetInt(slurm, "nodes") < 1)
-      causes->push_back({"spec.slurm.nodes", "must be greater than or equal to 1"});
-    if (slurm.contains("timeoutSeconds") && GetInt(slurm, "timeoutSeconds") <= 0)
-      causes->push_back({"spec.slurm.timeoutSeconds", "must be greater than 0"});
-    std::string conf = GetString(slurm, "slurmConf");
-    if (slurm.contains("slurmConf") && (conf.empty() || conf[0] != '/'))
-      causes->push_back({"spec.slurm.slurmConf", "must be an absolute path"});
-  }
+  // The shape of spec.<driver> is the driver's to check (Driver::ValidateConfig, called by
+  // the API when a template is saved: api/template_strategy.cc).
 }
 
 // spec.<ref>.namespace, when given, must be a project name.

@@ -73,6 +73,9 @@ struct ListOptions {
   int64_t limit = 0;   // 0: no limit
   std::string continue_token;
   bool oldest_first = false;  // the run queue reads first-come-first-served
+  // Where the listed objects are allocated (default: the heap). A large scan that decodes
+  // and drops them (the usage ledger) passes a boost::json::monotonic_resource.
+  boost::json::storage_ptr storage;
 };
 
 // How hard a commit must be flushed before it returns. Writes a client is told about are

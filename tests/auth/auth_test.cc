@@ -150,6 +150,14 @@ TEST_F(AuthTest, TokenExpiryMustBeADuration) {
   Resp bad =
       api().Post(ClusterPath("users", "bob") + "/tokens", json::object{{"expiresIn", "forever"}});
   EXPECT_TRUE(bad.IsStatus(422, "Invalid")) << bad.raw;
+  // One duration form in all of Gantry (model::ParseDuration): one number, one unit.
+  Resp two =
+      api().Post(ClusterPath("users", "bob") + "/tokens", json::object{{"expiresIn", "1h30m"}});
+  EXPECT_TRUE(two.IsStatus(422, "Invalid")) << two.raw;
+  EXPECT_EQ(two.cause_message("expiresIn"),
+            "Invalid value: \"1h30m\" is not a duration: use a whole number > 0 and one unit, s, "
+            "m, h or d (90s, 30m, 8h, 3d)")
+      << two.raw;
 }
 
 TEST_F(AuthTest, DisabledAndDeletedUsersLoseAccessAtOnce) {

@@ -287,10 +287,11 @@ TEST_F(CliEngineTest, DeployWaitLogsFailureDestroyAndRuns) {
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"run/good-1", "run/good-2"})) << r.out << r.err;
 
-  // The instances' table keeps the seed's columns.
+  // The instances' table keeps the seed's columns, in the seed's order, with the lifecycle's
+  // EXPIRES and GPU% (issue 17) before CREATED as kubectl puts printer columns before AGE.
   r = Gantry({"get", "instances"});
-  EXPECT_TRUE(
-      absl::StartsWith(r.out, "NAME  DISPLAY NAME  PROFILE    CREATED  STATUS        SHARING\n"))
+  EXPECT_TRUE(absl::StartsWith(
+      r.out, "NAME  DISPLAY NAME  PROFILE    EXPIRES  GPU%    CREATED  STATUS        SHARING\n"))
       << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "Not Deployed")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "Failed")) << r.out;
@@ -415,6 +416,169 @@ TEST_F(CliEngineTest, ServiceInstanceWaitsForItsComputeAndCascade) {
   r = Gantry({"delete", "ci", "slow", "--cascade"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "computeinstance/slow deleted\n");
+}
+
+// gantry stop / start (issue 17 item 1): --wait ends on Stopped / Success; refusals as the
+// server words them.
+TEST_F(CliEngineTest, StopAndStartWaitAndRefusals) {
+  ASSERT_NO_FATAL_FAILURE(ApplyFixtures());
+  WriteFile("nb.yaml",
+            "apiVersion: paas.gantry.dev/v1\nkind: EnvironmentTemplate\n"
+            "metadata: {name: nb-tmpl, namespace: cli-e2e}\n"
+            "spec:\n  driver: exec\n  exec: {command: [\"/bin/sh\", \"" +
+                Path("good.sh") +
+                "\"], actions: [apply, destroy, stop, start]}\n"
+                "---\napiVersion: paas.gantry.dev/v1\nkind: ComputeProfile\n"
+                "metadata: {name: nb-prof, namespace: cli-e2e}\n"
+                "spec: {templateRef: {name: nb-tmpl}}\n"
+                "---\napiVersion: paas.gantry.dev/v1\nkind: ComputeInstance\n"
+                "metadata: {name: nb, namespace: cli-e2e}\n"
+                "spec: {profileRef: {name: nb-prof}}\n");
+  Result r = Gantry({"apply", "-f", Path("nb.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = Gantry({"stop", "nb"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: instance nb is Not Deployed; nothing is running to stop\n");
+  ASSERT_EQ(Gantry({"deploy", "nb", "--wait"}).exit_code, 0);
+
+  r = Gantry({"stop", "nb", "--wait"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(absl::StartsWith(r.out, "computeinstance/nb stop queued (run nb-2)\n")) << r.out;
+  EXPECT_TRUE(absl::EndsWith(r.out, "\nStopped\n")) << r.out;
+  r = Gantry({"stop", "ci/nb"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: instance nb is Stopped; nothing is running to stop\n");
+  r = Gantry({"deploy", "nb"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StartsWith(r.err, "error: instance nb is Stopped; start it")) << r.err;
+  r = Gantry({"logs", "nb-2"});
+  EXPECT_TRUE(absl::StrContains(r.out, "good: stop of nb starting\n")) << r.out;
+
+  r = Gantry({"start", "nb", "--wait"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(absl::StartsWith(r.out, "computeinstance/nb start queued (run nb-3)\n")) << r.out;
+  EXPECT_TRUE(absl::EndsWith(r.out, "\nSuccess\n")) << r.out;
+  r = Gantry({"start", "nb"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: instance nb is Success; only a Stopped instance can be started\n");
+
+  // A template whose script does not list stop and start: refused, with the reason.
+  ASSERT_EQ(Gantry({"deploy", "good", "--wait"}).exit_code, 0);
+  r = Gantry({"stop", "good"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "error: compute instance good cannot be stopped: its template's spec.exec.actions "
+            "does not list both stop and start (the program is called only with the actions it "
+            "lists)\n");
+}
+
+// `gantry upgrade` to a profile revision whose ttl max is below the instance's ttl: refused
+// naming spec.lifecycle.ttl and the new max; within it the upgrade goes through.
+TEST_F(CliEngineTest, UpgradeRechecksTheTtlAgainstTheNewRevision) {
+  ASSERT_NO_FATAL_FAILURE(ApplyFixtures());
+  const std::string tmpl =
+      "apiVersion: paas.gantry.dev/v1\nkind: EnvironmentTemplate\n"
+      "metadata: {name: ttl-tmpl, namespace: cli-e2e}\n"
+      "spec:\n  driver: exec\n  exec: {command: [\"/bin/sh\", \"" +
+      Path("good.sh") + "\"]}\n";
+  auto profile = [&](const std::string& max) {
+    return "---\napiVersion: paas.gantry.dev/v1\nkind: ComputeProfile\n"
+           "metadata: {name: ttl-prof, namespace: cli-e2e}\n"
+           "spec: {templateRef: {name: ttl-tmpl}, lifecycle: {ttl: {default: 8h, max: " +
+           max + "}}}\n";
+  };
+  WriteFile("ttl.yaml", tmpl + profile("72h") +
+                            "---\napiVersion: paas.gantry.dev/v1\nkind: ComputeInstance\n"
+                            "metadata: {name: ttl-nb, namespace: cli-e2e}\n"
+                            "spec: {profileRef: {name: ttl-prof}, lifecycle: {ttl: 48h}}\n");
+  Result r = Gantry({"apply", "-f", Path("ttl.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_EQ(Gantry({"deploy", "ttl-nb", "--wait"}).exit_code, 0);
+  WriteFile("ttl2.yaml", tmpl + profile("24h"));
+  r = Gantry({"apply", "-f", Path("ttl2.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  r = Gantry({"upgrade", "ttl-nb"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.err,
+            "error: ComputeInstance \"ttl-nb\" is invalid: spec.lifecycle.ttl: upgrading to "
+            "revision 2 of profile ttl-prof: ttl 48h is over the profile's maximum 24h; ask for at "
+            "most that (an admin sets the maximum in the profile's spec.lifecycle.ttl.max)\n");
+
+  // Within the new max: upgraded.
+  WriteFile("ttl3.yaml",
+            "apiVersion: paas.gantry.dev/v1\nkind: ComputeInstance\n"
+            "metadata: {name: ttl-nb, namespace: cli-e2e}\n"
+            "spec: {profileRef: {name: ttl-prof}, lifecycle: {ttl: 12h}}\n");
+  r = Gantry({"apply", "-f", Path("ttl3.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = Gantry({"upgrade", "ttl-nb"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "computeinstance/ttl-nb upgraded to profile revision 2 (was 1); `gantry deploy "
+            "ttl-nb` applies it\n");
+}
+
+// Approval gates (docs/approvals.md): deploy prints that it waits, reject and approve answer
+// (an org-admin may answer their own request), cancel withdraws a pending start.
+TEST_F(CliEngineTest, ApproveRejectAndWithdrawAPendingRequest) {
+  ApplyFixtures();
+  WriteFile("gated.yaml",
+            "apiVersion: paas.gantry.dev/v1\nkind: ComputeProfile\n"
+            "metadata: {name: gated-prof, namespace: cli-e2e}\n"
+            "spec: {templateRef: {name: good-tmpl}, resources: {gpu: {count: 8}},\n"
+            "       approval: {required: true, whenGpusAtLeast: 8}}\n---\n"
+            "apiVersion: paas.gantry.dev/v1\nkind: ComputeInstance\n"
+            "metadata: {name: gated, namespace: cli-e2e}\n"
+            "spec: {profileRef: {name: gated-prof}}\n---\n"
+            "apiVersion: paas.gantry.dev/v1\nkind: Webhook\n"
+            "metadata: {name: chat, namespace: cli-e2e}\n"
+            "spec: {url: \"https://hooks.example.invalid/gantry\", events: [ApprovalRequested],\n"
+            "       secret: a-long-random-secret}\n");
+  Result r = Gantry({"apply", "-f", Path("gated.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = Gantry({"deploy", "gated", "--wait"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out,
+                                "computeinstance/gated deploy waits for approval: deploy of 8 "
+                                "GPUs requested by system:bootstrap"))
+      << r.out;
+  // The request's webhook delivery is in the hook's history.
+  r = Gantry({"webhooks", "deliveries", "chat"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "ApprovalRequested")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "chat")) << r.out;
+  r = Gantry({"reject", "gated", "-m", "not this week"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out,
+                                "computeinstance/gated rejected: deploy of 8 GPUs requested by "
+                                "system:bootstrap was rejected by system:bootstrap: not this week"))
+      << r.out;
+  r = Gantry({"reject", "gated"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err, "has no pending approval request")) << r.err;
+  ASSERT_EQ(Gantry({"deploy", "gated"}).exit_code, 0);
+  r = Gantry({"cancel", "gated"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out,
+                                "computeinstance/gated approval request withdrawn: deploy of 8 "
+                                "GPUs requested by system:bootstrap was canceled by "
+                                "system:bootstrap before it was answered"))
+      << r.out;
+  ASSERT_EQ(Gantry({"deploy", "gated"}).exit_code, 0);
+  r = Gantry({"approve", "gated", "-m", "ok"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out,
+                                "computeinstance/gated approved (deploy of 8 GPUs requested by "
+                                "system:bootstrap); deploy run gated-1 queued"))
+      << r.out;
+  r = Gantry({"describe", "ci", "gated"});
+  EXPECT_TRUE(absl::StrContains(r.out, "system:bootstrap")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "ApprovalRequested")) << r.out;
+  r = Gantry({"deploy", "good"});
+  r = Gantry({"approve", "good"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err, "no pending approval request")) << r.err;
 }
 
 }  // namespace

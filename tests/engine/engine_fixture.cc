@@ -12,8 +12,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -51,6 +53,14 @@ const json::value* Find(const json::object& o, std::string_view path) {
 }
 
 }  // namespace
+
+std::optional<std::chrono::system_clock::time_point> ParseUtc(const std::string& text) {
+  std::tm tm{};
+  std::istringstream in(text);
+  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%SZ");
+  if (in.fail()) return std::nullopt;
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
 
 bool PollUntil(const std::function<bool()>& cond, int seconds) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
@@ -93,6 +103,19 @@ int64_t Int(const json::object& o, std::string_view path, int64_t fallback) {
 json::value At(const json::object& o, std::string_view path) {
   const json::value* v = Find(o, path);
   return v ? *v : json::value(nullptr);
+}
+
+json::object Condition(const json::object& instance, const std::string& type) {
+  json::value conds = At(instance, "status.conditions");
+  if (conds.is_array())
+    for (const auto& c : conds.get_array())
+      if (c.is_object() && Str(c.get_object(), "type") == type) return c.get_object();
+  return {};
+}
+
+void ExpectRefused(const Resp& r, int code, const std::string& reason, const std::string& message) {
+  EXPECT_TRUE(r.IsStatus(code, reason)) << r.status << " " << r.raw;
+  EXPECT_EQ(r.message(), message) << r.raw;
 }
 
 LineStreamReader::LineStreamReader(int port, std::string target,
@@ -325,6 +348,29 @@ void EngineTest::CreateStandardProfile(const std::string& profile, const std::st
                                        json::array variables, const std::string& ns) {
   CreateExecTemplate(tmpl, json::array{StandardScript()}, {}, std::move(variables), ns);
   api().CreateProfile(ns, profile, tmpl);
+}
+
+std::vector<json::object> EngineTest::EventsOf(const std::string& name, const std::string& kind,
+                                               const std::string& ns) {
+  Resp r = api().Get("/api/v1/namespaces/" + ns + "/events?fieldSelector=involvedObject.name%3D" +
+                     name + ",involvedObject.kind%3D" + kind);
+  EXPECT_EQ(r.status, 200) << r.raw;
+  std::vector<json::object> out;
+  if (r.status == 200)
+    for (const auto& e : r.obj().at("items").as_array()) out.push_back(e.as_object());
+  return out;
+}
+
+std::vector<json::object> EngineTest::SystemAudit(const std::string& name) {
+  Resp r = api().Get("/apis/paas.gantry.dev/v1/auditevents");
+  EXPECT_EQ(r.status, 200) << r.raw;
+  std::vector<json::object> out;
+  if (r.status == 200)
+    for (const auto& e : r.obj().at("items").as_array())
+      if (Str(e.as_object(), "user") == "system:lifecycle" &&
+          Str(e.as_object(), "objectRef.name") == name)
+        out.push_back(e.as_object());
+  return out;
 }
 
 Resp EngineTest::Action(const std::string& name, const std::string& action, const std::string& ns) {

@@ -18,9 +18,11 @@
 #pragma once
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,6 +82,14 @@ class EngineTest : public GantrydTest {
   boost::json::object GetRun(const std::string& run, const std::string& ns = "default");
   boost::json::object WaitRunPhase(const std::string& run, const std::string& phase,
                                    const std::string& ns = "default");
+
+  // The core Events of `name` (GET /api/v1/namespaces/NS/events by involvedObject), run
+  // events and the lifecycle controller's warnings alike.
+  std::vector<boost::json::object> EventsOf(const std::string& name,
+                                            const std::string& kind = "ComputeInstance",
+                                            const std::string& ns = "default");
+  // The AuditEvents of automatic actions (user system:lifecycle) on `name`.
+  std::vector<boost::json::object> SystemAudit(const std::string& name);
 
   // Files as barriers.
   void Touch(const std::string& file) const;
@@ -141,6 +151,9 @@ class LineStreamReader {
 // Polls `cond` (every 20 ms) until it holds or `seconds` pass; returns its last value.
 bool PollUntil(const std::function<bool()>& cond, int seconds = kEngineWaitSeconds);
 
+// "2026-12-02T03:00:00Z" (gantryd's form) as a time; nullopt for anything else.
+std::optional<std::chrono::system_clock::time_point> ParseUtc(const std::string& text);
+
 // PIDs of live processes whose command line (NUL-separated argv) contains `needle`.
 std::vector<int> ProcessesWith(const std::string& needle);
 
@@ -149,5 +162,9 @@ std::string Str(const boost::json::object& o, std::string_view path);
 int64_t Int(const boost::json::object& o, std::string_view path, int64_t fallback = -1);
 // The whole value at a dotted path, or null.
 boost::json::value At(const boost::json::object& o, std::string_view path);
+// The status.conditions entry of `type` ({} when there is none).
+boost::json::object Condition(const boost::json::object& instance, const std::string& type);
+// Asserts a refusal: status code, Status reason and the exact message a user sees.
+void ExpectRefused(const Resp& r, int code, const std::string& reason, const std::string& message);
 
 }  // namespace gantry::testing

@@ -29,9 +29,9 @@ constexpr int kWorkers = 4;
 
 class FailoverTest : public TwoReplicaTest<EngineTest> {
  protected:
+  int Workers() override { return kWorkers; }  // EngineTest's --workers
   std::vector<std::string> ReplicaArgs() override {
-    return {"--workers", std::to_string(kWorkers), "--lease-seconds", "6",
-            "--host-id", "failover-host"};
+    return {"--lease-seconds", "6", "--host-id", "failover-host"};
   }
 
   std::vector<json::object> Items(Api& api, const std::string& target) {

@@ -13,20 +13,6 @@ namespace {
 
 namespace json = boost::json;
 
-// Asserts a refusal: status code, Status reason and the exact message a user sees.
-void ExpectRefused(const Resp& r, int code, const std::string& reason, const std::string& message) {
-  EXPECT_TRUE(r.IsStatus(code, reason)) << r.status << " " << r.raw;
-  EXPECT_EQ(r.message(), message) << r.raw;
-}
-
-json::object Condition(const json::object& instance, const std::string& type) {
-  json::value conds = At(instance, "status.conditions");
-  if (conds.is_array())
-    for (const auto& c : conds.get_array())
-      if (c.is_object() && Str(c.get_object(), "type") == type) return c.get_object();
-  return {};
-}
-
 class LifecycleTest : public EngineTest {
  protected:
   void SetUp() override {

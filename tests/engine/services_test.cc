@@ -403,14 +403,6 @@ TEST_F(ServicesTest, AutoCreatedComputeDeploysWithTheServiceAndGoesWithIt) {
   EXPECT_EQ(api().Get(NsPath("default", "serviceinstances", "taken")).status, 404);
 }
 
-json::object Condition(const json::object& o, const std::string& type) {
-  json::value conds = At(o, "status.conditions");
-  if (conds.is_array())
-    for (const auto& c : conds.get_array())
-      if (c.is_object() && Str(c.get_object(), "type") == type) return c.get_object();
-  return {};
-}
-
 TEST_F(ServicesTest, DeployedServiceShowsWhetherItsComputeIsReady) {
   DeployedPair("gpu", "nb");
   json::object ok = WaitService(

@@ -23,7 +23,6 @@ namespace {
 namespace json = boost::json;
 using local_test::Alive;
 using local_test::Assignments;
-using local_test::Condition;
 using local_test::EnvValue;
 using local_test::GetNode;
 using local_test::JoinStrings;

@@ -115,14 +115,6 @@ inline std::string JoinStrings(const json::value& v) {
   return out;
 }
 
-inline json::object Condition(const json::object& instance, const std::string& type) {
-  json::value conds = At(instance, "status.conditions");
-  if (conds.is_array())
-    for (const auto& c : conds.get_array())
-      if (c.is_object() && Str(c.get_object(), "type") == type) return c.get_object();
-  return {};
-}
-
 // Items of a list answer.
 inline std::vector<json::object> Items(const Resp& r) {
   std::vector<json::object> out;

@@ -4,10 +4,8 @@
 // while B goes on claiming the runs it may run, and A's return finishes it.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
+#include "gantryd_test.h"
 #include "local_fixture.h"
-#include "store/postgres/pg_test_server.h"
 
 namespace gantry::testing {
 namespace {
@@ -16,40 +14,14 @@ namespace json = boost::json;
 using local_test::Assignments;
 using local_test::GetNode;
 
-class ReplicasLocalTest : public LocalTest {
+// Replica A (gantryd_) on host-a, B (second_) on host-b; B starts when the test says.
+class ReplicasLocalTest : public TwoReplicaTest<LocalTest> {
  protected:
-  std::vector<std::string> Args() override {
-    std::vector<std::string> args = LocalTest::Args();
-    args.insert(args.end(), {"--store", url_, "--host-id", host_});
-    return args;
-  }
   std::string Gpus() override { return "h100:2"; }
-
-  void SetUp() override {
-    auto server = store::testing::PgTestServer::Get();
-    if (!server.ok()) {
-      if (store::testing::PostgresRequired()) FAIL() << server.status();
-      GTEST_SKIP() << "this test needs PostgreSQL: " << server.status().message();
-    }
-    auto url = (*server)->CreateDatabase();
-    ASSERT_TRUE(url.ok()) << url.status();
-    url_ = *url;
-    host_ = "host-a";
-    LocalTest::SetUp();
-    if (HasFatalFailure()) return;
-    host_ = "host-b";
-    second_ = std::make_unique<GantrydProcess>(Args());
-    std::filesystem::copy_file(gantryd_->data_dir() + "/secret.key",
-                               second_->data_dir() + "/secret.key",
-                               std::filesystem::copy_options::overwrite_existing);
+  std::vector<std::string> OneReplicaArgs(int index) override {
+    return {"--host-id", index == 0 ? "host-a" : "host-b"};
   }
-  void TearDown() override {
-    second_.reset();
-    LocalTest::TearDown();
-  }
-
-  std::string url_, host_;
-  std::unique_ptr<GantrydProcess> second_;
+  bool StartSecondReplica() override { return false; }
 };
 
 TEST_F(ReplicasLocalTest, ALocalInstanceStaysWithTheHostThatDeployedIt) {

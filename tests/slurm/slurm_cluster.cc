@@ -20,38 +20,18 @@
 #include <sstream>
 #include <thread>
 
+#include "common/test_process.h"
+
 namespace gantry::testing {
 namespace {
 
 namespace json = boost::json;
 using Clock = std::chrono::steady_clock;
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
-
 std::string Quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);
   return out + "'";
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::string Tail(const std::string& text, size_t n = 3000) {
@@ -115,7 +95,7 @@ SlurmCluster::~SlurmCluster() {
     for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
       std::string name = entry.path().filename().string();
       if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::string cmd = ReadAll("/proc/" + name + "/cmdline");
+      std::string cmd = ReadFileOrEmpty("/proc/" + name + "/cmdline");
       if (!dir_.empty() && cmd.find(dir_) != std::string::npos) ::kill(std::stoi(name), SIGKILL);
     }
   }
@@ -126,27 +106,11 @@ SlurmCluster::~SlurmCluster() {
 }
 
 pid_t SlurmCluster::Spawn(const std::vector<std::string>& argv, const std::string& log) const {
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargv;
-  for (auto& a : args) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  std::string conf_env = "SLURM_CONF=" + conf();
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    ::setpgid(0, 0);
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) ::dup2(null_fd, 0);
-    ::putenv(conf_env.data());
-    ::execvp(cargv[0], cargv.data());
-    ::_exit(127);
-  }
-  return pid;
+  return SpawnLogged(argv, log,
+                     {.parent_death_signal = SIGKILL,
+                      .own_process_group = true,
+                      .search_path = true,
+                      .env = {"SLURM_CONF=" + conf()}});
 }
 
 void SlurmCluster::Stop(pid_t& pid) {
@@ -189,9 +153,9 @@ absl::Status SlurmCluster::Start() {
     }
   }
   (void)devices;
-  ctld_port_ = FreePort();
-  slurmd_port_ = FreePort();
-  while (slurmd_port_ == ctld_port_) slurmd_port_ = FreePort();
+  ctld_port_ = FreeLoopbackPort();
+  slurmd_port_ = FreeLoopbackPort();
+  while (slurmd_port_ == ctld_port_) slurmd_port_ = FreeLoopbackPort();
   std::ofstream c(conf());
   c << "ClusterName=" << kClusterName << "\n"
     << "SlurmctldHost=localhost(127.0.0.1)\n"
@@ -299,7 +263,7 @@ bool SlurmCluster::CancelAll() const {
 std::string SlurmCluster::Logs() const {
   std::string out;
   for (const char* f : {"slurmctld.log", "slurmctld.out", "slurmd.log", "slurmd.out"}) {
-    std::string text = ReadAll(dir_ + "/log/" + f);
+    std::string text = ReadFileOrEmpty(dir_ + "/log/" + f);
     if (!text.empty()) out += "== " + std::string(f) + "\n" + Tail(text, 4000) + "\n";
   }
   return out;

@@ -33,14 +33,6 @@ std::string EnvValue(const std::string& dump, const std::string& key) {
   return "<unset>";
 }
 
-json::object Condition(const json::object& instance, const std::string& type) {
-  json::value conds = At(instance, "status.conditions");
-  if (conds.is_array())
-    for (const auto& c : conds.get_array())
-      if (c.is_object() && Str(c.get_object(), "type") == type) return c.get_object();
-  return {};
-}
-
 bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -460,6 +452,34 @@ TEST_F(SlurmDriverTest, WhatSlurmRefusesReachesTheUserInItsWords) {
   EXPECT_EQ(r.status, 422) << r.raw;
   EXPECT_TRUE(Has(r.raw, "spec.slurm.script")) << r.raw;
   EXPECT_TRUE(Has(r.raw, "spec.slurm.nodes")) << r.raw;
+}
+
+// Stop cancels the job (the instance Stopped, its outputs kept); start submits a new one.
+TEST_F(SlurmDriverTest, StopCancelsTheJobAndStartResubmitsIt) {
+  CreateSlurmTemplate("train");
+  CreateProfile("h100x1", "train", 1);
+  api().CreateInstance("default", "trainer", "h100x1");
+  std::string first = DeployRunning("trainer");
+  Resp r = Action("trainer", "stop");
+  ASSERT_EQ(r.status, 202) << r.raw;
+  json::object o = WaitPhase("trainer", "Stopped");
+  EXPECT_EQ(Str(o, "status.reason"), "StoppedByUser");
+  EXPECT_EQ(Str(o, "status.outputs.jobId"), first);  // what it last ran
+  EXPECT_TRUE(WaitJobGone(first));
+  std::string slog = RunLog("trainer-2");
+  EXPECT_TRUE(Has(slog, "scancel " + first)) << slog;
+
+  r = Action("trainer", "start");
+  ASSERT_EQ(r.status, 202) << r.raw;
+  o = WaitPhase("trainer", "Success");
+  std::string second = Str(o, "status.outputs.jobId");
+  ASSERT_FALSE(second.empty()) << json::serialize(o);
+  EXPECT_NE(second, first);
+  EXPECT_EQ(cluster_->JobState(second), "RUNNING");
+  EXPECT_TRUE(Has(RunLog("trainer-3"), "submitted Slurm job " + second));
+  ASSERT_EQ(Action("trainer", "destroy").status, 202);
+  WaitPhase("trainer", "NotDeployed");
+  EXPECT_TRUE(WaitJobGone(second));
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 // and failure on any browser console error or uncaught page error except the responses a flow
 // provokes on purpose (ctx.expected).
 //
-//   await runE2e({ name, gantrydArgs }, async (ctx) => { ... });
+//   await runE2e({ name, gantrydArgs, port }, async (ctx) => { ... });  (port: 0 unless given)
 // ctx: base, G (the API group path), api(method, path, body), server, page, step(text),
 // shot(name), expected (push {url, status}), screensDir. Exits the process: 0 pass, 1 fail, 77 skip.
 import { existsSync, mkdirSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 const webDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 const repoRoot = join(webDir, '..');
 
-export async function runE2e({ name, gantrydArgs, failureShot }, body) {
+export async function runE2e({ name, gantrydArgs, failureShot, port }, body) {
   const inCi = !!(process.env.CI || process.env.GANTRY_CI);
   const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
   const skip = (why) => {
@@ -37,7 +37,7 @@ export async function runE2e({ name, gantrydArgs, failureShot }, body) {
   const takeScreens = !args.includes('--no-screens');
   if (takeScreens) mkdirSync(screensDir, { recursive: true });
 
-  const server = await startGantryd({ binary: opt('--gantryd'), uiDir: join(webDir, 'dist'), args: gantrydArgs });
+  const server = await startGantryd({ binary: opt('--gantryd'), uiDir: join(webDir, 'dist'), args: gantrydArgs, port });
   const base = server.url;
   const G = '/apis/paas.gantry.dev/v1';
   let browser;

@@ -1,5 +1,5 @@
 // The shell: masthead (project, user), navigation, and the routes of every screen.
-import { useState, type ReactNode } from 'react';
+import { lazy, Suspense, useState, type ReactNode } from 'react';
 import { Link, Navigate, Route, Routes, useLocation, useNavigate } from 'react-router-dom';
 import {
   Button, Flex, FormSelect, FormSelectOption, Label, Masthead, MastheadBrand, MastheadContent, MastheadMain,
@@ -21,6 +21,9 @@ import { SERVICE } from './components/instanceActions';
 import { TemplatesPage, TemplateEditor } from './pages/Templates';
 import { ProjectsPage, ProjectMembers } from './pages/Projects';
 import { AuditPage } from './pages/Audit';
+import { ApprovalsPage } from './pages/Approvals';
+// The Usage page brings the chart library (victory, ~300 kB): loaded when it is first opened.
+const UsagePage = lazy(() => import('./pages/Usage').then((m) => ({ default: m.UsagePage })));
 
 function projectOf(pathname: string): string {
   const m = pathname.match(/^\/p\/([^/]+)/);
@@ -94,6 +97,8 @@ function Shell({ children }: { children: ReactNode }) {
             {isAdmin && current && item(`/p/${p}/profiles`, 'Compute Profiles', `/p/${p}/profiles`)}
             {isAdmin && current && item(`/p/${p}/serviceprofiles`, 'Service Profiles', `/p/${p}/serviceprofiles`)}
             {isAdmin && current && item(`/p/${p}/templates`, 'Environment Templates', `/p/${p}/templates`)}
+            {current && (isAdmin || user?.projects?.[current] === 'project-admin') && item(`/p/${p}/approvals`, 'Approvals', `/p/${p}/approvals`)}
+            {item('/usage', 'Usage', '/usage')}
             {canManageMembers && item('/projects', 'Projects & Members', '/projects')}
             {isAdmin && item('/audit', 'Audit Log', '/audit')}
           </NavList>
@@ -149,8 +154,10 @@ export function App() {
         <Route path="/p/:project/templates" element={<AdminOnly><TemplatesPage /></AdminOnly>} />
         <Route path="/p/:project/templates/new" element={<AdminOnly><TemplateEditor /></AdminOnly>} />
         <Route path="/p/:project/templates/:name" element={<AdminOnly><TemplateEditor /></AdminOnly>} />
+        <Route path="/p/:project/approvals" element={<ApprovalsPage />} />
         <Route path="/projects" element={<ProjectsPage />} />
         <Route path="/projects/:name" element={<ProjectMembers />} />
+        <Route path="/usage" element={<Suspense fallback={<Loading />}><UsagePage /></Suspense>} />
         <Route path="/audit" element={<AdminOnly><AuditPage /></AdminOnly>} />
         <Route path="*" element={<PageSection><Title headingLevel="h1">Page not found</Title><Text><Link to="/">Go home</Link></Text></PageSection>} />
       </Routes>

@@ -31,6 +31,19 @@ TEST(ExecConfigTest, ValidateConfigRefusesWhatARunRefuses) {
   }
 }
 
+// timeoutSeconds, when given, is a whole number of seconds above 0 (as the schema says).
+TEST(ExecConfigTest, ValidateConfigRefusesATimeoutThatIsNotPositive) {
+  for (std::string_view text :
+       {R"({"command": ["a"], "timeoutSeconds": 0})", R"({"command": ["a"], "timeoutSeconds": -5})",
+        R"({"command": ["a"], "timeoutSeconds": "10"})"}) {
+    std::vector<FieldCause> causes = Causes(text);
+    ASSERT_EQ(causes.size(), 1u) << text;
+    EXPECT_EQ(causes[0].field, "timeoutSeconds");
+    EXPECT_EQ(causes[0].message, "must be greater than 0");
+  }
+  EXPECT_THAT(Causes(R"({"command": ["a"], "timeoutSeconds": 1})"), testing::IsEmpty());
+}
+
 TEST(ExecConfigTest, CheckReadsTheConfigARunUses) {
   ConfigProblems problems("spec.exec");
   ExecConfig c = CheckExecConfig(
@@ -48,8 +61,9 @@ TEST(ExecConfigTest, Schema) {
   EXPECT_EQ(schema.at("type"), "object");
   EXPECT_EQ(schema.at("required"), json::array{"command"});
   const json::object& props = schema.at("properties").as_object();
-  EXPECT_EQ(props.size(), 4u);
+  EXPECT_EQ(props.size(), 5u);
   EXPECT_EQ(props.at("command").at("items").at("type"), "string");
+  EXPECT_EQ(props.at("actions").at("items").at("type"), "string");
   EXPECT_EQ(props.at("timeoutSeconds").at("type"), "integer");
 }
 
@@ -93,6 +107,40 @@ TEST(ExecDriverTest, StartsProgramsThroughTheInjectedLauncher) {
   EXPECT_EQ(launcher.started()[0].argv,
             (std::vector<std::string>{"/opt/deploy.sh", "-v", "apply"}));
   EXPECT_TRUE(launcher.started()[0].die_with_parent);
+}
+
+// spec.exec.actions: what the program implements; stop and start only when both are listed.
+TEST(ExecConfigTest, ActionsAreASubsetOfTheFour) {
+  EXPECT_THAT(Causes(R"({"command": ["x"], "actions": ["apply", "destroy", "stop", "start"]})"),
+              testing::IsEmpty());
+  std::vector<FieldCause> causes =
+      Causes(R"({"command": ["x"], "actions": ["apply", "pause", "apply", 3]})");
+  ASSERT_EQ(causes.size(), 3u);
+  EXPECT_EQ(causes[0].field, "actions[1]");
+  EXPECT_EQ(causes[0].message,
+            "Unsupported value: \"pause\": supported values: \"apply\", \"destroy\", \"stop\", "
+            "\"start\"");
+  EXPECT_EQ(causes[0].type, "FieldValueNotSupported");
+  EXPECT_EQ(causes[1].field, "actions[2]");
+  EXPECT_EQ(causes[1].type, "FieldValueDuplicate");
+  EXPECT_EQ(causes[2].field, "actions[3]");
+  causes = Causes(R"({"command": ["x"], "actions": "stop"})");
+  ASSERT_EQ(causes.size(), 1u);
+  EXPECT_EQ(causes[0].field, "actions");
+}
+
+TEST(ExecConfigTest, CanStopOnlyWhenStopAndStartAreListed) {
+  ExecDriver d;
+  EXPECT_TRUE(d.Caps().stop_start);
+  EXPECT_TRUE(
+      d.CanStop(json::parse(R"({"command": ["x"], "actions": ["stop", "start"]})").as_object())
+          .ok());
+  for (std::string_view text :
+       {R"({"command": ["x"]})", R"({"command": ["x"], "actions": ["stop"]})"}) {
+    absl::Status s = d.CanStop(json::parse(text).as_object());
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << text;
+    EXPECT_THAT(std::string(s.message()), testing::HasSubstr("spec.exec.actions does not list"));
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/status_macros.h"
 #include "drivers/common/process.h"
 
 namespace gantry::drivers::exec {
@@ -90,6 +92,38 @@ absl::StatusOr<json::object> ParseOutputs(const std::string& text, const std::st
 
 }  // namespace
 
+namespace {
+
+constexpr std::string_view kActions[] = {"apply", "destroy", "stop", "start"};
+
+// spec.exec.actions: a list of distinct names out of kActions.
+void CheckActions(const json::object& config, ExecConfig* out, ConfigProblems* problems) {
+  const json::value* actions = config.if_contains("actions");
+  if (!actions) return;
+  if (!actions->is_array()) {
+    problems->Add("actions", "must be a list of actions (apply, destroy, stop, start)",
+                  "FieldValueTypeInvalid");
+    return;
+  }
+  for (size_t i = 0; i < actions->get_array().size(); ++i) {
+    const json::value& a = actions->get_array()[i];
+    const std::string field = "actions[" + std::to_string(i) + "]";
+    const std::string name = a.is_string() ? std::string(a.get_string()) : json::serialize(a);
+    if (std::find(std::begin(kActions), std::end(kActions), name) == std::end(kActions)) {
+      problems->Add(field,
+                    "Unsupported value: \"" + name.substr(0, 40) +
+                        "\": supported values: \"apply\", \"destroy\", \"stop\", \"start\"",
+                    "FieldValueNotSupported");
+    } else if (out->Lists(name)) {
+      problems->Add(field, "Duplicate value: \"" + name + "\"", "FieldValueDuplicate");
+    } else {
+      out->actions.push_back(name);
+    }
+  }
+}
+
+}  // namespace
+
 ExecConfig CheckExecConfig(const json::object& config, ConfigProblems* problems) {
   ExecConfig out;
   if (const json::value* cmd = config.if_contains("command"); cmd && cmd->is_array())
@@ -101,19 +135,32 @@ ExecConfig CheckExecConfig(const json::object& config, ConfigProblems* problems)
     out.working_dir = std::string(wd->get_string());
   if (const json::value* env = config.if_contains("env"); env && env->is_object())
     for (const auto& kv : env->get_object()) out.env[std::string(kv.key())] = Str(kv.value());
+  CheckActions(config, &out, problems);
+  if (const json::value* t = config.if_contains("timeoutSeconds"); t && !t->is_null())
+    if (!t->is_int64() || t->get_int64() <= 0)
+      problems->Add("timeoutSeconds", "must be greater than 0");
   return out;
 }
 
+bool ExecConfig::Lists(std::string_view action) const {
+  return std::find(actions.begin(), actions.end(), action) != actions.end();
+}
+
 json::object ExecConfigSchema() {
-  json::object command =
-      StringListSchema("Program and arguments; called with `apply` or `destroy` appended.");
+  json::object command = StringListSchema(
+      "Program and arguments; called with the action appended (`apply`, "
+      "`destroy`, `stop`, `start`).");
   command["minItems"] = 1;
   json::object timeout = SchemaOf("integer", "A run taking longer fails with reason Timeout.");
   timeout["minimum"] = 1;
   json::object properties{{"command", std::move(command)},
                           {"workingDir", SchemaOf("string", "Working directory of the program.")},
                           {"env", MapSchema("Extra environment variables.", json::object{})},
-                          {"timeoutSeconds", std::move(timeout)}};
+                          {"timeoutSeconds", std::move(timeout)},
+                          {"actions", StringListSchema("The actions the program implements "
+                                                       "(apply, destroy, stop, start); stop and "
+                                                       "start are called only when both are "
+                                                       "listed. Default: apply and destroy.")}};
   json::object schema = ObjectSchema(
       "Configuration of the exec driver: a program run with "
       "`apply` or `destroy`.",
@@ -200,12 +247,31 @@ absl::Status ExecDriver::Destroy(const DeployRequest& request, RunContext& conte
   return Run(request, context).status();
 }
 
+absl::Status ExecDriver::CanStop(const json::object& config) const {
+  ConfigProblems problems("spec.exec");
+  ExecConfig c = CheckExecConfig(config, &problems);
+  if (c.Lists("stop") && c.Lists("start")) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "its template's spec.exec.actions does not list both stop and start (the program is "
+      "called only with the actions it lists)");
+}
+
+absl::Status ExecDriver::Stop(const DeployRequest& request, RunContext& context) {
+  RETURN_IF_ERROR(CanStop(request.config));
+  return Run(request, context).status();
+}
+
+absl::StatusOr<json::object> ExecDriver::Start(const DeployRequest& request, RunContext& context) {
+  RETURN_IF_ERROR(CanStop(request.config));
+  return Run(request, context);
+}
+
 bool ExecDriver::Recover(const json::object& state) {
   auto pgid = state.if_contains("pgid");
   auto start = state.if_contains("startTime");
   if (pgid && pgid->is_int64() && start && start->is_int64())
     KillGroupIfAlive(static_cast<int>(pgid->get_int64()), start->get_int64());
-  return true;  // apply and destroy are idempotent by contract: re-run from the start
+  return true;  // every action is idempotent by contract: re-run from the start
 }
 
 }  // namespace gantry::drivers::exec

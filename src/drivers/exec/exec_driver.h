@@ -1,4 +1,5 @@
-// The exec driver: runs a template's program with `apply` or `destroy` appended.
+// The exec driver: runs a template's program with the run's action (`apply`, `destroy`, and
+// `stop`/`start` when the template lists them in spec.exec.actions) appended.
 //
 // Contract with the program (docs/drivers.md):
 //   - stdin: JSON {"action", "instance": {name, project, uid, labels, annotations, ...},
@@ -11,8 +12,10 @@
 //   - it runs as the sandbox's workload user when gantryd is root; the outputs file must be
 //     a regular file of that user (no symlink), at most 1 MiB.
 //   - stdout/stderr stream into the run log; exit 0 is success.
-//   - apply and destroy must be idempotent: after a crash of gantryd the interrupted run is
-//     re-run from the start.
+//   - apply, destroy, stop and start must be idempotent: after a crash of gantryd the
+//     interrupted run is re-run from the start.
+//   - stop and start are called only when spec.exec.actions lists both (the program says it
+//     knows them); otherwise CanStop refuses, and a stop is a 409 that names the field.
 #pragma once
 
 #include <map>
@@ -33,14 +36,19 @@ namespace gantry::drivers::exec {
 //     workingDir: /srv/x            # default: gantryd's working directory
 //     env: {KEY: value}             # non-string values as JSON writes them
 //     timeoutSeconds: 600           # the run's timeout (read by the engine)
+//     actions: [apply, destroy, stop, start]   # what the program implements; default
+//                                              # apply and destroy (always called)
 // Lenient as it always was: non-string items of command are skipped, other fields ignored.
 struct ExecConfig {
   std::vector<std::string> command;  // not empty once checked
   std::string working_dir;
   std::map<std::string, std::string> env;
+  std::vector<std::string> actions;  // spec.exec.actions; empty: apply and destroy
+  bool Lists(std::string_view action) const;
 };
 // Records "the template's spec.exec.command is empty" (field "command") when no string is
-// left in command: the only thing a deploy refuses.
+// left in command, and each entry of actions that is not one of apply, destroy, stop, start
+// (or repeats one): what a deploy refuses.
 ExecConfig CheckExecConfig(const boost::json::object& config, ConfigProblems* problems);
 // The OpenAPI v3 schema of spec.exec.
 boost::json::object ExecConfigSchema();
@@ -52,7 +60,8 @@ class ExecDriver final : public Driver {
   explicit ExecDriver(Sandbox sandbox = {}, ProcessLauncher& launcher = DefaultProcessLauncher())
       : sandbox_(std::move(sandbox)), launcher_(launcher) {}
   std::string_view Name() const override { return "exec"; }
-  Capabilities Caps() const override { return {.runs_on_gantryd_host = true}; }
+  // stop_start: as the template says (CanStop).
+  Capabilities Caps() const override { return {.runs_on_gantryd_host = true, .stop_start = true}; }
   // What a run would refuse (CheckExecConfig).
   void ValidateConfig(const boost::json::object& config,
                       std::vector<FieldCause>* causes) const override;
@@ -60,6 +69,11 @@ class ExecDriver final : public Driver {
   absl::StatusOr<boost::json::object> Apply(const DeployRequest& request,
                                             RunContext& context) override;
   absl::Status Destroy(const DeployRequest& request, RunContext& context) override;
+  // OK when spec.exec.actions lists both stop and start; else why not, naming the field.
+  absl::Status CanStop(const boost::json::object& config) const override;
+  absl::Status Stop(const DeployRequest& request, RunContext& context) override;
+  absl::StatusOr<boost::json::object> Start(const DeployRequest& request,
+                                            RunContext& context) override;
   bool Recover(const boost::json::object& state) override;
 
  private:

@@ -1,5 +1,7 @@
 #include "drivers/fake/fake_driver.h"
 
+#include "common/status_macros.h"
+
 namespace gantry::drivers::fake {
 
 namespace json = boost::json;
@@ -101,6 +103,22 @@ absl::StatusOr<json::object> FakeDriver::Apply(const DeployRequest& request, Run
 
 absl::Status FakeDriver::Destroy(const DeployRequest& request, RunContext& context) {
   return Run(request, context).status();
+}
+
+absl::Status FakeDriver::CanStop(const json::object& config) const {
+  if (const json::value* v = config.if_contains("canStop"); v && v->is_bool() && !v->as_bool())
+    return absl::FailedPreconditionError("the fake template says it cannot stop");
+  return Driver::CanStop(config);
+}
+
+absl::Status FakeDriver::Stop(const DeployRequest& request, RunContext& context) {
+  RETURN_IF_ERROR(Driver::CanStop(request.config));
+  return Run(request, context).status();
+}
+
+absl::StatusOr<json::object> FakeDriver::Start(const DeployRequest& request, RunContext& context) {
+  RETURN_IF_ERROR(Driver::CanStop(request.config));
+  return Run(request, context);
 }
 
 bool FakeDriver::Recover(const json::object& state) {

@@ -1,8 +1,9 @@
 // FakeDriver: a real Driver for tests of the engine (no processes, no files). Each instance
 // (by name) and action gets a scripted outcome:
 //
-//   succeed   Apply returns the scripted outputs, Destroy OK (the default, no outputs)
-//   fail      Apply/Destroy return the scripted Status
+//   succeed   Apply/Start return the scripted outputs, Destroy/Stop OK (the default, no
+//             outputs)
+//   fail      Apply/Destroy/Stop/Start return the scripted Status
 //   block     the call waits until Release(instance) (then succeeds or fails as scripted)
 //             or until the run is canceled (CANCELLED "canceled"); tests wait for it with
 //             WaitBlocked, never by sleeping (STYLE.md #12)
@@ -10,7 +11,8 @@
 // It records every call (action, instance, run, attempt, the whole request), what Recover
 // was asked, and answers Recover with a configurable "re-running is safe". Its name and
 // Capabilities are configurable, so one fake can stand for a host-bound or a long-running
-// driver.
+// driver. Stop and Start are scripted like Apply and Destroy when Caps().stop_start; CanStop
+// also refuses a template whose config says {"canStop": false}.
 //
 // Thread-safety: every method is safe from any thread; Apply/Destroy may run concurrently.
 #pragma once
@@ -44,7 +46,7 @@ struct Script {
 };
 
 struct Call {
-  std::string action;  // "apply" or "destroy"
+  std::string action;  // "apply", "destroy", "stop" or "start"
   std::string instance;
   std::string run_name;
   int attempt = 0;
@@ -58,7 +60,7 @@ class FakeDriver final : public Driver {
   std::string_view Name() const override { return name_; }
   Capabilities Caps() const override { return caps_; }
 
-  // The outcome of `action` ("apply" or "destroy") on `instance` from now on.
+  // The outcome of `action` ("apply", "destroy", "stop", "start") on `instance` from now on.
   void SetScript(const std::string& instance, const std::string& action, Script script);
   // Lets the blocked (or next blocking) call of `instance` end.
   void Release(const std::string& instance);
@@ -75,6 +77,10 @@ class FakeDriver final : public Driver {
   absl::StatusOr<boost::json::object> Apply(const DeployRequest& request,
                                             RunContext& context) override;
   absl::Status Destroy(const DeployRequest& request, RunContext& context) override;
+  absl::Status CanStop(const boost::json::object& config) const override;
+  absl::Status Stop(const DeployRequest& request, RunContext& context) override;
+  absl::StatusOr<boost::json::object> Start(const DeployRequest& request,
+                                            RunContext& context) override;
   bool Recover(const boost::json::object& state) override;
 
  private:

@@ -271,8 +271,8 @@ void CheckProbePort(LocalConfig* c, ConfigProblems* problems) {
   Readiness& r = c->readiness;
   std::string which = r.kind == Readiness::Kind::kHttp ? "port" : "tcpPort";
   if (c->ports.empty()) {
-    problems->Add("readiness", f + " needs a port to check: declare it in spec.local.ports, "
-                                   "e.g. [{name: http}]");
+    problems->Add("readiness", f + " needs a port to check: declare it in " +
+                                   problems->Full("ports") + ", e.g. [{name: http}]");
     return;
   }
   if (r.port.empty()) r.port = c->ports[0];
@@ -283,8 +283,8 @@ void CheckProbePort(LocalConfig* c, ConfigProblems* problems) {
     names += (names.empty() ? "" : ", ") + n;
   }
   if (!known)
-    problems->Add("readiness." + which, f + "." + which + " " + Quote(r.port) +
-                                            " is not one of spec.local.ports (" + names + ")");
+    problems->Add("readiness." + which, f + "." + which + " " + Quote(r.port) + " is not one of " +
+                                            problems->Full("ports") + " (" + names + ")");
 }
 
 void CheckReadiness(const json::value& readiness, bool ports_ok, LocalConfig* c,

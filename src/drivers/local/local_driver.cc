@@ -63,7 +63,9 @@ int LocalDriver::SupervisedPidForTest(const std::string& uid) {
 }
 
 absl::Status LocalDriver::StopPrevious(const std::string& key, const std::string& state_dir,
-                                       RunContext* context) {
+                                       RunContext* context,
+                                       std::optional<std::chrono::seconds> grace_override) {
+  const std::chrono::seconds grace = grace_override.value_or(options_.stop_grace);
   std::shared_ptr<Workload> w;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -87,9 +89,8 @@ absl::Status LocalDriver::StopPrevious(const std::string& key, const std::string
   if (pid > 0 && GroupIsOurs(pid, start)) {
     if (context)
       context->Log("stopping workload pid " + std::to_string(pid) +
-                   " (SIGTERM, then SIGKILL after " + std::to_string(options_.stop_grace.count()) +
-                   "s)");
-    status = StopGroup(pid, start, options_.stop_grace, options_.poll_interval,
+                   " (SIGTERM, then SIGKILL after " + std::to_string(grace.count()) + "s)");
+    status = StopGroup(pid, start, grace, options_.poll_interval,
                        [context] { return context && context->Canceled(); });
     if (context) context->Log(status.ok() ? "workload stopped" : std::string(status.message()));
   }
@@ -277,6 +278,16 @@ absl::Status LocalDriver::Destroy(const DeployRequest& request, RunContext& cont
   if (!known && Int(ReadStateFile(request.state_dir, kStateFile), "pid", 0) <= 0)
     context.Log("no workload of this instance is running");
   return StopPrevious(key, request.state_dir, &context);
+}
+
+absl::Status LocalDriver::Stop(const DeployRequest& request, RunContext& context) {
+  if (!request.stop_grace) return Destroy(request, context);
+  // A preemption: its grace period instead of the configured one.
+  return StopPrevious(InstanceKey(request), request.state_dir, &context, *request.stop_grace);
+}
+
+absl::StatusOr<json::object> LocalDriver::Start(const DeployRequest& request, RunContext& context) {
+  return Apply(request, context);
 }
 
 bool LocalDriver::Recover(const json::object& state) {

@@ -26,8 +26,8 @@
 // supervisor looks (poll_interval) and the waits for processes to die are real time.
 // Workloads are started by the injected ProcessLauncher.
 //
-// Files: local_driver.cc (Apply, Destroy, Recover, Adopt), supervisor.cc (the supervisor
-// thread), workload.h (one workload's process, log and state).
+// Files: local_driver.cc (Apply, Destroy, Stop, Start, Recover, Adopt), supervisor.cc (the
+// supervisor thread), workload.h (one workload's process, log and state).
 //
 // Driver state (saved through the RunContext, in events, and in STATE_DIR/local-driver.json
 // for Destroy): {pid, startTime, ports: {name: port}, gpus: [...], restartCount}. The pid is
@@ -92,7 +92,11 @@ class LocalDriver final : public Driver {
 
   std::string_view Name() const override { return "local"; }
   Capabilities Caps() const override {
-    return {.host_bound = true, .runs_on_gantryd_host = true, .long_running = true};
+    return {.host_bound = true,
+            .runs_on_gantryd_host = true,
+            .long_running = true,
+            .stop_start = true,
+            .gpu_metrics = true};
   }
   // Every problem ParseLocalConfig would refuse a deploy with (CheckLocalConfig), and an
   // unclosed "${" that BuildLaunch would refuse (CheckVariableSyntax).
@@ -110,6 +114,13 @@ class LocalDriver final : public Driver {
   // SIGTERM to the group, stop_grace, SIGKILL, then waits until /proc shows no process of
   // the group. OK when there is nothing to stop. UNAVAILABLE if processes survive SIGKILL.
   absl::Status Destroy(const DeployRequest& request, RunContext& context) override;
+  // Stop is Destroy: the process group ends, its ports are freed, and the workload
+  // directory (GANTRY_STATE_DIR, what the workload wrote) and its log are kept, as a destroy
+  // keeps them. Start is Apply on the GPUs of the start run's request (which may differ
+  // from the ones it had), in the same workload directory.
+  absl::Status Stop(const DeployRequest& request, RunContext& context) override;
+  absl::StatusOr<boost::json::object> Start(const DeployRequest& request,
+                                            RunContext& context) override;
   // Kills the group in `state` when its leader is still the same process; always true.
   bool Recover(const boost::json::object& state) override;
   void SetObserver(WorkloadObserver* observer) override;
@@ -154,9 +165,10 @@ class LocalDriver final : public Driver {
   WorkloadEvent MakeEvent(const Workload& w, WorkloadEvent::Kind kind, std::string reason,
                           std::string message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the instance's workload out of supervision and stops it (the supervised one, else
-  // the one STATE_DIR records); frees its ports.
+  // the one STATE_DIR records); frees its ports. `grace`: instead of options' stop_grace.
   absl::Status StopPrevious(const std::string& key, const std::string& state_dir,
-                            RunContext* context);
+                            RunContext* context,
+                            std::optional<std::chrono::seconds> grace = std::nullopt);
 
   // Constant after construction.
   const LocalDriverOptions options_;

@@ -386,6 +386,14 @@ absl::Status SlurmDriver::Destroy(const DeployRequest& request, RunContext& cont
   return s;
 }
 
+absl::Status SlurmDriver::Stop(const DeployRequest& request, RunContext& context) {
+  return Destroy(request, context);
+}
+
+absl::StatusOr<json::object> SlurmDriver::Start(const DeployRequest& request, RunContext& context) {
+  return Apply(request, context);
+}
+
 bool SlurmDriver::Recover(const json::object& state) { return true; }
 
 void SlurmDriver::ValidateConfig(const json::object& config,

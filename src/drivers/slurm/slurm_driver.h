@@ -82,7 +82,7 @@ class SlurmDriver final : public Driver {
   SlurmDriver& operator=(const SlurmDriver&) = delete;
 
   std::string_view Name() const override { return "slurm"; }
-  Capabilities Caps() const override { return {.long_running = true}; }
+  Capabilities Caps() const override { return {.long_running = true, .stop_start = true}; }
   // Every problem ParseSlurmConfig would refuse a deploy with (CheckSlurmConfig).
   void ValidateConfig(const boost::json::object& config,
                       std::vector<FieldCause>* causes) const override;
@@ -93,6 +93,11 @@ class SlurmDriver final : public Driver {
   // scancel and wait until the job has ended. OK when there is no job. UNAVAILABLE when the
   // cluster does not answer; DEADLINE_EXCEEDED when the job outlives cancel_wait.
   absl::Status Destroy(const DeployRequest& request, RunContext& context) override;
+  // Stop cancels the job as Destroy does (the workload directory and its files stay); Start
+  // submits it again as Apply does and waits for RUNNING.
+  absl::Status Stop(const DeployRequest& request, RunContext& context) override;
+  absl::StatusOr<boost::json::object> Start(const DeployRequest& request,
+                                            RunContext& context) override;
   // Nothing to clean up: a re-run apply resumes the job, a re-run destroy cancels it. True.
   bool Recover(const boost::json::object& state) override;
   void SetObserver(WorkloadObserver* observer) override;

@@ -23,8 +23,16 @@
 #include <thread>
 #include <vector>
 
+#include "common/test_process.h"
+
 namespace gantry::store::testing {
 namespace {
+
+using gantry::testing::FreeLoopbackPort;
+using gantry::testing::ReadFileOrEmpty;
+using gantry::testing::SpawnLogged;
+using gantry::testing::WaitExit;
+using gantry::testing::WaitUntilServing;
 
 namespace fs = std::filesystem;
 
@@ -47,65 +55,6 @@ std::string FindBinDir() {
   for (const char* d : {"/usr/local/pgsql/bin", "/usr/bin", "/usr/local/bin"})
     if (fs::exists(fs::path(d) / "postgres") && fs::exists(fs::path(d) / "initdb")) return d;
   return "";
-}
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0) ::close(fd);
-  return port ? port : 54329;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Forks and execs argv with stdout/stderr appended to `log`, as `user` when non-null.
-// `pdeathsig`: the child dies with this thread. Returns the pid (or -1).
-pid_t Spawn(const std::vector<std::string>& args, const std::string& log, const passwd* user,
-            bool pdeathsig) {
-  std::vector<char*> argv;
-  std::vector<std::string> copy = args;
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  uid_t uid = user ? user->pw_uid : 0;
-  gid_t gid = user ? user->pw_gid : 0;
-  const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  // Child: async-signal-safe calls only until exec.
-  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd >= 0) {
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-  }
-  int devnull = ::open("/dev/null", O_RDONLY);
-  if (devnull >= 0) ::dup2(devnull, 0);
-  if (user && (::setgid(gid) != 0 || ::setuid(uid) != 0)) ::_exit(126);
-  // After setuid: a change of credentials clears the parent-death signal.
-  if (pdeathsig) {
-    ::prctl(PR_SET_PDEATHSIG, SIGQUIT);
-    if (::getppid() != parent) ::_exit(127);
-  }
-  ::execv(argv[0], argv.data());
-  ::_exit(127);
-}
-
-int Wait(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 std::mutex g_mu;
@@ -170,34 +119,24 @@ absl::Status PgTestServer::Start() {
   ::chmod(dir_.c_str(), 0700);
   std::string data = dir_ + "/data";
   std::string log = dir_ + "/server.log";
-  pid_t init = Spawn({bin_dir_ + "/initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E",
-                      "UTF8", "--no-sync", "--locale=C"},
-                     log, user, false);
-  if (init < 0 || Wait(init) != 0)
-    return absl::UnavailableError("initdb failed; its output:\n" + ReadAll(log));
-  port_ = FreePort();
-  pid_ =
-      Spawn({bin_dir_ + "/postgres", "-D", data, "-k", dir_, "-p", std::to_string(port_), "-c",
-             "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off", "-c",
-             "max_connections=500", "-c", "shared_buffers=64MB", "-c", "log_min_messages=warning"},
-            log, user, true);
+  pid_t init = SpawnLogged({bin_dir_ + "/initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E",
+                            "UTF8", "--no-sync", "--locale=C"},
+                           log, {.user = user});
+  if (init < 0 || WaitExit(init) != 0)
+    return absl::UnavailableError("initdb failed; its output:\n" + ReadFileOrEmpty(log));
+  port_ = FreeLoopbackPort();
+  if (port_ == 0) port_ = 54329;
+  pid_ = SpawnLogged(
+      {bin_dir_ + "/postgres", "-D", data, "-k", dir_, "-p", std::to_string(port_), "-c",
+       "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off", "-c",
+       "max_connections=500", "-c", "shared_buffers=64MB", "-c", "log_min_messages=warning"},
+      log, {.user = user, .parent_death_signal = SIGQUIT});
   if (pid_ < 0) return absl::UnavailableError("cannot start postgres");
   std::string conninfo = "host=" + dir_ + " port=" + std::to_string(port_) +
                          " dbname=postgres user=postgres connect_timeout=2";
-  auto deadline = std::chrono::steady_clock::now() + kStartDeadline;
-  while (PQping(conninfo.c_str()) != PQPING_OK) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return absl::UnavailableError("postgres exited at start; its log:\n" + ReadAll(log));
-    }
-    if (std::chrono::steady_clock::now() > deadline)
-      return absl::UnavailableError("postgres did not accept connections in time; its log:\n" +
-                                    ReadAll(log));
-    // Not synchronisation: the interval between two looks at the server.
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return absl::OkStatus();
+  return WaitUntilServing(
+      &pid_, [&] { return PQping(conninfo.c_str()) == PQPING_OK; }, "postgres", log,
+      kStartDeadline);
 }
 
 absl::StatusOr<std::string> PgTestServer::CreateDatabase() {
@@ -223,7 +162,7 @@ absl::StatusOr<std::string> PgTestServer::CreateDatabase() {
 PgTestServer::~PgTestServer() {
   if (pid_ > 0) {
     ::kill(pid_, SIGQUIT);
-    Wait(pid_);
+    WaitExit(pid_);
   }
   std::error_code ec;
   if (!dir_.empty()) fs::remove_all(dir_, ec);

@@ -362,7 +362,7 @@ absl::StatusOr<ListResult> PostgresStore::List(const ListOptions& options) {
       break;
     }
     last_id = r.integer(i, 1);
-    auto obj = model::ParseStoredObject(r.text(i, 2));
+    auto obj = model::ParseStoredObject(r.text(i, 2), options.storage);
     if (obj.ok()) result.items.push_back(std::move(*obj));
   }
   return result;

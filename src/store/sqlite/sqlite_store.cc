@@ -360,7 +360,7 @@ absl::StatusOr<ListResult> SqliteStore::List(const ListOptions& options) {
         break;
       }
       last_id = s.Int(0);
-      auto obj = model::ParseStoredObject(s.Text(1));
+      auto obj = model::ParseStoredObject(s.Text(1), options.storage);
       if (obj.ok()) result.items.push_back(std::move(*obj));
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {

@@ -68,6 +68,18 @@ export async function request<T>(method: string, path: string, body?: unknown,
   return (text ? JSON.parse(text) : {}) as T;
 }
 
+// A GET whose answer is text in another media type (a usage report as `text/csv`); refusals
+// are ApiErrors as for JSON.
+export async function getText(path: string, accept: string): Promise<string> {
+  const res = await fetch(path, { headers: { Accept: accept }, credentials: 'same-origin' });
+  if (!res.ok) {
+    const err = await errorFrom(res);
+    if (res.status === 401) unauthorizedHandler?.();
+    throw err;
+  }
+  return res.text();
+}
+
 export const get = <T>(path: string, signal?: AbortSignal) => request<T>('GET', path, undefined, undefined, signal);
 export const post = <T>(path: string, body: unknown = {}) => request<T>('POST', path, body);
 export const put = <T>(path: string, body: unknown) => request<T>('PUT', path, body);

@@ -33,6 +33,38 @@ export interface paths {
         patch: operations["patchAuditEvent"];
         trace?: never;
     };
+    "/apis/paas.gantry.dev/v1/clusterwebhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["listClusterWebhook"];
+        put?: never;
+        post: operations["createClusterWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apis/paas.gantry.dev/v1/clusterwebhooks/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["readClusterWebhook"];
+        put: operations["replaceClusterWebhook"];
+        post?: never;
+        delete: operations["deleteClusterWebhook"];
+        options?: never;
+        head?: never;
+        patch: operations["patchClusterWebhook"];
+        trace?: never;
+    };
     "/apis/paas.gantry.dev/v1/namespaces/{namespace}/computeinstances": {
         parameters: {
             query?: never;
@@ -257,6 +289,102 @@ export interface paths {
         patch: operations["patchServiceProfile"];
         trace?: never;
     };
+    "/apis/paas.gantry.dev/v1/namespaces/{namespace}/usagereports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["listUsageReport"];
+        put?: never;
+        post: operations["createUsageReport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apis/paas.gantry.dev/v1/namespaces/{namespace}/usagereports/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["readUsageReport"];
+        put: operations["replaceUsageReport"];
+        post?: never;
+        delete: operations["deleteUsageReport"];
+        options?: never;
+        head?: never;
+        patch: operations["patchUsageReport"];
+        trace?: never;
+    };
+    "/apis/paas.gantry.dev/v1/namespaces/{namespace}/webhookdeliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["listWebhookDelivery"];
+        put?: never;
+        post: operations["createWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apis/paas.gantry.dev/v1/namespaces/{namespace}/webhookdeliveries/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["readWebhookDelivery"];
+        put: operations["replaceWebhookDelivery"];
+        post?: never;
+        delete: operations["deleteWebhookDelivery"];
+        options?: never;
+        head?: never;
+        patch: operations["patchWebhookDelivery"];
+        trace?: never;
+    };
+    "/apis/paas.gantry.dev/v1/namespaces/{namespace}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["listWebhook"];
+        put?: never;
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apis/paas.gantry.dev/v1/namespaces/{namespace}/webhooks/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["readWebhook"];
+        put: operations["replaceWebhook"];
+        post?: never;
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch: operations["patchWebhook"];
+        trace?: never;
+    };
     "/apis/paas.gantry.dev/v1/nodes": {
         parameters: {
             query?: never;
@@ -321,6 +449,38 @@ export interface paths {
         patch: operations["patchProject"];
         trace?: never;
     };
+    "/apis/paas.gantry.dev/v1/ratecards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["listRateCard"];
+        put?: never;
+        post: operations["createRateCard"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/apis/paas.gantry.dev/v1/ratecards/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["readRateCard"];
+        put: operations["replaceRateCard"];
+        post?: never;
+        delete: operations["deleteRateCard"];
+        options?: never;
+        head?: never;
+        patch: operations["patchRateCard"];
+        trace?: never;
+    };
     "/apis/paas.gantry.dev/v1/users": {
         parameters: {
             query?: never;
@@ -372,6 +532,51 @@ export interface components {
             kind?: string;
             metadata?: Record<string, never>;
         };
+        /** @description Where Gantry sends every project's events, signed with a shared secret. */
+        "dev.gantry.paas.v1.ClusterWebhook": {
+            apiVersion?: string;
+            kind?: string;
+            metadata?: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
+            /** @description Where Gantry sends every project's events, signed with a shared secret. */
+            spec?: {
+                /** @description Free text. */
+                description?: string;
+                /** @description The events sent (at least one). */
+                events?: ("PhaseChanged" | "ExpiresSoon" | "IdleSoon" | "StopScheduled" | "Preempted" | "ApprovalRequested" | "BudgetWarning" | "BudgetExceeded")[];
+                /**
+                 * @description json (default): the event object; slack: {"text": "..."}.
+                 * @enum {string}
+                 */
+                format?: "json" | "slack";
+                /** @description Write-only: the HMAC-SHA256 key of X-Gantry-Signature; sealed at rest, never returned. */
+                secret: string;
+                /** @description http:// or https:// URL the events are POSTed to; no credentials in it. Loopback, link-local and private addresses need gantryd --webhook-allow-private. */
+                url: string;
+            };
+            /** @description How deliveries go. */
+            status?: {
+                /** @description The last delivery attempt. */
+                lastDelivery?: {
+                    /**
+                     * Format: int64
+                     * @description HTTP status; 0: none.
+                     */
+                    code?: number;
+                    /** @description The WebhookDelivery. */
+                    delivery?: string;
+                    /** @description Why it failed; empty on success. */
+                    error?: string;
+                    /** @description When it ended (RFC 3339). */
+                    time?: string;
+                };
+            };
+        };
+        "dev.gantry.paas.v1.ClusterWebhookList": {
+            apiVersion?: string;
+            items?: components["schemas"]["dev.gantry.paas.v1.ClusterWebhook"][];
+            kind?: string;
+            metadata?: Record<string, never>;
+        };
         /** @description A launch of a compute profile. */
         "dev.gantry.paas.v1.ComputeInstance": {
             apiVersion?: string;
@@ -383,6 +588,13 @@ export interface components {
                 description?: string;
                 /** @description Human-friendly name shown to end users. */
                 displayName?: string;
+                /** @description This instance's share of its profile's lifecycle policy. */
+                lifecycle?: {
+                    /** @description Not started or stopped by the profile's schedule (only where the profile's spec.lifecycle.schedule.allowOptOut is true). */
+                    scheduleOptOut?: boolean;
+                    /** @description Time-to-live (90s, 30m, 8h, 3d), at most the profile's spec.lifecycle.ttl.max; raising it extends a running instance. */
+                    ttl?: string;
+                };
                 /** @description The ComputeProfile; may change only before the first deploy. */
                 profileRef: {
                     /** @description Name of the referenced object. */
@@ -411,7 +623,44 @@ export interface components {
                  * @description What the current or last run does.
                  * @enum {string}
                  */
-                action?: "deploy" | "destroy";
+                action?: "deploy" | "destroy" | "stop" | "start";
+                /**
+                 * @description Guaranteed: within its project's guaranteedGpus; Borrowed: beyond them (may be preempted when the profile is preemptible).
+                 * @enum {string}
+                 */
+                admission?: "Guaranteed" | "Borrowed";
+                /** @description The last approval request of a deploy or start, and its answer. */
+                approval?: {
+                    /**
+                     * @description What waits: deploy or start.
+                     * @enum {string}
+                     */
+                    action?: "deploy" | "start";
+                    /** @description When (RFC 3339). */
+                    decidedAt?: string;
+                    /** @description Who approved or rejected it. */
+                    decidedBy?: string;
+                    /** @description When an unanswered request ends (RFC 3339). */
+                    expiresAt?: string;
+                    /**
+                     * Format: int64
+                     * @description GPUs the deploy or start asks for.
+                     */
+                    gpus?: number;
+                    /** @description The approver's words. */
+                    message?: string;
+                    /** @description Where a rejection or expiry returns the instance. */
+                    previousPhase?: string;
+                    /** @description When (RFC 3339). */
+                    requestedAt?: string;
+                    /** @description Who asked. */
+                    requestedBy?: string;
+                    /**
+                     * @description Pending, Approved, Rejected, Expired or Withdrawn.
+                     * @enum {string}
+                     */
+                    state?: "Pending" | "Approved" | "Rejected" | "Expired" | "Withdrawn";
+                };
                 /** @description Observations of the object's state. */
                 conditions?: {
                     lastTransitionTime?: string;
@@ -429,8 +678,17 @@ export interface components {
                 deployedGeneration?: number;
                 /** @description What the driver needs to re-adopt the workload. */
                 driverState?: Record<string, never>;
+                /** @description startedAt plus the ttl (RFC 3339); absent without a ttl. */
+                expiresAt?: string;
                 /** @description GPUs of this host assigned to the instance (local driver). */
                 gpus?: string[];
+                /**
+                 * Format: int64
+                 * @description Percent, mean of the instance's GPUs, last sample.
+                 */
+                gpuUtilization?: number;
+                /** @description Since when the GPUs are below the idle threshold; absent while busy. */
+                idleSince?: string;
                 /** @description The current or last run. */
                 lastRunRef?: {
                     name?: string;
@@ -445,13 +703,18 @@ export interface components {
                  * @description Deployment status.
                  * @enum {string}
                  */
-                phase?: "NotDeployed" | "Waiting" | "InProgress" | "Success" | "Failed";
+                phase?: "NotDeployed" | "Waiting" | "InProgress" | "Success" | "Failed" | "Stopped";
                 /**
                  * Format: int64
                  * @description The profile revision this instance uses.
                  */
                 profileRevision?: number;
-                /** @description Why it is Waiting or Failed. */
+                /**
+                 * Format: int64
+                 * @description Waiting for GPUs: its place in the queue for its GPU type (1 = next).
+                 */
+                queuePosition?: number;
+                /** @description Why it is Waiting, Failed or Stopped. */
                 reason?: string;
                 /** @description The resources the deployed revision asked for. */
                 resources?: Record<string, never>;
@@ -469,6 +732,8 @@ export interface components {
                 sharedFrom?: {
                     namespace?: string;
                 };
+                /** @description The last deploy or start that reached Success (RFC 3339). */
+                startedAt?: string;
                 /**
                  * Format: int64
                  * @description The template revision this instance uses.
@@ -489,10 +754,63 @@ export interface components {
             metadata?: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
             /** @description An admin-curated, versioned compute SKU. */
             spec?: {
+                /** @description Deploys and starts that wait for a project-admin or PaaS Admin. */
+                approval?: {
+                    /** @description An unanswered request ends after this long (default 72h, at most 30d). A duration: 90s, 30m, 8h, 3d. */
+                    expiresAfter?: string;
+                    /** @description Ask for approval. */
+                    required?: boolean;
+                    /**
+                     * Format: int64
+                     * @description Only when the instance asks for at least this many GPUs (default: always).
+                     */
+                    whenGpusAtLeast?: number;
+                };
                 /** @description Free text. */
                 description?: string;
                 /** @description Human-friendly name. */
                 displayName?: string;
+                /** @description When Gantry gives an instance's GPUs back by itself. */
+                lifecycle?: {
+                    /** @description Reclaim instances whose GPUs sit idle. */
+                    idle?: {
+                        /**
+                         * @description What happens then (reason Idle): Stop (default: GPUs released, spec and data kept) or Destroy.
+                         * @enum {string}
+                         */
+                        action?: "Stop" | "Destroy";
+                        /** @description How long it must be idle (default 30m). A duration: 90s, 30m, 8h, 3d. */
+                        after?: string;
+                        /**
+                         * Format: int64
+                         * @description Idle below this mean utilisation of the instance's GPUs, in percent (0-100; default 5).
+                         */
+                        gpuUtilizationBelow?: number;
+                    };
+                    /** @description Start and stop instances at set times. */
+                    schedule?: {
+                        /** @description Instances may set spec.lifecycle.scheduleOptOut. */
+                        allowOptOut?: boolean;
+                        /** @description 5-field cron expression (minute hour day-of-month month day-of-week), e.g. "0 8 * * 1-5": stopped instances start. */
+                        start?: string;
+                        /** @description 5-field cron expression, e.g. "0 20 * * 1-5": running instances stop (reason Scheduled). */
+                        stop?: string;
+                        /** @description IANA time zone of the expressions, e.g. Europe/Berlin (default UTC). */
+                        timezone?: string;
+                    };
+                    /** @description Time-to-live, counted from the last deploy or start that succeeded. */
+                    ttl?: {
+                        /**
+                         * @description What happens at expiry (reason TTLExpired): Stop (default: GPUs released, spec and data kept) or Destroy.
+                         * @enum {string}
+                         */
+                        action?: "Stop" | "Destroy";
+                        /** @description The ttl of instances that set none. A duration: 90s, 30m, 8h, 3d. */
+                        default?: string;
+                        /** @description The longest ttl an instance may ask for. A duration: 90s, 30m, 8h, 3d. */
+                        max?: string;
+                    };
+                };
                 /** @description Resources an instance of this profile gets. */
                 resources?: {
                     /** @description CPU cores. */
@@ -509,6 +827,18 @@ export interface components {
                     };
                     /** @description Memory in GiB. */
                     memoryGiB?: number;
+                };
+                /** @description How instances of this profile queue and share GPUs. */
+                scheduling?: {
+                    /** @description Instances may borrow GPUs beyond their project's guarantee and be preempted when the owner asks (default false: admitted only within the guarantee). */
+                    preemptible?: boolean;
+                    /** @description Time between SIGTERM and the kill when preempted (default 30s, at most 1h). */
+                    preemptionGracePeriod?: string;
+                    /**
+                     * Format: int64
+                     * @description Higher goes first in the queue and is preempted last (default 0).
+                     */
+                    priority?: number;
                 };
                 /** @description Which other projects may use this object. */
                 sharing?: {
@@ -578,6 +908,48 @@ export interface components {
             metadata?: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
             /** @description How something is deployed: a driver, its configuration, inputs and outputs. */
             spec?: {
+                /** @description Configuration of the container driver: one container run by Podman on gantryd's host. */
+                container?: {
+                    /** @description More arguments after command; ${VAR} expands too. */
+                    args?: string[];
+                    /** @description The entrypoint and its arguments; default: the image's entrypoint. */
+                    command?: string[];
+                    /** @description Extra environment variables; values may use ${VAR}. */
+                    env?: {
+                        [key: string]: string | number | boolean;
+                    };
+                    /** @description The image to run; pulled when missing. ${VAR} expands from the instance's variables, e.g. "${image}". */
+                    image: string;
+                    /** @description Ports published on a host port of gantry's range, given to the workload as GANTRY_PORT_<NAME> (and PORT for the first). */
+                    ports?: {
+                        /** @description The port the workload listens on inside. */
+                        containerPort: number;
+                        /** @description Port name: 1 to 32 letters, digits, '-' or '_'. */
+                        name: string;
+                    }[];
+                    /** @description When the workload is ready: httpPath (with port) or tcpPort; default: as soon as it started. */
+                    readiness?: {
+                        /** @description HTTP GET this path; ready on a 2xx or 3xx. */
+                        httpPath?: string;
+                        /** @description The port of httpPath: a name from ports; default the first. */
+                        port?: string;
+                        /** @description Ready once this port (a name from ports) accepts connections. */
+                        tcpPort?: string;
+                        /** @description How long the workload may take to become ready (default 60). */
+                        timeoutSeconds?: number;
+                    };
+                    /** @description A deploy taking longer fails with reason Timeout. */
+                    timeoutSeconds?: number;
+                    /** @description Named volumes, one per instance each: kept by stop and start, removed by destroy. */
+                    volumes?: {
+                        /** @description Where it is mounted: an absolute path. */
+                        mountPath: string;
+                        /** @description Volume name, unique in the template. */
+                        name: string;
+                    }[];
+                    /** @description Working directory inside the container; default: the image's. */
+                    workingDir?: string;
+                };
                 /** @description Free text. */
                 description?: string;
                 /** @description Human-friendly name. */
@@ -586,10 +958,12 @@ export interface components {
                  * @description The driver that deploys instances of this template.
                  * @enum {string}
                  */
-                driver: "exec" | "local" | "slurm";
+                driver: "exec" | "local" | "slurm" | "container";
                 /** @description Configuration of the exec driver: a program run with `apply` or `destroy`. */
                 exec?: {
-                    /** @description Program and arguments; called with `apply` or `destroy` appended. */
+                    /** @description The actions the program implements (apply, destroy, stop, start); stop and start are called only when both are listed. Default: apply and destroy. */
+                    actions?: string[];
+                    /** @description Program and arguments; called with the action appended (`apply`, `destroy`, `stop`, `start`). */
                     command: string[];
                     /** @description Extra environment variables. */
                     env?: {
@@ -770,6 +1144,16 @@ export interface components {
             metadata?: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
             /** @description A tenant boundary; namespaced objects live in a project. */
             spec?: {
+                /** @description What the project may spend per calendar month (UTC), priced by the RateCard. */
+                budget?: {
+                    /**
+                     * @description Warn (default): Events at 80 % and 100 %. Block: also, deploys and starts wait with reason BudgetExceeded once it is spent.
+                     * @enum {string}
+                     */
+                    action?: "Warn" | "Block";
+                    /** @description The monthly budget in the rate card's currency, 0 or more. */
+                    monthly?: number;
+                };
                 /** @description Free text. */
                 description?: string;
                 /** @description Human-friendly name. */
@@ -778,6 +1162,10 @@ export interface components {
                 quota?: {
                     /** @description Maximum GPUs per GPU type, e.g. {h100: 16}. */
                     gpus?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description GPUs per type always available to the project, e.g. {h100: 4}: others borrow them while unused and are preempted when it asks. At most gpus. */
+                    guaranteedGpus?: {
                         [key: string]: unknown;
                     };
                     /**
@@ -800,6 +1188,30 @@ export interface components {
         "dev.gantry.paas.v1.ProjectList": {
             apiVersion?: string;
             items?: components["schemas"]["dev.gantry.paas.v1.Project"][];
+            kind?: string;
+            metadata?: Record<string, never>;
+        };
+        /** @description Prices of an hour of each resource; the card named default (else the first by name) prices usage reports. */
+        "dev.gantry.paas.v1.RateCard": {
+            apiVersion?: string;
+            kind?: string;
+            metadata?: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
+            /** @description Prices of an hour of each resource; the card named default (else the first by name) prices usage reports. */
+            spec?: {
+                /** @description Price of one CPU core-hour. */
+                cpuHourly?: number;
+                /** @description ISO 4217 code, such as USD. */
+                currency: string;
+                /** @description Price of one GPU-hour per GPU type: {h100: 2.5}. */
+                gpuHourly?: Record<string, never>;
+                /** @description Price of one GiB-hour of memory. */
+                memoryGiBHourly?: number;
+            };
+            status?: Record<string, never>;
+        };
+        "dev.gantry.paas.v1.RateCardList": {
+            apiVersion?: string;
+            items?: components["schemas"]["dev.gantry.paas.v1.RateCard"][];
             kind?: string;
             metadata?: Record<string, never>;
         };
@@ -839,7 +1251,7 @@ export interface components {
                  * @description What the run does.
                  * @enum {string}
                  */
-                action?: "deploy" | "destroy";
+                action?: "deploy" | "destroy" | "stop" | "start";
                 /** @description Remove the instance record after a successful destroy. */
                 deleteInstance?: boolean;
                 /**
@@ -858,6 +1270,8 @@ export interface components {
                 previousPhase?: string;
                 /** Format: int64 */
                 profileRevision?: number;
+                /** @description Why the run was queued: TTLExpired, Idle, Scheduled, Preempted, or StoppedByUser for a person's stop; absent for other runs. */
+                reason?: string;
                 /** Format: int64 */
                 templateRevision?: number;
             };
@@ -913,6 +1327,11 @@ export interface components {
                 description?: string;
                 /** @description Human-friendly name shown to end users. */
                 displayName?: string;
+                /** @description This service instance's share of its profile's lifecycle policy. */
+                lifecycle?: {
+                    /** @description Time-to-live (90s, 30m, 8h, 3d), at most the service profile's spec.lifecycle.ttl.max; raising it extends a running instance. */
+                    ttl?: string;
+                };
                 /** @description The ServiceProfile; may change only before the first deploy. */
                 profileRef: {
                     /** @description Name of the referenced object. */
@@ -941,7 +1360,44 @@ export interface components {
                  * @description What the current or last run does.
                  * @enum {string}
                  */
-                action?: "deploy" | "destroy";
+                action?: "deploy" | "destroy" | "stop" | "start";
+                /**
+                 * @description Guaranteed: within its project's guaranteedGpus; Borrowed: beyond them (may be preempted when the profile is preemptible).
+                 * @enum {string}
+                 */
+                admission?: "Guaranteed" | "Borrowed";
+                /** @description The last approval request of a deploy or start, and its answer. */
+                approval?: {
+                    /**
+                     * @description What waits: deploy or start.
+                     * @enum {string}
+                     */
+                    action?: "deploy" | "start";
+                    /** @description When (RFC 3339). */
+                    decidedAt?: string;
+                    /** @description Who approved or rejected it. */
+                    decidedBy?: string;
+                    /** @description When an unanswered request ends (RFC 3339). */
+                    expiresAt?: string;
+                    /**
+                     * Format: int64
+                     * @description GPUs the deploy or start asks for.
+                     */
+                    gpus?: number;
+                    /** @description The approver's words. */
+                    message?: string;
+                    /** @description Where a rejection or expiry returns the instance. */
+                    previousPhase?: string;
+                    /** @description When (RFC 3339). */
+                    requestedAt?: string;
+                    /** @description Who asked. */
+                    requestedBy?: string;
+                    /**
+                     * @description Pending, Approved, Rejected, Expired or Withdrawn.
+                     * @enum {string}
+                     */
+                    state?: "Pending" | "Approved" | "Rejected" | "Expired" | "Withdrawn";
+                };
                 /** @description The compute instance was created for this service (auto-create compute): it is destroyed and deleted with the service. */
                 computeCreated?: boolean;
                 /** @description Observations of the object's state. */
@@ -961,8 +1417,17 @@ export interface components {
                 deployedGeneration?: number;
                 /** @description What the driver needs to re-adopt the workload. */
                 driverState?: Record<string, never>;
+                /** @description startedAt plus the ttl (RFC 3339); absent without a ttl. */
+                expiresAt?: string;
                 /** @description GPUs of this host assigned to the instance (local driver). */
                 gpus?: string[];
+                /**
+                 * Format: int64
+                 * @description Percent, mean of the instance's GPUs, last sample.
+                 */
+                gpuUtilization?: number;
+                /** @description Since when the GPUs are below the idle threshold; absent while busy. */
+                idleSince?: string;
                 /** @description The current or last run. */
                 lastRunRef?: {
                     name?: string;
@@ -977,13 +1442,18 @@ export interface components {
                  * @description Deployment status.
                  * @enum {string}
                  */
-                phase?: "NotDeployed" | "Waiting" | "InProgress" | "Success" | "Failed";
+                phase?: "NotDeployed" | "Waiting" | "InProgress" | "Success" | "Failed" | "Stopped";
                 /**
                  * Format: int64
                  * @description The profile revision this instance uses.
                  */
                 profileRevision?: number;
-                /** @description Why it is Waiting or Failed. */
+                /**
+                 * Format: int64
+                 * @description Waiting for GPUs: its place in the queue for its GPU type (1 = next).
+                 */
+                queuePosition?: number;
+                /** @description Why it is Waiting, Failed or Stopped. */
                 reason?: string;
                 /** @description The resources the deployed revision asked for. */
                 resources?: Record<string, never>;
@@ -1001,6 +1471,8 @@ export interface components {
                 sharedFrom?: {
                     namespace?: string;
                 };
+                /** @description The last deploy or start that reached Success (RFC 3339). */
+                startedAt?: string;
                 /**
                  * Format: int64
                  * @description The template revision this instance uses.
@@ -1058,6 +1530,21 @@ export interface components {
                 description?: string;
                 /** @description Human-friendly name. */
                 displayName?: string;
+                /** @description When Gantry stops or destroys a service instance by itself. */
+                lifecycle?: {
+                    /** @description Time-to-live, counted from the last deploy or start that succeeded. */
+                    ttl?: {
+                        /**
+                         * @description What happens at expiry (reason TTLExpired): Stop (default: GPUs released, spec and data kept) or Destroy.
+                         * @enum {string}
+                         */
+                        action?: "Stop" | "Destroy";
+                        /** @description The ttl of instances that set none. A duration: 90s, 30m, 8h, 3d. */
+                        default?: string;
+                        /** @description The longest ttl an instance may ask for. A duration: 90s, 30m, 8h, 3d. */
+                        max?: string;
+                    };
+                };
                 /** @description What kind of service it is, e.g. notebook, mlops, ray, inference. */
                 serviceType: string;
                 /** @description Which other projects may use this object. */
@@ -1121,6 +1608,67 @@ export interface components {
             kind?: string;
             metadata?: Record<string, never>;
         };
+        /** @description What the report covers (the query parameters). */
+        "dev.gantry.paas.v1.UsageReport": {
+            apiVersion?: string;
+            kind?: string;
+            metadata?: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
+            /** @description What the report covers (the query parameters). */
+            spec?: {
+                /** @description RFC 3339; default the first of this month (UTC). */
+                from?: string;
+                /** @description project, user, profile, gpuType. */
+                groupBy?: string[];
+                /**
+                 * @description Buckets (UTC).
+                 * @enum {string}
+                 */
+                step?: "hour" | "day" | "month";
+                /** @description RFC 3339, exclusive; default now. */
+                to?: string;
+            };
+            /** @description The usage. */
+            status?: {
+                /** @description The rate card's currency; empty without one. */
+                currency?: string;
+                /** @description The rate card that priced the report. */
+                rateCard?: string;
+                /** @description One row per group (and bucket). */
+                rows?: {
+                    /** @description Start of the bucket (with step). */
+                    bucket?: string;
+                    /** @description Priced by the rate card, in its currency. */
+                    cost?: number;
+                    /** @description CPU cores x seconds. */
+                    cpuCoreSeconds?: number;
+                    /** @description GPU-seconds (GPUs x seconds held). */
+                    gpuSeconds?: number;
+                    gpuType?: string;
+                    /** @description Memory GiB x seconds. */
+                    memoryGiBSeconds?: number;
+                    profile?: string;
+                    project?: string;
+                    /** @description Who deployed. */
+                    user?: string;
+                }[];
+                totals?: {
+                    /** @description Priced by the rate card, in its currency. */
+                    cost?: number;
+                    /** @description CPU cores x seconds. */
+                    cpuCoreSeconds?: number;
+                    /** @description GPU-seconds (GPUs x seconds held). */
+                    gpuSeconds?: number;
+                    /** @description Memory GiB x seconds. */
+                    memoryGiBSeconds?: number;
+                };
+            };
+        };
+        "dev.gantry.paas.v1.UsageReportList": {
+            apiVersion?: string;
+            items?: components["schemas"]["dev.gantry.paas.v1.UsageReport"][];
+            kind?: string;
+            metadata?: Record<string, never>;
+        };
         /** @description A person or automation that uses Gantry. */
         "dev.gantry.paas.v1.User": {
             apiVersion?: string;
@@ -1144,16 +1692,111 @@ export interface components {
                 /** @description Write-only: sets the password (at least 8 characters); never returned. */
                 password?: string;
                 /**
-                 * @description Where the user logs in: empty for a local user, ldap for one created at its first LDAP login.
+                 * @description Where the user logs in: empty for a local user, ldap for one created at its first LDAP login, oidc for one created at its first single sign-on login.
                  * @enum {string}
                  */
-                source?: "" | "ldap";
+                source?: "" | "ldap" | "oidc";
             };
             status?: Record<string, never>;
         };
         "dev.gantry.paas.v1.UserList": {
             apiVersion?: string;
             items?: components["schemas"]["dev.gantry.paas.v1.User"][];
+            kind?: string;
+            metadata?: Record<string, never>;
+        };
+        /** @description Where Gantry sends this project's events, signed with a shared secret. */
+        "dev.gantry.paas.v1.Webhook": {
+            apiVersion?: string;
+            kind?: string;
+            metadata?: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
+            /** @description Where Gantry sends this project's events, signed with a shared secret. */
+            spec?: {
+                /** @description Free text. */
+                description?: string;
+                /** @description The events sent (at least one). */
+                events?: ("PhaseChanged" | "ExpiresSoon" | "IdleSoon" | "StopScheduled" | "Preempted" | "ApprovalRequested" | "BudgetWarning" | "BudgetExceeded")[];
+                /**
+                 * @description json (default): the event object; slack: {"text": "..."}.
+                 * @enum {string}
+                 */
+                format?: "json" | "slack";
+                /** @description Write-only: the HMAC-SHA256 key of X-Gantry-Signature; sealed at rest, never returned. */
+                secret: string;
+                /** @description http:// or https:// URL the events are POSTed to; no credentials in it. Loopback, link-local and private addresses need gantryd --webhook-allow-private. */
+                url: string;
+            };
+            /** @description How deliveries go. */
+            status?: {
+                /** @description The last delivery attempt. */
+                lastDelivery?: {
+                    /**
+                     * Format: int64
+                     * @description HTTP status; 0: none.
+                     */
+                    code?: number;
+                    /** @description The WebhookDelivery. */
+                    delivery?: string;
+                    /** @description Why it failed; empty on success. */
+                    error?: string;
+                    /** @description When it ended (RFC 3339). */
+                    time?: string;
+                };
+            };
+        };
+        /** @description One event for one webhook, from the outbox. */
+        "dev.gantry.paas.v1.WebhookDelivery": {
+            apiVersion?: string;
+            kind?: string;
+            metadata?: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
+            /** @description One event for one webhook, from the outbox. */
+            spec?: {
+                /** @description The exact body POSTed (and signed). */
+                body?: string;
+                contentType?: string;
+                /** @description The event name. */
+                event?: string;
+                /** @description The webhook. */
+                webhookRef?: {
+                    /** @description Webhook or ClusterWebhook. */
+                    kind?: string;
+                    name?: string;
+                    /** @description The Webhook's project; empty for a ClusterWebhook. */
+                    namespace?: string;
+                };
+            };
+            /** @description Progress of the delivery. */
+            status?: {
+                /** Format: int64 */
+                attempts?: number;
+                /**
+                 * Format: int64
+                 * @description HTTP status of the last attempt.
+                 */
+                code?: number;
+                deliveredTime?: string;
+                error?: string;
+                /** @description Which gantryd replica is sending it, until when. */
+                lease?: {
+                    /** Format: int64 */
+                    durationSeconds?: number;
+                    holder?: string;
+                    renewTime?: string;
+                };
+                nextAttemptTime?: string;
+                /** @enum {string} */
+                phase?: "Pending" | "Delivered" | "Failed";
+            };
+        };
+        "dev.gantry.paas.v1.WebhookDeliveryList": {
+            apiVersion?: string;
+            items?: components["schemas"]["dev.gantry.paas.v1.WebhookDelivery"][];
+            kind?: string;
+            metadata?: Record<string, never>;
+        };
+        "dev.gantry.paas.v1.WebhookList": {
+            apiVersion?: string;
+            items?: components["schemas"]["dev.gantry.paas.v1.Webhook"][];
             kind?: string;
             metadata?: Record<string, never>;
         };
@@ -1321,6 +1964,156 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["dev.gantry.paas.v1.AuditEvent"];
+                };
+            };
+        };
+    };
+    listClusterWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ClusterWebhookList"];
+                };
+            };
+        };
+    };
+    createClusterWebhook: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.ClusterWebhook"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ClusterWebhook"];
+                };
+            };
+        };
+    };
+    readClusterWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ClusterWebhook"];
+                };
+            };
+        };
+    };
+    replaceClusterWebhook: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.ClusterWebhook"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ClusterWebhook"];
+                };
+            };
+        };
+    };
+    deleteClusterWebhook: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ClusterWebhook"];
+                };
+            };
+        };
+    };
+    patchClusterWebhook: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
+                "application/merge-patch+json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.ClusterWebhook"];
                 };
             };
         };
@@ -2359,6 +3152,424 @@ export interface operations {
             };
         };
     };
+    listUsageReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.UsageReportList"];
+                };
+            };
+        };
+    };
+    createUsageReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.UsageReport"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.UsageReport"];
+                };
+            };
+        };
+    };
+    readUsageReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.UsageReport"];
+                };
+            };
+        };
+    };
+    replaceUsageReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.UsageReport"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.UsageReport"];
+                };
+            };
+        };
+    };
+    deleteUsageReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.UsageReport"];
+                };
+            };
+        };
+    };
+    patchUsageReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
+                "application/merge-patch+json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.UsageReport"];
+                };
+            };
+        };
+    };
+    listWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.WebhookDeliveryList"];
+                };
+            };
+        };
+    };
+    createWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.WebhookDelivery"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.WebhookDelivery"];
+                };
+            };
+        };
+    };
+    readWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.WebhookDelivery"];
+                };
+            };
+        };
+    };
+    replaceWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.WebhookDelivery"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.WebhookDelivery"];
+                };
+            };
+        };
+    };
+    deleteWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.WebhookDelivery"];
+                };
+            };
+        };
+    };
+    patchWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
+                "application/merge-patch+json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.WebhookDelivery"];
+                };
+            };
+        };
+    };
+    listWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.WebhookList"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.Webhook"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.Webhook"];
+                };
+            };
+        };
+    };
+    readWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.Webhook"];
+                };
+            };
+        };
+    };
+    replaceWebhook: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.Webhook"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.Webhook"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.Webhook"];
+                };
+            };
+        };
+    };
+    patchWebhook: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
+                "application/merge-patch+json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.Webhook"];
+                };
+            };
+        };
+    };
     listNode: {
         parameters: {
             query?: never;
@@ -2639,6 +3850,156 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["dev.gantry.paas.v1.Project"];
+                };
+            };
+        };
+    };
+    listRateCard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.RateCardList"];
+                };
+            };
+        };
+    };
+    createRateCard: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.RateCard"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.RateCard"];
+                };
+            };
+        };
+    };
+    readRateCard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.RateCard"];
+                };
+            };
+        };
+    };
+    replaceRateCard: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["dev.gantry.paas.v1.RateCard"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.RateCard"];
+                };
+            };
+        };
+    };
+    deleteRateCard: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.RateCard"];
+                };
+            };
+        };
+    };
+    patchRateCard: {
+        parameters: {
+            query?: {
+                dryRun?: string;
+                fieldManager?: string;
+                fieldValidation?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/apply-patch+yaml": Record<string, never>;
+                "application/json-patch+json": unknown[];
+                "application/merge-patch+json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["dev.gantry.paas.v1.RateCard"];
                 };
             };
         };

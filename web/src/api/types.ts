@@ -14,12 +14,15 @@ export type ServiceInstance = Schemas['dev.gantry.paas.v1.ServiceInstance'];
 export type ComputeSelector = NonNullable<NonNullable<ServiceProfile['spec']>['computeSelector']>;
 export type Run = Schemas['dev.gantry.paas.v1.Run'];
 export type GpuNode = Schemas['dev.gantry.paas.v1.Node'];
+export type UsageReport = Schemas['dev.gantry.paas.v1.UsageReport'];
+export type UsageRow = NonNullable<NonNullable<UsageReport['status']>['rows']>[number];
 
 export type Sharing = NonNullable<ComputeProfile['spec']>['sharing'];
 export type SharingMode = NonNullable<NonNullable<Sharing>['mode']>;
 export type TemplateVariable = NonNullable<NonNullable<EnvironmentTemplate['spec']>['variables']>[number];
 export type ProfileVariableRule = NonNullable<NonNullable<ComputeProfile['spec']>['variables']>[number];
-export type Phase = NonNullable<NonNullable<ComputeInstance['status']>['phase']>;
+// Stopped (API.md's lifecycle table): GPUs given back, record and data kept; Start admits it again.
+export type Phase = NonNullable<NonNullable<ComputeInstance['status']>['phase']> | 'Stopped';
 
 export interface List<T> { items: T[]; metadata?: { resourceVersion?: string; continue?: string } }
 

@@ -5,24 +5,28 @@ import ExclamationCircleIcon from '@patternfly/react-icons/dist/esm/icons/exclam
 import HourglassHalfIcon from '@patternfly/react-icons/dist/esm/icons/hourglass-half-icon';
 import InProgressIcon from '@patternfly/react-icons/dist/esm/icons/in-progress-icon';
 import MinusCircleIcon from '@patternfly/react-icons/dist/esm/icons/minus-circle-icon';
+import PauseCircleIcon from '@patternfly/react-icons/dist/esm/icons/pause-circle-icon';
 import type { ReactNode } from 'react';
 import { errorMessage } from '../api/client';
 import type { Phase, Sharing } from '../api/types';
 
 export const PHASE_TEXT: Record<Phase, string> = {
-  NotDeployed: 'Not Deployed', Waiting: 'Waiting', InProgress: 'In Progress', Success: 'Success', Failed: 'Failed',
+  NotDeployed: 'Not Deployed', Waiting: 'Waiting', InProgress: 'In Progress', Success: 'Success', Failed: 'Failed', Stopped: 'Stopped',
 };
 
 export function StatusLabel({ phase, action }: { phase?: Phase; action?: string }) {
   const p: Phase = phase ?? 'NotDeployed';
   let text = PHASE_TEXT[p];
   if (p === 'InProgress' && action === 'destroy') text = 'In Progress (destroying)';
+  if (p === 'InProgress' && action === 'stop') text = 'In Progress (stopping)';
+  if (p === 'InProgress' && action === 'start') text = 'In Progress (starting)';
   const props = {
     NotDeployed: { color: 'grey' as const, icon: <MinusCircleIcon /> },
     Waiting: { color: 'gold' as const, icon: <HourglassHalfIcon /> },
     InProgress: { color: 'blue' as const, icon: <InProgressIcon /> },
     Success: { color: 'green' as const, icon: <CheckCircleIcon /> },
     Failed: { color: 'red' as const, icon: <ExclamationCircleIcon /> },
+    Stopped: { color: 'orange' as const, icon: <PauseCircleIcon /> },
   }[p];
   return <Label color={props.color} icon={props.icon} data-testid="status" data-phase={p}>{text}</Label>;
 }

@@ -73,7 +73,7 @@ export function HomePage() {
         {items === null ? <Loading /> : (
           <>
             <Gallery hasGutter minWidths={{ default: '160px' }} style={{ marginBottom: 24 }}>
-              {(['Success', 'InProgress', 'Waiting', 'Failed', 'NotDeployed'] as const).map((p) => (
+              {(['Success', 'InProgress', 'Waiting', 'Failed', 'Stopped', 'NotDeployed'] as const).map((p) => (
                 <Card key={p} isCompact>
                   <CardTitle>{PHASE_TEXT[p]}</CardTitle>
                   <CardBody><span style={{ fontSize: 32, fontWeight: 600 }} data-testid={`count-${p}`}>{byPhase(p).length}</span></CardBody>

@@ -1,5 +1,6 @@
 // Overview of one compute or service instance: everything configured, live status (watch),
-// outputs, runs with live log following, unpublished changes, upgrade to the latest profile
+// the lifecycle (Stop and Start, a countdown to expiresAt with Extend, GPU% and idle since, the
+// reason of the last automatic action), outputs, runs with live log following, unpublished changes, upgrade to the latest profile
 // revision, and Edit Configuration (?edit=1). A service shows its compute instance (and why it
 // waits for it); a compute instance lists the services running on it, and its Destroy and
 // Delete offer to cascade to them.
@@ -14,7 +15,7 @@ import EllipsisVIcon from '@patternfly/react-icons/dist/esm/icons/ellipsis-v-ico
 import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import { ApiError, collectionPath, del, followLog, get, objectPath, post, put, query, watch } from '../api/client';
 import type { ComputeInstance, ComputeProfile, EnvironmentTemplate, List, Run, ServiceInstance, ServiceProfile } from '../api/types';
-import { sharedFrom } from '../api/types';
+import { sharedFrom, type Phase } from '../api/types';
 import { ErrorAlert, LabelList, Loading, PHASE_TEXT, RunPhaseLabel, StatusLabel, formatDate, sharingText } from '../components/common';
 import { DeleteModal, SharingModal } from '../components/Modals';
 import { KeyValueEditor, fromPairs, toPairs, type Pair } from '../components/KeyValueEditor';
@@ -24,11 +25,21 @@ import { ComputeDeleteModal, ComputeDestroyModal, serviceName, servicesOn, useSe
 import { ComputeLink } from './Instances';
 import { useToasts } from '../components/toasts';
 import { useAuth } from '../auth';
+import { AdmissionLabel, waitingText } from '../components/admission';
 import { lastProject } from '../project';
+import { Countdown, ExtendModal, gpuText, useLifecycleWarning } from '../components/LifecycleViews';
+import { automaticAction, effectiveTtl, formatDuration, instanceLifecycle, lifecycleStatus } from '../components/lifecycle';
 
 type Instance = ComputeInstance | ServiceInstance;
 type Profile = ComputeProfile | ServiceProfile;
 const enc = encodeURIComponent;
+
+// An action's answer can arrive after the watch delivered later changes (a stop of a local
+// instance ends within milliseconds): the newer of the two by resourceVersion wins.
+function newer(answer: Instance, current: Instance | null): Instance {
+  const rv = (i: Instance | null) => Number(i?.metadata?.resourceVersion ?? 0);
+  return current && rv(current) > rv(answer) ? current : answer;
+}
 
 function ActionButton({ st, children, ...rest }: { st: ActionState; children: React.ReactNode } & React.ComponentProps<typeof Button>) {
   const b = <Button {...rest} isAriaDisabled={st.disabled}>{children}</Button>;
@@ -101,6 +112,7 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
   const [sharing, setSharing] = useState(false);
   const [deleting, setDeleting] = useState(false);
   const [gone, setGone] = useState(false);
+  const [extending, setExtending] = useState(false);
 
   // Live status: a watch on this one instance.
   useEffect(() => {
@@ -151,21 +163,25 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
   // A compute instance: the services on it (live). A service: its compute instance.
   const services = useServicesOn(project, isService || foreign ? '' : name, inst?.metadata?.resourceVersion);
   const compute = useComputeOf(isService ? inst as ServiceInstance | null : null, project);
+  const warning = useLifecycleWarning(kind, project, inst, foreign);
 
   useEffect(() => { if (!selectedRun && inst?.status?.lastRunRef?.name) setSelectedRun(inst.status.lastRunRef.name); }, [inst, selectedRun]);
   // A new run (deploy or destroy) becomes the one whose log is shown.
   const lastRun = inst?.status?.lastRunRef?.name;
   useEffect(() => { if (lastRun) setSelectedRun(lastRun); }, [lastRun]);
 
-  const act = useCallback(async (action: 'deploy' | 'destroy' | 'cancel' | 'upgrade') => {
+  const act = useCallback(async (action: 'deploy' | 'destroy' | 'cancel' | 'upgrade' | 'stop' | 'start') => {
     try {
       if (action === 'destroy' && !isService) {
         const on = await servicesOn(project, name);
         if (on.length) { setCascading(on); return; }
       }
       const out = await post<Instance>(`${objectPath(PLURAL, project, name)}/${action}`);
-      if (out?.metadata) setInst(out);
-      toasts.add('success', { deploy: 'Deploy queued', destroy: 'Destroy queued', cancel: 'Queued run canceled', upgrade: 'Upgraded to the latest profile revision' }[action]);
+      if (out?.metadata) setInst((cur) => newer(out, cur));
+      toasts.add('success', {
+        deploy: 'Deploy queued', destroy: 'Destroy queued', cancel: 'Queued run canceled', upgrade: 'Upgraded to the latest profile revision',
+        stop: 'Stop queued: the GPUs are given back, the instance and its data are kept', start: 'Start queued',
+      }[action]);
       if (action !== 'upgrade') setTab('runs');
     } catch (e) {
       toasts.fail(e);
@@ -175,7 +191,7 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
   if (error) return <PageSection><ErrorAlert error={error} /><Link to={`/p/${enc(project)}/${kind.route}`}>Back to {kind.title}</Link></PageSection>;
   if (!inst) return <Loading />;
   const s = instanceActions(inst, readOnlyReason);
-  const phase = inst.status?.phase ?? 'NotDeployed';
+  const phase = (inst.status?.phase ?? 'NotDeployed') as Phase;
   const generation = inst.metadata?.generation ?? 0;
   const deployed = inst.status?.deployedGeneration ?? 0;
   const unpublished = deployed > 0 && deployed < generation;
@@ -185,6 +201,10 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
   const from = sharedFrom(inst) || (foreign ? project : '');
   const run = runs.find((r) => r.metadata?.name === selectedRun);
   const outputs = Object.entries(inst.status?.outputs ?? {});
+  const life = lifecycleStatus(inst);
+  const automatic = automaticAction(inst, (p) => PHASE_TEXT[p as keyof typeof PHASE_TEXT] ?? p);
+  const ttl = effectiveTtl(inst, isService ? null : profile as ComputeProfile | null);
+  const ownTtl = instanceLifecycle(inst).ttl;
 
   return (
     <>
@@ -210,6 +230,9 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
               {phase === 'Waiting'
                 ? <ActionButton st={s.cancel} variant="secondary" onClick={() => void act('cancel')}>Cancel</ActionButton>
                 : <ActionButton st={s.destroy} variant="secondary" onClick={() => void act('destroy')}>Destroy</ActionButton>}
+              {phase === 'Stopped'
+                ? <ActionButton st={s.start} variant="secondary" onClick={() => void act('start')}>Start</ActionButton>
+                : <ActionButton st={s.stop} variant="secondary" onClick={() => void act('stop')}>Stop</ActionButton>}
               <Dropdown isOpen={menuOpen} onOpenChange={setMenuOpen} popperProps={{ position: 'right' }}
                 toggle={(r) => <MenuToggle ref={r} variant="plain" aria-label="More actions" onClick={() => setMenuOpen(!menuOpen)}><EllipsisVIcon /></MenuToggle>}>
                 <DropdownList>
@@ -225,6 +248,25 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
       </PageSection>
       <PageSection>
         {gone && <Alert variant="warning" isInline title="This instance was deleted." style={{ marginBottom: 12 }} />}
+        {automatic && (
+          <Alert variant="warning" isInline title={automatic} data-testid="automatic-action" data-reason={life.reason} style={{ marginBottom: 12 }}
+            actionLinks={phase === 'Stopped' && !s.start.disabled ? <Button variant="link" isInline onClick={() => void act('start')}>Start it again</Button> : undefined}>
+            Gantry gave this instance's GPUs back by itself{inst.status?.message ? `: ${inst.status.message}` : '.'}
+          </Alert>
+        )}
+        {warning && (
+          <Alert variant="info" isInline title={{ ExpiresSoon: 'Expires soon', IdleSoon: 'Idle: GPUs will be given back', StopScheduled: 'A scheduled stop is coming' }[warning.reason ?? ''] ?? warning.reason}
+            data-testid="lifecycle-warning" data-reason={warning.reason} style={{ marginBottom: 12 }}
+            actionLinks={warning.reason === 'ExpiresSoon' && !s.extend.disabled ? <Button variant="link" isInline onClick={() => setExtending(true)}>Extend</Button> : undefined}>
+            {warning.message}
+          </Alert>
+        )}
+        <Flex style={{ marginBottom: 12 }} spaceItems={{ default: 'spaceItemsLg' }} alignItems={{ default: 'alignItemsCenter' }} data-testid="lifecycle">
+          <span><b>Expires</b> <Countdown inst={inst} /></span>
+          <span><ActionButton st={s.extend} variant="secondary" size="sm" onClick={() => setExtending(true)}>Extend</ActionButton></span>
+          <span><b>GPU</b> <span data-testid="gpu">{gpuText(inst)}</span></span>
+          <span><b>Idle since</b> <span data-testid="idle-since">{life.idleSince ? formatDate(life.idleSince) : '—'}</span></span>
+        </Flex>
         {phase === 'InProgress' && <Alert variant="info" isInline title={`${inst.status?.action === 'destroy' ? 'Destroy' : 'Deploy'} in progress: the instance cannot be destroyed or deleted until it ends.`} style={{ marginBottom: 12 }} />}
         {phase === 'Waiting' && inst.status?.reason === 'ComputeNotReady' ? (
           <Alert variant="warning" isInline style={{ marginBottom: 12 }} data-testid="phase-reason" data-reason="ComputeNotReady"
@@ -232,7 +274,8 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
             {inst.status?.message || 'The deploy starts by itself once the compute instance is in Success.'}
           </Alert>
         ) : (phase === 'Waiting' || phase === 'Failed') && (inst.status?.reason || inst.status?.message) && (
-          <Alert variant={phase === 'Failed' ? 'danger' : 'warning'} isInline title={`${phase}: ${inst.status?.reason ?? ''}`} style={{ marginBottom: 12 }} data-testid="phase-reason" data-reason={inst.status?.reason}>{inst.status?.message}</Alert>
+          <Alert variant={phase === 'Failed' ? 'danger' : 'warning'} isInline title={phase === 'Waiting' ? `Waiting: ${waitingText(inst.status)}` : `${phase}: ${inst.status?.reason ?? ''}`}
+            style={{ marginBottom: 12 }} data-testid="phase-reason" data-reason={inst.status?.reason} data-queue-position={inst.status?.queuePosition}>{inst.status?.message}</Alert>
         )}
         {unpublished && (
           <Alert variant="warning" isInline title="Unpublished changes" data-testid="unpublished" style={{ marginBottom: 12 }}
@@ -270,12 +313,18 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
                   {profile?.spec?.displayName ? `${profile.spec.displayName} (${profileNs}/${profileName})` : `${profileNs}/${profileName}`} · revision {pinnedRev || '—'}{latestRev ? ` (latest ${latestRev})` : ''}
                 </DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>Publish Status</DescriptionListTerm><DescriptionListDescription><StatusLabel phase={phase} action={inst.status?.action} /> {inst.status?.reason ? <span className="gantry-muted">{inst.status.reason}</span> : null}</DescriptionListDescription></DescriptionListGroup>
+                {kind === COMPUTE && <DescriptionListGroup><DescriptionListTerm>Admission</DescriptionListTerm><DescriptionListDescription><AdmissionLabel st={inst.status} /></DescriptionListDescription></DescriptionListGroup>}
                 <DescriptionListGroup><DescriptionListTerm>Creation Date</DescriptionListTerm><DescriptionListDescription>{formatDate(inst.metadata?.creationTimestamp)}</DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>Variables</DescriptionListTerm><DescriptionListDescription><LabelList map={inst.spec?.variables as Record<string, string>} color="grey" /></DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>Sharing</DescriptionListTerm><DescriptionListDescription>{sharingText(inst.spec?.sharing)}</DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>Labels</DescriptionListTerm><DescriptionListDescription data-testid="labels"><LabelList map={inst.metadata?.labels} /></DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>Annotations</DescriptionListTerm><DescriptionListDescription data-testid="annotations"><LabelList map={inst.metadata?.annotations} color="purple" /></DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>Generation</DescriptionListTerm><DescriptionListDescription>saved {generation} · deployed {deployed || '—'}</DescriptionListDescription></DescriptionListGroup>
+                <DescriptionListGroup><DescriptionListTerm>Time-to-live</DescriptionListTerm><DescriptionListDescription data-testid="ttl">
+                  {ttl === null ? 'None: it does not expire' : `${formatDuration(ttl)}${ownTtl ? '' : ' (the profile\'s default)'}`}
+                  {life.startedAt ? <span className="gantry-muted"> · started {formatDate(life.startedAt)}</span> : null}
+                  {life.expiresAt ? <span className="gantry-muted"> · expires {formatDate(life.expiresAt)}</span> : null}
+                </DescriptionListDescription></DescriptionListGroup>
                 <DescriptionListGroup><DescriptionListTerm>GPUs</DescriptionListTerm><DescriptionListDescription>{(inst.status?.gpus ?? []).join(', ') || '—'}</DescriptionListDescription></DescriptionListGroup>
               </DescriptionList>
             </Tab>
@@ -320,7 +369,7 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
                         <Td><RunPhaseLabel phase={r.status?.phase} /></Td>
                         <Td>{formatDate(r.status?.startTime)}</Td>
                         <Td>{formatDate(r.status?.completionTime)}</Td>
-                        <Td>{r.status?.reason}{r.status?.message ? `: ${r.status.message}` : ''}</Td>
+                        <Td>{[r.status?.reason, r.status?.message].filter(Boolean).join(': ')}</Td>
                       </Tr>
                     ))}
                   </Tbody>
@@ -343,6 +392,10 @@ export function InstanceOverview({ kind = COMPUTE }: { kind?: InstanceKind }) {
           extra="Whatever it deployed is torn down first; then the service is no longer available to end users."
           onClose={() => setDeleting(false)}
           onConfirm={async () => { await del(objectPath(PLURAL, project, name)); navigate(`/p/${enc(project)}/${kind.route}`); }} />
+      )}
+      {extending && (
+        <ExtendModal kind={kind} project={project} inst={inst} onClose={() => setExtending(false)}
+          onSaved={(saved) => { setExtending(false); if (saved?.metadata) setInst((cur) => newer(saved, cur)); toasts.add('success', `Extended: it now expires ${formatDate(lifecycleStatus(saved).expiresAt)}`); }} />
       )}
       {cascading && (
         <ComputeDestroyModal project={project} name={name} services={cascading} onClose={() => setCascading(null)}

@@ -1,5 +1,6 @@
 // Compute Instances and Service Instances: search, the seed's columns (services add their
-// service type and compute instance), coloured status, the actions menu, server-side paging
+// service type and compute instance) with the lifecycle's Expires countdown and GPU%, coloured
+// status, the actions menu (Stop, Start and Extend among them), server-side paging
 // (limit/continue), and live status (watch) without reload.
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { Link, useNavigate } from 'react-router-dom';
@@ -10,7 +11,7 @@ import {
 import { ActionsColumn, Table, Tbody, Td, Th, Thead, Tr, type IAction } from '@patternfly/react-table';
 import { collectionPath, del, get, objectPath, post, query, watch } from '../api/client';
 import type { ComputeInstance, List, ServiceInstance, ServiceProfile } from '../api/types';
-import { sharedFrom } from '../api/types';
+import { sharedFrom, type Phase } from '../api/types';
 import { useCurrentProject } from '../project';
 import { Empty, ErrorAlert, Loading, StatusLabel, formatDate, sharingText } from '../components/common';
 import { DeleteModal, SharingModal } from '../components/Modals';
@@ -18,6 +19,8 @@ import { COMPUTE, instanceActions, type InstanceKind } from '../components/insta
 import { ComputeDeleteModal, ComputeDestroyModal, servicesOn } from '../components/ComputeServices';
 import { useToasts } from '../components/toasts';
 import { useAuth } from '../auth';
+import { AdmissionLabel, waitingText } from '../components/admission';
+import { Countdown, ExtendModal, gpuText } from '../components/LifecycleViews';
 
 type Instance = ComputeInstance | ServiceInstance;
 
@@ -38,6 +41,7 @@ export function InstancesPage({ kind = COMPUTE }: { kind?: InstanceKind }) {
   const [sharing, setSharing] = useState<Instance | null>(null);
   const [deleting, setDeleting] = useState<Instance | null>(null);
   const [cascading, setCascading] = useState<{ name: string; services: ServiceInstance[] } | null>(null);
+  const [extending, setExtending] = useState<Instance | null>(null);
   // Service instances show their profile's service type.
   const [serviceTypes, setServiceTypes] = useState<Record<string, string>>({});
   useEffect(() => {
@@ -91,7 +95,7 @@ export function InstancesPage({ kind = COMPUTE }: { kind?: InstanceKind }) {
     return () => ac.abort();
   }, [project, limit, tokens, page, applied, reloads, reload]);
 
-  const act = async (i: Instance, action: 'deploy' | 'destroy' | 'cancel') => {
+  const act = async (i: Instance, action: 'deploy' | 'destroy' | 'cancel' | 'stop' | 'start') => {
     const name = i.metadata?.name ?? '';
     try {
       if (action === 'destroy' && !isService) {
@@ -100,7 +104,8 @@ export function InstancesPage({ kind = COMPUTE }: { kind?: InstanceKind }) {
         if (services.length) { setCascading({ name, services }); return; }
       }
       await post(`${objectPath(PLURAL, project, name)}/${action}`);
-      toasts.add('success', `${action === 'deploy' ? 'Deploy' : action === 'destroy' ? 'Destroy' : 'Cancel'} of ${name} accepted`);
+      const verb = { deploy: 'Deploy', destroy: 'Destroy', cancel: 'Cancel', stop: 'Stop', start: 'Start' }[action];
+      toasts.add('success', `${verb} of ${name} accepted`);
     } catch (e) {
       toasts.fail(e);
     }
@@ -116,6 +121,8 @@ export function InstancesPage({ kind = COMPUTE }: { kind?: InstanceKind }) {
       item('Edit Configuration', s.edit, () => navigate(`/p/${encodeURIComponent(project)}/${kind.route}/${encodeURIComponent(name)}?edit=1`)),
       item('Deploy', s.deploy, () => void act(i, 'deploy')),
       i.status?.phase === 'Waiting' ? item('Cancel Deploy', s.cancel, () => void act(i, 'cancel')) : item('Destroy', s.destroy, () => void act(i, 'destroy')),
+      (i.status?.phase as Phase | undefined) === 'Stopped' ? item('Start', s.start, () => void act(i, 'start')) : item('Stop', s.stop, () => void act(i, 'stop')),
+      item('Extend', s.extend, () => setExtending(i)),
       item('Manage Sharing', s.share, () => setSharing(i)),
       { isSeparator: true },
       item('Delete', s.delete, () => setDeleting(i), true),
@@ -171,6 +178,9 @@ export function InstancesPage({ kind = COMPUTE }: { kind?: InstanceKind }) {
                 {isService && <Th>Compute Instance</Th>}
                 <Th>Creation Date</Th>
                 <Th>Publish Status</Th>
+                {!isService && <Th>Admission</Th>}
+                <Th>Expires</Th>
+                <Th>GPU%</Th>
                 <Th>Sharing</Th>
                 <Th screenReaderText="Actions" />
               </Tr>
@@ -192,7 +202,11 @@ export function InstancesPage({ kind = COMPUTE }: { kind?: InstanceKind }) {
                       {i.status?.profileRevision ? <span className="gantry-muted"> (rev {i.status.profileRevision})</span> : null}</Td>
                     {isService && <Td dataLabel="Compute Instance"><ComputeLink s={i as ServiceInstance} /></Td>}
                     <Td dataLabel="Creation Date">{formatDate(i.metadata?.creationTimestamp)}</Td>
-                    <Td dataLabel="Publish Status"><StatusLabel phase={i.status?.phase} action={i.status?.action} /></Td>
+                    <Td dataLabel="Publish Status"><StatusLabel phase={i.status?.phase} action={i.status?.action} />
+                      {waitingText(i.status) && <div className="gantry-muted" data-testid="waiting">{waitingText(i.status)}</div>}</Td>
+                    {!isService && <Td dataLabel="Admission"><AdmissionLabel st={i.status} /></Td>}
+                    <Td dataLabel="Expires"><Countdown inst={i} /></Td>
+                    <Td dataLabel="GPU%" data-testid="gpu">{gpuText(i)}</Td>
                     <Td dataLabel="Sharing">{sharingText(i.spec?.sharing)}</Td>
                     <Td isActionCell><ActionsColumn items={rowActions(i)} /></Td>
                   </Tr>
@@ -226,6 +240,10 @@ export function InstancesPage({ kind = COMPUTE }: { kind?: InstanceKind }) {
             setDeleting(null);
             reload();
           }} />
+      )}
+      {extending && (
+        <ExtendModal kind={kind} project={extending.metadata?.namespace ?? project} inst={extending} onClose={() => setExtending(null)}
+          onSaved={(saved) => { toasts.add('success', `${saved.metadata?.name} extended`); setExtending(null); }} />
       )}
       {cascading && (
         <ComputeDestroyModal project={project} name={cascading.name} services={cascading.services} onClose={() => setCascading(null)}

@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { ActionGroup, Alert, Button, Card, CardBody, CardTitle, Form, FormGroup, TextInput, Title, Text } from '@patternfly/react-core';
 import { errorMessage } from '../api/client';
 import { useAuth } from '../auth';
@@ -9,6 +9,16 @@ export function LoginPage() {
   const [password, setPassword] = useState('');
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
+  // Single sign-on (gantryd --oidc-issuer): GET /auth/oidc says whether it is configured.
+  const [sso, setSso] = useState(false);
+  useEffect(() => {
+    let live = true;
+    fetch('/auth/oidc', { headers: { Accept: 'application/json' } })
+      .then((r) => (r.ok ? r.json() : { enabled: false }))
+      .then((info) => { if (live) setSso(info?.enabled === true); })
+      .catch(() => { /* no SSO button when the server cannot say */ });
+    return () => { live = false; };
+  }, []);
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
     setBusy(true);
@@ -42,6 +52,13 @@ export function LoginPage() {
               <Button type="submit" variant="primary" isBlock isLoading={busy} isDisabled={busy || !username || !password}>Log in</Button>
             </ActionGroup>
           </Form>
+          {sso && (
+            <div style={{ marginTop: 16 }}>
+              <Text className="gantry-muted" style={{ textAlign: 'center', marginBottom: 8 }}>or</Text>
+              {/* A full page load: the provider's login page, then gantryd's callback. */}
+              <Button component="a" href="/auth/oidc/login" variant="secondary" isBlock data-testid="sso-login">Log in with SSO</Button>
+            </div>
+          )}
         </CardBody>
       </Card>
     </main>

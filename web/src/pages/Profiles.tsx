@@ -1,5 +1,5 @@
-// Compute Profiles (PaaS Admins): list, create, edit (resources, template, override rules),
-// revisions, sharing, delete.
+// Compute Profiles (PaaS Admins): list, create, edit (resources, template, override rules, the
+// lifecycle policy: ttl, idle reclaim, schedule), revisions, sharing, delete.
 import { useEffect, useState } from 'react';
 import { useNavigate, useParams } from 'react-router-dom';
 import { Form, FormGroup, FormSelect, FormSelectOption, Grid, GridItem, HelperText, HelperTextItem, TextInput } from '@patternfly/react-core';
@@ -8,6 +8,8 @@ import type { ComputeProfile, EnvironmentTemplate, List } from '../api/types';
 import { ErrorAlert, Loading } from '../components/common';
 import { VariableEditor, rowsFrom, rulesFrom, type VariableRow } from '../components/VariableEditor';
 import { EditorActions, EditorPage, NameFields, VersionedListPage, useVersionedEditor } from '../components/Versioned';
+import { LifecycleFields, lifecycleForm, lifecycleSpec, type LifecycleForm } from '../components/LifecycleViews';
+import { profileLifecycle } from '../components/lifecycle';
 
 const PLURAL = 'computeprofiles';
 const ROUTE = 'profiles';
@@ -20,6 +22,7 @@ export function ProfilesPage() {
       columns={[
         { title: 'Template', cell: (p) => p.spec?.templateRef?.name },
         { title: 'GPUs', cell: (p) => (p.spec?.resources?.gpu?.count ? `${p.spec.resources.gpu.count}× ${p.spec.resources.gpu.type ?? 'any'}` : '—') },
+        { title: 'Time-to-live', cell: (p) => { const t = profileLifecycle(p).ttl; return t ? `${t.default ?? '—'} (max ${t.max ?? '—'})` : '—'; } },
       ]} />
   );
 }
@@ -64,6 +67,7 @@ export function ProfileEditor() {
   const [cpu, setCpu] = useState('');
   const [mem, setMem] = useState('');
   const [rows, setRows] = useState<VariableRow[]>([]);
+  const [lifecycle, setLifecycle] = useState<LifecycleForm>(lifecycleForm({}));
   const ed = useVersionedEditor<ComputeProfile>({
     plural: PLURAL, kind: 'ComputeProfile', route: ROUTE, existing, onLoad: (p) => {
       setTemplateKey(refKey(p.spec?.templateRef, p.metadata?.namespace ?? ''));
@@ -72,6 +76,7 @@ export function ProfileEditor() {
       setCpu(p.spec?.resources?.cpu !== undefined ? String(p.spec.resources.cpu) : '');
       setMem(p.spec?.resources?.memoryGiB !== undefined ? String(p.spec.resources.memoryGiB) : '');
       setRows(rowsFrom(p.spec?.variables));
+      setLifecycle(lifecycleForm(profileLifecycle(p)));
     },
   });
   const { project } = ed;
@@ -83,10 +88,13 @@ export function ProfileEditor() {
     if (gpuCount || gpuType) resources.gpu = { ...(gpuType ? { type: gpuType } : {}), ...(gpuCount ? { count: Number(gpuCount) } : {}) };
     if (cpu) resources.cpu = Number(cpu);
     if (mem) resources.memoryGiB = Number(mem);
-    return ed.save({
+    const spec: Record<string, unknown> = {
       ...(ed.obj?.spec ?? {}), templateRef: keyRef(templateKey, project), resources,
       variables: rulesFrom(rows, template?.spec?.variables ?? []),
-    });
+    };
+    const policy = lifecycleSpec(lifecycle);
+    if (policy) spec.lifecycle = policy; else delete spec.lifecycle;
+    return ed.save(spec);
   };
   if (ed.loading) return <Loading />;
   const form = (
@@ -104,6 +112,7 @@ export function ProfileEditor() {
         {!template ? <HelperText><HelperTextItem>Choose a template to set rules for its variables.</HelperTextItem></HelperText>
           : <VariableEditor rows={rows} onChange={setRows} declared={template.spec?.variables ?? []} />}
       </FormGroup>
+      <LifecycleFields form={lifecycle} onChange={setLifecycle} error={ed.error} />
       <EditorActions existing={existing} busy={ed.busy} disabled={!ed.name || !!ed.problem || !templateKey} onCancel={() => navigate(`/p/${encodeURIComponent(project)}/${ROUTE}`)} />
     </Form>
   );

@@ -13,12 +13,14 @@ import { useProjects } from '../project';
 import { Empty, ErrorAlert, formatDate, nameProblem } from '../components/common';
 import { DeleteModal } from '../components/Modals';
 import { useToasts } from '../components/toasts';
+import { GpuShare, QuotaEditor, ShareSummary, useAllInstances } from '../components/ProjectQuota';
 
 export function ProjectsPage() {
   const { isAdmin, user } = useAuth();
   const { projects, error, reload } = useProjects();
   const [tab, setTab] = useState<string | number>('projects');
   const [creating, setCreating] = useState(false);
+  const instances = useAllInstances();
   const visible = isAdmin ? projects : projects.filter((p) => user?.projects[p.metadata?.name ?? ''] === 'project-admin');
   return (
     <>
@@ -32,14 +34,15 @@ export function ProjectsPage() {
             <ErrorAlert error={error} />
             {isAdmin && <Toolbar><ToolbarContent><ToolbarItem><Button onClick={() => setCreating(true)}>New Project</Button></ToolbarItem></ToolbarContent></Toolbar>}
             <Table aria-label="Projects" variant="compact">
-              <Thead><Tr><Th>Name</Th><Th>Display Name</Th><Th>Description</Th><Th>Status</Th><Th>Creation Date</Th></Tr></Thead>
+              <Thead><Tr><Th>Name</Th><Th>Display Name</Th><Th>Description</Th><Th>Status</Th><Th>GPUs in use</Th><Th>Creation Date</Th></Tr></Thead>
               <Tbody>
                 {visible.map((p) => (
-                  <Tr key={p.metadata?.name}>
+                  <Tr key={p.metadata?.name} data-testid={`project-${p.metadata?.name}`}>
                     <Td><Link to={`/projects/${encodeURIComponent(p.metadata?.name ?? '')}`}>{p.metadata?.name}</Link></Td>
                     <Td>{p.spec?.displayName}</Td>
                     <Td>{p.spec?.description}</Td>
                     <Td><Label isCompact color="green">{p.status?.phase ?? 'Active'}</Label></Td>
+                    <Td>{instances ? <ShareSummary project={p} instances={instances} /> : null}</Td>
                     <Td>{formatDate(p.metadata?.creationTimestamp)}</Td>
                   </Tr>
                 ))}
@@ -169,7 +172,10 @@ export function ProjectMembers() {
       </PageSection>
       <PageSection>
         <ErrorAlert error={error} />
-        <Title headingLevel="h2" size="lg" style={{ marginBottom: 8 }}>Members</Title>
+        {project && <GpuShare project={project} n={n} />}
+        {project && isAdmin && <QuotaEditor key={project.metadata?.resourceVersion} project={project}
+          onSaved={(p) => { setProject(p); toasts.add('success', `Limits of ${name} saved`); }} />}
+        <Title headingLevel="h2" size="lg" style={{ margin: '24px 0 8px' }}>Members</Title>
         {bindings && bindings.length === 0 && !error ? <Empty title="No members yet" /> : (
           <Table aria-label="Members" variant="compact">
             <Thead><Tr><Th>User</Th><Th>Role</Th><Th>Binding</Th><Th screenReaderText="Remove" /></Tr></Thead>

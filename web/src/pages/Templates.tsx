@@ -10,7 +10,7 @@ import { EditorActions, EditorPage, NameFields, VersionedListPage, useVersionedE
 
 const PLURAL = 'environmenttemplates';
 const ROUTE = 'templates';
-type Driver = 'exec' | 'local' | 'slurm';
+type Driver = 'exec' | 'local' | 'slurm' | 'container';
 
 export function TemplatesPage() {
   return (
@@ -28,6 +28,7 @@ const EXAMPLE_CONFIG: Record<Driver, string> = {
   exec: JSON.stringify({ command: ['sh', 'examples/scripts/workspace.sh'], env: { PROVISION_SECONDS: '2' }, timeoutSeconds: 120 }, null, 2),
   local: JSON.stringify({ command: ['python3', '${GANTRYD_DIR}/examples/workloads/notebook.py'], ports: [{ name: 'http' }], readiness: { httpPath: '/', port: 'http', timeoutSeconds: 60 }, restartPolicy: 'OnFailure' }, null, 2),
   slurm: '{}',
+  container: JSON.stringify({ image: '${image}', ports: [{ name: 'http', containerPort: 8888 }], volumes: [{ name: 'work', mountPath: '/home/jovyan/work' }], readiness: { httpPath: '/', port: 'http' } }, null, 2),
 };
 
 export function TemplateEditor() {
@@ -63,6 +64,7 @@ export function TemplateEditor() {
             <FormSelectOption value="exec" label="exec (a script)" />
             <FormSelectOption value="local" label="local (a process on this host)" />
             <FormSelectOption value="slurm" label="slurm" />
+            <FormSelectOption value="container" label="container (an image run by Podman on this host)" />
           </FormSelect>
         </FormGroup>
       } />

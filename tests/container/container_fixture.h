@@ -1,0 +1,159 @@
+// The fixture of the container-driver integration tests (issue 23): the local tests' fixture
+// (tests/local/local_fixture.h: a real gantryd with `--gpus h100:8`, a port range and an
+// advertised host) plus real Podman. The image is built once per test binary from local files
+// only: FROM scratch with the static /bin/busybox of Debian's busybox-static and a page, so
+// no registry is needed. Its default command serves /www with busybox httpd on port 8080.
+//
+// Podman missing: the tests are skipped with the reason, except under GANTRY_CI=1 where that
+// is a failure (CI installs it: scripts/install-deps.sh). TearDown removes whatever a failed
+// test left: the containers and volumes labelled gantry.owner=<this gantryd's data dir>.
+//
+// Thread-safety: like LocalTest, for the test's thread.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "drivers/common/process.h"
+#include "local_fixture.h"
+
+namespace gantry::testing {
+
+inline constexpr char kTestImage[] = "localhost/gantry-test/busybox:1";
+
+// Runs podman ARGS to the end; its exit code (-1 when it cannot run) and output lines.
+struct PodmanResult {
+  int exit_code = -1;
+  std::vector<std::string> lines;
+  std::string Text() const {
+    std::string out;
+    for (const auto& l : lines) out += l + "\n";
+    return out;
+  }
+};
+
+inline PodmanResult Podman(std::vector<std::string> args) {
+  drivers::ProcessSpec spec;
+  spec.argv = {"podman"};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  PodmanResult out;
+  drivers::ProcessHooks hooks;
+  hooks.on_line = [&out](std::string_view line) { out.lines.emplace_back(line); };
+  auto r = drivers::RunProcess(spec, hooks);
+  if (r.ok()) out.exit_code = r->exit_code;
+  return out;
+}
+
+inline bool PodmanInstalled() {
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    std::string dir =
+        path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!dir.empty() && ::access((dir + "/podman").c_str(), X_OK) == 0) return true;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return false;
+}
+
+class ContainerTest : public LocalTest {
+ protected:
+  void SetUp() override {
+    if (!PodmanInstalled()) {
+      if (std::getenv("GANTRY_CI")) FAIL() << "podman is not installed (GANTRY_CI=1)";
+      GTEST_SKIP() << "podman is not installed: apt-get install podman runc busybox-static";
+    }
+    ASSERT_NO_FATAL_FAILURE(BuildImage());
+    LocalTest::SetUp();
+  }
+
+  void TearDown() override {
+    if (gantryd_) {
+      const std::string label = "label=gantry.owner=" + Owner();
+      for (const auto& c : Podman({"ps", "-aq", "--filter", label}).lines)
+        Podman({"rm", "-f", "-t", "0", c});
+      for (const auto& v : Podman({"volume", "ls", "-q", "--filter", label}).lines)
+        Podman({"volume", "rm", "-f", v});
+    }
+    LocalTest::TearDown();
+  }
+
+  // Builds kTestImage once per binary (podman build from a scratch directory).
+  static void BuildImage() {
+    static bool built = false;
+    if (built) return;
+    ASSERT_TRUE(std::filesystem::exists("/bin/busybox")) << "apt-get install busybox-static";
+    std::string dir = std::filesystem::temp_directory_path().string() + "/gantry-image-" +
+                      std::to_string(::getpid());
+    std::filesystem::create_directories(dir + "/www");
+    std::filesystem::copy_file("/bin/busybox", dir + "/busybox",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::ofstream(dir + "/www/index.html") << "hello from a container\n";
+    std::ofstream(dir + "/Containerfile")
+        << "FROM scratch\nCOPY busybox /bin/busybox\nCOPY www /www\n"
+           "CMD [\"/bin/busybox\", \"httpd\", \"-f\", \"-p\", \"8080\", \"-h\", \"/www\"]\n";
+    PodmanResult r = Podman({"build", "-q", "-t", kTestImage, dir});
+    std::filesystem::remove_all(dir);
+    ASSERT_EQ(r.exit_code, 0) << r.Text();
+    built = true;
+  }
+
+  // The gantry.owner label of this gantryd's containers: its absolute data directory.
+  std::string Owner() const {
+    return std::filesystem::absolute(gantryd_->data_dir()).lexically_normal().string();
+  }
+
+  // A container template `name` whose image is the `image` variable (default kTestImage),
+  // serving HTTP on container port 8080 with a volume at /data; `script` (busybox sh) runs
+  // first, then httpd serves /www. `extra` is merged into spec.container.
+  boost::json::object CreateContainerTemplate(const std::string& name, const std::string& script,
+                                              boost::json::object extra = {}) {
+    boost::json::object container{
+        {"image", "${image}"},
+        {"command", boost::json::array{"/bin/busybox", "sh", "-c",
+                                       script + "\nexec /bin/busybox httpd -f -p 8080 -h /www"}},
+        {"env", boost::json::object{{"WORKLOAD_MARK", "set-by-template"}}},
+        {"ports",
+         boost::json::array{boost::json::object{{"name", "http"}, {"containerPort", 8080}}}},
+        {"volumes",
+         boost::json::array{boost::json::object{{"name", "data"}, {"mountPath", "/data"}}}},
+        {"readiness", boost::json::object{{"httpPath", "/"}, {"port", "http"}}}};
+    for (auto& kv : extra) container[kv.key()] = kv.value();
+    boost::json::array variables{
+        boost::json::object{{"name", "image"}, {"type", "string"}, {"default", kTestImage}}};
+    return api().MustCreate(NsPath("default", "environmenttemplates"),
+                            boost::json::object{{"apiVersion", "paas.gantry.dev/v1"},
+                                                {"kind", "EnvironmentTemplate"},
+                                                {"metadata", {{"name", name}}},
+                                                {"spec",
+                                                 {{"displayName", "Container " + name},
+                                                  {"driver", "container"},
+                                                  {"variables", std::move(variables)},
+                                                  {"container", std::move(container)}}}});
+  }
+
+  // The container's value at a Go template of `podman inspect` ("" when there is none).
+  static std::string Inspect(const std::string& container, const std::string& format) {
+    PodmanResult r = Podman({"container", "inspect", "--format", format, container});
+    return r.exit_code == 0 && !r.lines.empty() ? r.lines.back() : "";
+  }
+
+  // GET `path` on 127.0.0.1:port: the status and the body's lines.
+  static std::pair<int, std::vector<std::string>> HttpGet(int port, const std::string& path) {
+    LineStreamReader reader(port, path);
+    EXPECT_TRUE(reader.WaitDone()) << "GET http://127.0.0.1:" << port << path << " did not end";
+    return {reader.http_status(), reader.lines()};
+  }
+
+  static int PortOf(const std::string& endpoint) {
+    size_t colon = endpoint.rfind(':');
+    return colon == std::string::npos ? 0 : std::atoi(endpoint.c_str() + colon + 1);
+  }
+};
+
+}  // namespace gantry::testing
