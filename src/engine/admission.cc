@@ -229,8 +229,17 @@ int HeldHere(const AdmissionSnapshot& s, const model::Instance& i, const std::st
   return n;
 }
 
+// Whether the stored state of compute instance `i` says it holds GPU `index`.
+bool StoredAsHolding(const model::Instance& i, int index) {
+  const Phase phase = i.status.PhaseOr();
+  if (phase == Phase::kStopped || phase == Phase::kNotDeployed || !i.status.gpus) return false;
+  for (const auto& held : *i.status.gpus)
+    if (held == std::to_string(index)) return true;
+  return false;
+}
+
 // GPUs of `type` that instances already stopping (a preemption or a stop under way), named as
-// victims earlier in this pass, or stopped but not yet released will free.
+// victims earlier in this pass, or done with them but not yet released will free.
 int BeingFreed(const AdmissionSnapshot& s, const AdmissionPass& pass, const std::string& type) {
   int n = 0;
   for (const auto& [key, i] : s.computes) {
@@ -239,14 +248,15 @@ int BeingFreed(const AdmissionSnapshot& s, const AdmissionPass& pass, const std:
                           (phase == Phase::kWaiting || phase == Phase::kInProgress);
     if (stopping || pass.preempting.count(key)) n += HeldHere(s, i, type);
   }
-  // GPUs still assigned to instances that stopped already (released right after the commit).
+  // GPUs this host still assigns to instances whose stored state no longer holds them: they
+  // stopped (and may be queued to start again) and the worker releases them right after its
+  // commit. The snapshot reads the allocator before it reads some instances, so one may show
+  // an instance a step further than the allocator does.
   for (const auto& [index, owner] : pass.gpu_owners) {
     const size_t a = owner.find('/'), b = owner.find('/', a + 1);
     if (a == std::string::npos || b == std::string::npos) continue;
     const model::Instance* i = s.Compute(owner.substr(0, a), owner.substr(a + 1, b - a - 1));
-    if (!i ||
-        (i->status.PhaseOr() != Phase::kStopped && i->status.PhaseOr() != Phase::kNotDeployed))
-      continue;
+    if (!i || StoredAsHolding(*i, index)) continue;
     for (const auto& g : s.inventory.gpus)
       n += g.index == index && (type.empty() || g.type == type);
   }

@@ -81,9 +81,14 @@ bool Engine::DispatchPass(size_t free_slots) {
       case Decision::kAdmit:
         if (HoldGpus(a) && Claim(queued, a, &*snapshot)) {
           ++claimed;
-        } else if (!a.gpus.empty() && !a.gpus_were_held) {
-          gpus_.Release(a.owner);
-          pass.Release(a.owner);
+        } else if (!a.gpus.empty()) {
+          if (!a.gpus_were_held) {
+            gpus_.Release(a.owner);
+            pass.Release(a.owner);
+          }
+          // It was first in line for them: a later run of the type must not take them in
+          // this pass (a borrowing start would jump the queue and be preempted again).
+          pass.blocked_types.insert(a.gpus.front().type);
         }
         break;
       case Decision::kWait:
@@ -343,12 +348,21 @@ bool Engine::Claim(const QueuedRun& queued, const Admission& a, AdmissionSnapsho
         std::string(model::RunActionName(run.action)) + " run " + run.metadata.name + " is running";
     writes.push_back(internal::UpdateOf(*instance));
     // The usage ledger opens in the commit that assigns the GPUs (usage_ledger.h).
-    if (!usage::AppendOpen(store_, run, *instance, a, clock_.Now(), &writes).ok()) return false;
+    if (absl::Status open = usage::AppendOpen(store_, run, *instance, a, clock_.Now(), &writes);
+        !open.ok()) {
+      spdlog::warn("engine: run {}/{} waits: cannot open its usage interval: {}", run.metadata.ns,
+                   run.metadata.name, std::string(open.message()));
+      return false;
+    }
     budget_looks_.erase(run.metadata.ns);  // it spends faster now: look again
   }
   // Relaxed: a claim lost to a power failure leaves the run Queued, and it runs then.
   auto stored = store_.Commit(std::move(writes), store::Durability::kRelaxed);
-  if (!stored.ok()) return false;  // another claimer (or a cancel) won
+  if (!stored.ok()) {  // another claimer (or a cancel, or a concurrent change) won
+    spdlog::info("engine: run {}/{} is not claimed in this pass: {}", run.metadata.ns,
+                 run.metadata.name, std::string(stored.status().message()));
+    return false;
+  }
   auto claimed = model::DecodeRun((*stored)[0]);
   if (!claimed.ok()) return false;
   if (stored->size() > 1 && run.instance_kind == kComputeInstanceKind) {

@@ -9,6 +9,7 @@
 
 #include "common/errors.h"
 #include "engine/engine_test_fixture.h"
+#include "store/store_wrapper.h"
 
 namespace gantry::engine {
 namespace {
@@ -272,6 +273,40 @@ TEST_F(EngineCapacityTest, WaitsForGpusFirstComeFirstServedPerType) {
       },
       "the capacity message");
   EXPECT_EQ(GetString(c, "status.phase"), "Waiting");
+}
+
+// A claim lost to a concurrent change (a 409 of the store; PostgreSQL reports a row another
+// transaction holds that way) keeps its place: a later deploy of the same GPU type does not
+// take the GPUs in the same pass, and the first one gets them in the next.
+TEST_F(EngineCapacityTest, ALostClaimKeepsItsPlaceInTheQueue) {
+  CreateTemplateAndProfile("two", 2, "h100");
+  CreateInstance("first", "two");
+  CreateInstance("second", "two");
+  EngineOptions queue_only;
+  Engine queuer(*store_, registry_, *secrets_, *logs_, clock_, metrics_, *gpus_, queue_only);
+  ASSERT_TRUE(queuer.Deploy("ComputeInstance", "p", "first").ok());
+  ASSERT_TRUE(queuer.Deploy("ComputeInstance", "p", "second").ok());
+  // The first claim (the commit that opens a usage interval) fails as a conflict.
+  store::StoreWrapper wrapped(*store_);
+  wrapped.Inject({.call = store::StoreCall::kCommit,
+                  .status = absl::AbortedError("the object has been modified"),
+                  .kind = "UsageInterval"});
+  EngineOptions o;
+  o.workers = 2;
+  o.holder = "replica-1";
+  o.host = "host-1";
+  o.state_dir = dir_ + "/state";
+  engine_ =
+      std::make_unique<Engine>(wrapped, registry_, *secrets_, *logs_, clock_, metrics_, *gpus_, o);
+  ASSERT_TRUE(engine_->Start().ok());
+  json::object first = WaitPhase("first", "Success");
+  EXPECT_EQ(json::serialize(first.at("status").at("gpus")), R"(["0","1"])");
+  EXPECT_EQ(GetString(WaitReason("second", "InsufficientCapacity"), "status.phase"), "Waiting");
+  auto calls = fake_->Calls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].run_name, "first-1");
+  engine_->Stop();
+  engine_.reset();  // before `wrapped` goes
 }
 
 TEST_F(EngineUnitTest, ProjectQuotaOfDeployedInstances) {

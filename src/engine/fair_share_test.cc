@@ -29,6 +29,9 @@ struct Held {
   bool preemptible = true;
   int64_t priority = 0;
   bool stopping = false;  // a stop (a preemption) is under way
+  // Stopped and queued to start again (Waiting, action start, no status.gpus) while this
+  // host's allocator still lists its GPUs: the snapshot read the allocator before the store.
+  bool released = false;
 };
 
 struct Request {
@@ -83,15 +86,18 @@ AdmissionSnapshot Fleet(const Case& c) {
   int next = 0;
   for (size_t k = 0; k < c.held.size(); ++k) {
     const Held& h = c.held[k];
-    model::Instance i = MakeInstance(
-        h.ns, h.name, h.stopping ? Phase::kInProgress : Phase::kSuccess, h.gpus, Stamp(k));
+    const Phase phase = h.stopping   ? Phase::kInProgress
+                        : h.released ? Phase::kWaiting
+                                     : Phase::kSuccess;
+    model::Instance i = MakeInstance(h.ns, h.name, phase, h.gpus, Stamp(k));
     if (h.stopping) i.status.action = RunAction::kStop;
+    if (h.released) i.status.action = RunAction::kStart;
     std::vector<std::string> indices;
     for (int g = 0; g < h.gpus; ++g, ++next) {
       indices.push_back(std::to_string(next));
       s.gpu_owners[next] = i.metadata.OwnerKey();
     }
-    i.status.gpus = indices;
+    if (!h.released) i.status.gpus = indices;
     s.scheduling[{h.ns, h.name}] = model::Scheduling{h.priority, h.preemptible};
     s.computes.insert_or_assign({h.ns, h.name}, std::move(i));
   }
@@ -130,6 +136,9 @@ std::vector<std::pair<std::string, Admission>> Pass(const Case& c, AdmissionSnap
       model::Instance& i = s.computes.at({q.run.metadata.ns, q.run.instance_name});
       i.status.phase = Phase::kInProgress;
       i.status.resources = a.resources;
+      std::vector<std::string> indices;
+      for (const Gpu& g : a.gpus) indices.push_back(std::to_string(g.index));
+      i.status.gpus = indices;
     }
     out.emplace_back(q.run.instance_name, std::move(a));
   }
@@ -202,6 +211,21 @@ std::vector<Case> ReclaimCases() {
          {},
          1,
          "1st for h100: 0 of 2 free, needs 1, project b is within its guarantee; waiting for "
+         "preempted instances to stop"}}},
+      // The CI failure of it_local_fair_share_test_pg: a4 was preempted, stopped and queued
+      // to start again between the pass's read of the allocator and its read of a4; a4's GPU
+      // is about to be free, so a3 is not preempted as well.
+      {"AnInstanceReleasingItsGpusCountsAsFreed",
+       4,
+       two_two,
+       {{"a", "a1"}, {"a", "a2"}, {"a", "a3"}, {"a", "a4", 1, true, 0, false, true}},
+       {{"b", "b1"}},
+       {{"b1",
+         D::kWait,
+         "",
+         {},
+         1,
+         "1st for h100: 0 of 4 free, needs 1, project b is within its guarantee; waiting for "
          "preempted instances to stop"}}},
   };
 }

@@ -257,7 +257,16 @@ std::vector<KindInfo> BuildKinds() {
                  "Warn (default): Events at 80 % and 100 %. Block: also, deploys and starts "
                  "wait with reason BudgetExceeded once it is spent.",
                  {"Warn", "Block"})})});
-  project.status = Obj("status", "", {Str("phase", "Active or Terminating.")});
+  project.status = Obj(
+      "status", "",
+      {Str("phase", "Active or Terminating."),
+       Obj("spend",
+           "This month's spend against spec.budget, kept by the budget monitor (the BUDGET "
+           "column); absent without a budget.",
+           {Str("month", "The calendar month (UTC), e.g. 2026-12."),
+            Num("cost", "Spent so far this month, to the cent, in the rate card's currency."),
+            Str("currency", "The rate card's currency."), Num("monthly", "spec.budget.monthly."),
+            Int("percent", "cost / monthly in percent, floored.")})});
   kinds.push_back(project);
 
   KindInfo user;

@@ -1183,6 +1183,22 @@ export interface components {
             status?: {
                 /** @description Active or Terminating. */
                 phase?: string;
+                /** @description This month's spend against spec.budget, kept by the budget monitor (the BUDGET column); absent without a budget. */
+                spend?: {
+                    /** @description Spent so far this month, to the cent, in the rate card's currency. */
+                    cost?: number;
+                    /** @description The rate card's currency. */
+                    currency?: string;
+                    /** @description The calendar month (UTC), e.g. 2026-12. */
+                    month?: string;
+                    /** @description spec.budget.monthly. */
+                    monthly?: number;
+                    /**
+                     * Format: int64
+                     * @description cost / monthly in percent, floored.
+                     */
+                    percent?: number;
+                };
             };
         };
         "dev.gantry.paas.v1.ProjectList": {
