@@ -46,7 +46,7 @@ await runE2e({
   await shown.waitFor();
   const token = await shown.getByLabel('New token').inputValue();
   if (!/^gnt_/.test(token)) fail(`the new token: "${token}"`);
-  await shown.getByRole('button', { name: 'Copy to clipboard' }).click();
+  await shown.locator('button[aria-label="Copy"]').click();
   const copied = await page.evaluate(() => navigator.clipboard.readText());
   if (copied !== token) fail(`the clipboard holds "${copied}", not the token`);
   await shot('account-token-created');
@@ -93,7 +93,7 @@ await runE2e({
   await bob.waitFor();
   const bobText = await bob.innerText();
   if (!bobText.includes('local')) fail(`bob's row: ${bobText}`);
-  await page.getByLabel('bob enabled').click();
+  await page.locator('label[for="enabled-bob"]').click();
   await page.getByText('bob is disabled: their sessions and tokens stop working').waitFor();
   if (await page.getByLabel('bob enabled').isChecked()) fail('the switch still says enabled');
   if ((await api('GET', `${G}/users/bob`)).spec.disabled !== true) fail('bob is not disabled in the API');
