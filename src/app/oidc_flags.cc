@@ -5,8 +5,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/lifecycle_policy.h"
-
 namespace gantry::app {
 
 void AddOidcFlags(CLI::App& app, OidcFlags& f) {
@@ -35,10 +33,6 @@ void AddOidcFlags(CLI::App& app, OidcFlags& f) {
                  "Only members of this provider group may log in by single sign-on");
   app.add_option("--oidc-ca-file", o.ca_file,
                  "PEM CA certificates for the provider's TLS certificate (default: the system's)");
-  app.add_option("--oidc-timeout", f.timeout,
-                 "How long one call to the provider (discovery, token, keys) may take before "
-                 "the login fails (a duration)")
-      ->capture_default_str();
 }
 
 absl::StatusOr<std::unique_ptr<auth::OidcProvider>> MakeOidc(OidcFlags f, const Clock& clock) {
@@ -67,10 +61,6 @@ absl::StatusOr<std::unique_ptr<auth::OidcProvider>> MakeOidc(OidcFlags f, const 
     o.client_secret.pop_back();
   if (o.client_secret.empty())
     return absl::InvalidArgumentError("--oidc-client-secret-file is empty");
-  auto timeout = model::ParseDuration(f.timeout);
-  if (!timeout.ok())
-    return absl::InvalidArgumentError("--oidc-timeout: " + std::string(timeout.status().message()));
-  o.timeout = *timeout;
   if (o.scopes.find("openid") == std::string::npos)
     return absl::InvalidArgumentError("--oidc-scopes must include openid");
   if (o.issuer.rfind("http://", 0) == 0)

@@ -18,7 +18,6 @@ namespace gantry::app {
 struct OidcFlags {
   auth::OidcOptions options;
   std::string secret_file;
-  std::string timeout = "10s";  // --oidc-timeout, into options.timeout
 };
 
 void AddOidcFlags(CLI::App& app, OidcFlags& f);

@@ -67,22 +67,16 @@ absl::StatusOr<SplitUrl> Split(const std::string& url) {
   return out;
 }
 
-// One request to the provider, bounded by `o.timeout` (connect, TLS, request and answer).
-absl::StatusOr<client::HttpResponse> Call(const std::string& url, const OidcOptions& o,
+absl::StatusOr<client::HttpResponse> Call(const std::string& url, const std::string& ca_file,
                                           std::string_view method,
                                           const std::map<std::string, std::string>& headers,
                                           std::string_view body = "", std::string_view type = "") {
   auto split = Split(url);
   if (!split.ok()) return split.status();
-  client::HttpClient http(split->base, "", {.ca_file = o.ca_file});
-  http.SetTimeout(o.timeout);
+  client::HttpClient http(split->base, "", {.ca_file = ca_file});
   auto r = http.SendWithHeaders(method, split->target, headers, body, type);
   if (!r.ok()) {
     spdlog::warn("OIDC: {} {}: {}", method, url, std::string(r.status().message()));
-    if (absl::IsDeadlineExceeded(r.status()))
-      return absl::UnavailableError("the identity provider did not answer within " +
-                                    std::to_string(o.timeout.count()) +
-                                    "s (--oidc-timeout); try again later");
     return absl::UnavailableError("the identity provider cannot be reached; try again later");
   }
   return r;
@@ -112,7 +106,7 @@ absl::StatusOr<OidcProvider::Metadata> OidcProvider::Discovered() {
   std::string base = options_.issuer;
   while (!base.empty() && base.back() == '/') base.pop_back();
   std::string url = base + "/.well-known/openid-configuration";
-  auto r = Call(url, options_, "GET", {{"Accept", "application/json"}});
+  auto r = Call(url, options_.ca_file, "GET", {{"Accept", "application/json"}});
   if (!r.ok()) return r.status();
   auto doc = JsonBody(*r, "discovery document");
   if (!doc.ok()) return doc.status();
@@ -189,7 +183,7 @@ absl::StatusOr<std::string> OidcProvider::ExchangeCode(const Metadata& m, const 
                     reinterpret_cast<const unsigned char*>(basic.data()), basic.size(),
                     sodium_base64_VARIANT_ORIGINAL);
   encoded.resize(std::strlen(encoded.c_str()));
-  auto r = Call(m.token_endpoint, options_, "POST",
+  auto r = Call(m.token_endpoint, options_.ca_file, "POST",
                 {{"Authorization", "Basic " + encoded}, {"Accept", "application/json"}}, form,
                 "application/x-www-form-urlencoded");
   sodium_memzero(basic.data(), basic.size());
@@ -223,7 +217,7 @@ absl::StatusOr<std::shared_ptr<const OidcKeySet>> OidcProvider::Keys(const Metad
     last_fetch_ = clock_.SteadyNow();
     missing_kid_ = kid;
   }
-  auto r = Call(m.jwks_uri, options_, "GET", {{"Accept", "application/json"}});
+  auto r = Call(m.jwks_uri, options_.ca_file, "GET", {{"Accept", "application/json"}});
   if (!r.ok()) return r.status();
   auto set = OidcKeySet::Parse(r->body);
   if (!set.ok()) {

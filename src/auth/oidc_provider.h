@@ -14,8 +14,7 @@
 // Discovery (/.well-known/openid-configuration under the issuer, whose "issuer" must equal
 // --oidc-issuer) happens at the first login and again after a failure, so gantryd starts
 // while its provider is down. The provider is reached with gantry's HTTP client (http://, or
-// https:// checked against --oidc-ca-file or the system's CAs), each call bounded by
-// --oidc-timeout: a provider that hangs fails the login with a message, never holds it.
+// https:// checked against --oidc-ca-file or the system's CAs).
 //
 // Errors: UNAUTHENTICATED with a message for a person for everything a login can get wrong
 // (state unknown, used or not this browser's; the provider refusing the code or gantryd's
@@ -52,9 +51,6 @@ struct OidcOptions {
   std::string groups_claim = "groups";
   std::string allowed_group;  // --oidc-allowed-group: only its members may log in
   std::string ca_file;        // --oidc-ca-file
-  // --oidc-timeout: how long one call to the provider (discovery, token, JWKS) may take, all
-  // of it (connect, TLS, request, answer); past it the login fails with UNAVAILABLE.
-  std::chrono::seconds timeout{10};
   std::chrono::seconds pending_ttl{10 * 60};
 };
 

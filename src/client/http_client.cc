@@ -10,10 +10,8 @@
 #include <boost/beast/http.hpp>
 #include <boost/url/parse.hpp>
 #include <cctype>
-#include <chrono>
 #include <cstdint>
 #include <limits>
-#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -33,33 +31,6 @@ using TlsStream = ssl::stream<tcp::socket>;
 
 // Answers larger than this are refused rather than buffered (a full list page is far smaller).
 constexpr std::uint64_t kMaxBodyBytes = 256ull << 20;
-
-using Deadline = std::chrono::steady_clock::time_point;
-constexpr Deadline kNoDeadline = Deadline::max();
-
-Deadline DeadlineAfter(std::chrono::milliseconds timeout) {
-  return timeout.count() > 0 ? std::chrono::steady_clock::now() + timeout : kNoDeadline;
-}
-
-// Runs the asynchronous operation `start(handler)` on `ioc`, on this thread, until it completes
-// or `deadline` passes; past it, `abort` closes the connection (the operation then ends with
-// operation_aborted) and the answer is net::error::timed_out. The synchronous calls of Asio
-// have no deadline; this is how this synchronous client gets one.
-template <class Start, class Abort>
-beast::error_code RunUntil(net::io_context& ioc, Deadline deadline, Start&& start, Abort&& abort) {
-  std::optional<beast::error_code> result;
-  start([&result](beast::error_code ec, auto&&...) { result = ec; });
-  ioc.restart();
-  if (deadline == kNoDeadline)
-    ioc.run();
-  else
-    ioc.run_until(deadline);
-  if (result) return *result;
-  abort();
-  ioc.restart();
-  ioc.run();
-  return net::error::timed_out;
-}
 
 std::string Describe(const beast::error_code& ec) {
   std::string m = ec.message();
@@ -166,38 +137,12 @@ HttpClient::~HttpClient() {
 
 namespace {
 
-// The answer to a call that ran out of time.
-absl::Status TimedOut(const std::string& base_url, std::chrono::milliseconds timeout) {
-  return absl::DeadlineExceededError(
-      absl::StrCat(base_url, " did not answer within ", timeout.count(), " ms"));
-}
-
-void CloseSocket(tcp::socket& socket) {
-  beast::error_code ignored;
-  socket.close(ignored);
-}
-
 absl::Status ConnectSocket(net::io_context& ioc, tcp::socket& socket, const std::string& host,
-                           const std::string& port, const std::string& base_url,
-                           Deadline deadline) {
+                           const std::string& port, const std::string& base_url) {
   tcp::resolver resolver(ioc);
-  tcp::resolver::results_type results;
-  beast::error_code ec = RunUntil(
-      ioc, deadline,
-      [&](auto done) {
-        resolver.async_resolve(
-            host, port,
-            [&results, done](beast::error_code e, tcp::resolver::results_type r) mutable {
-              results = std::move(r);
-              done(e);
-            });
-      },
-      [&] { resolver.cancel(); });
-  if (!ec)
-    ec = RunUntil(
-        ioc, deadline, [&](auto done) { net::async_connect(socket, results, done); },
-        [&] { CloseSocket(socket); });
-  if (ec == net::error::timed_out) return absl::DeadlineExceededError("timed out");
+  beast::error_code ec;
+  auto results = resolver.resolve(host, port, ec);
+  if (!ec) net::connect(socket, results, ec);
   if (ec) {
     return absl::UnavailableError(
         absl::StrCat("cannot reach gantryd at ", base_url, ": ", Describe(ec)));
@@ -208,15 +153,13 @@ absl::Status ConnectSocket(net::io_context& ioc, tcp::socket& socket, const std:
 
 // Connects `stream`'s socket and runs the TLS handshake (SNI for host names).
 absl::Status ConnectTls(net::io_context& ioc, TlsStream& stream, const std::string& host,
-                        const std::string& port, const std::string& base_url, Deadline deadline) {
-  RETURN_IF_ERROR(ConnectSocket(ioc, stream.next_layer(), host, port, base_url, deadline));
+                        const std::string& port, const std::string& base_url) {
+  RETURN_IF_ERROR(ConnectSocket(ioc, stream.next_layer(), host, port, base_url));
   beast::error_code ec;
   net::ip::make_address(host, ec);
   if (ec) SSL_set_tlsext_host_name(stream.native_handle(), host.c_str());  // not an IP address
-  ec = RunUntil(
-      ioc, deadline, [&](auto done) { stream.async_handshake(ssl::stream_base::client, done); },
-      [&] { CloseSocket(stream.next_layer()); });
-  if (ec == net::error::timed_out) return absl::DeadlineExceededError("timed out");
+  ec = {};
+  stream.handshake(ssl::stream_base::client, ec);
   if (ec) {
     std::string why = Describe(ec);
     return absl::UnavailableError(
@@ -259,20 +202,19 @@ absl::StatusOr<HttpResponse> HttpClient::SendWithHeaders(
   req.keep_alive(true);
   req.prepare_payload();
 
-  const Deadline deadline = DeadlineAfter(timeout_);
   for (int attempt = 0;; ++attempt) {
     const bool reused = impl_->connected;
     if (!reused) {
-      absl::Status connected;
       if (impl_->tls) {
         impl_->tls_stream = std::make_unique<TlsStream>(impl_->ioc, *impl_->tls);
-        connected = ConnectTls(impl_->ioc, *impl_->tls_stream, host_, port_, base_url_, deadline);
+        absl::Status connected =
+            ConnectTls(impl_->ioc, *impl_->tls_stream, host_, port_, base_url_);
+        if (!connected.ok()) {
+          impl_->Close();
+          return connected;
+        }
       } else {
-        connected = ConnectSocket(impl_->ioc, impl_->socket, host_, port_, base_url_, deadline);
-      }
-      if (!connected.ok()) {
-        impl_->Close();
-        return absl::IsDeadlineExceeded(connected) ? TimedOut(base_url_, timeout_) : connected;
+        RETURN_IF_ERROR(ConnectSocket(impl_->ioc, impl_->socket, host_, port_, base_url_));
       }
       impl_->connected = true;
       ++connections_opened_;
@@ -281,20 +223,9 @@ absl::StatusOr<HttpResponse> HttpClient::SendWithHeaders(
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxBodyBytes);
     impl_->With([&](auto& stream) {
-      auto abort = [&] {
-        CloseSocket(impl_->tls_stream ? impl_->tls_stream->next_layer() : impl_->socket);
-      };
-      ec = RunUntil(
-          impl_->ioc, deadline, [&](auto done) { http::async_write(stream, req, done); }, abort);
-      if (!ec)
-        ec = RunUntil(
-            impl_->ioc, deadline,
-            [&](auto done) { http::async_read(stream, impl_->buffer, parser, done); }, abort);
+      http::write(stream, req, ec);
+      if (!ec) http::read(stream, impl_->buffer, parser, ec);
     });
-    if (ec == net::error::timed_out) {
-      impl_->Close();
-      return TimedOut(base_url_, timeout_);
-    }
     if (ec) {
       impl_->Close();
       // A kept-alive connection the server dropped while idle: the request never reached it,
@@ -399,18 +330,12 @@ absl::Status HttpClient::Stream(std::string_view target,
   if (!token_.empty()) req.set(http::field::authorization, absl::StrCat("Bearer ", token_));
   if (impl_->tls) {
     TlsStream stream(impl_->ioc, *impl_->tls);
-    absl::Status connected =
-        ConnectTls(impl_->ioc, stream, host_, port_, base_url_, DeadlineAfter(timeout_));
-    if (absl::IsDeadlineExceeded(connected)) return TimedOut(base_url_, timeout_);
-    RETURN_IF_ERROR(connected);
+    RETURN_IF_ERROR(ConnectTls(impl_->ioc, stream, host_, port_, base_url_));
     ++connections_opened_;
     return StreamOver(stream, stream.next_layer(), req, base_url_, on_line);
   }
   tcp::socket socket(impl_->ioc);
-  absl::Status connected =
-      ConnectSocket(impl_->ioc, socket, host_, port_, base_url_, DeadlineAfter(timeout_));
-  if (absl::IsDeadlineExceeded(connected)) return TimedOut(base_url_, timeout_);
-  RETURN_IF_ERROR(connected);
+  RETURN_IF_ERROR(ConnectSocket(impl_->ioc, socket, host_, port_, base_url_));
   ++connections_opened_;
   return StreamOver(socket, socket, req, base_url_, on_line);
 }

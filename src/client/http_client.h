@@ -9,7 +9,6 @@
 // Thread-safety: an HttpClient owns one connection and is NOT thread-safe; use one per thread.
 #pragma once
 
-#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -69,8 +68,7 @@ struct TlsOptions {
 // Send keeps one connection alive across calls. When a reused connection turns out to be dead
 // (the server closed it while idle) before any byte of the answer arrived, it reconnects once
 // and resends: that case means the server never saw the request. Stream opens its own
-// connection and closes it at the end. Calls block without a deadline unless SetTimeout gave
-// one.
+// connection and closes it at the end. Calls block without a deadline.
 class HttpClient : public HttpTransport {
  public:
   // `base_url`: "http://host:port" or "https://host:port" with an optional path prefix;
@@ -94,12 +92,6 @@ class HttpClient : public HttpTransport {
                                                std::string_view body = "",
                                                std::string_view content_type = "application/json");
 
-  // Bounds every later Send (name resolution, connect, TLS handshake, request and answer) and
-  // the connect of Stream (not its body: a watch has no natural end) to `timeout`; past it,
-  // the connection is closed and the call returns DEADLINE_EXCEEDED ("URL did not answer
-  // within N ms"). 0, the default: no deadline.
-  void SetTimeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
-
   // Number of TCP connections opened so far (Send and Stream); lets tests observe reuse.
   int connections_opened_for_test() const { return connections_opened_; }
 
@@ -114,8 +106,6 @@ class HttpClient : public HttpTransport {
   std::string port_;
   std::string path_prefix_;  // "" or "/prefix" without a trailing slash
   std::string host_header_;
-
-  std::chrono::milliseconds timeout_{0};  // SetTimeout; 0: none
 
   // Connection state (single-threaded use).
   std::unique_ptr<Impl> impl_;

@@ -191,53 +191,6 @@ TEST(HttpClient, ConnectionRefusedNamesTheServer) {
             absl::StatusCode::kUnavailable);
 }
 
-// A server that takes the connection (the kernel's backlog) and never answers.
-class SilentListener {
- public:
-  SilentListener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    ::listen(fd_, 8);
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    url_ = absl::StrCat("http://127.0.0.1:", ntohs(addr.sin_port));
-  }
-  ~SilentListener() { ::close(fd_); }
-  const std::string& url() const { return url_; }
-
- private:
-  int fd_ = -1;
-  std::string url_;
-};
-
-TEST(HttpClient, ATimeoutEndsACallTheServerNeverAnswers) {
-  SilentListener silent;
-  HttpClient client(silent.url());
-  client.SetTimeout(std::chrono::milliseconds(300));
-  auto r = client.Send("GET", "/.well-known/openid-configuration");
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(r.status().message(), absl::StrCat(silent.url(), " did not answer within 300 ms"));
-  // The client is usable again: a second call times out the same way, on a new connection.
-  EXPECT_EQ(client.Send("GET", "/x").status().code(), absl::StatusCode::kDeadlineExceeded);
-}
-
-TEST(HttpClient, ATimeoutLeavesAnAnsweringServerAlone) {
-  ScriptedServer server([](const std::string&) { return ScriptedServer::Reply{Ok("{}")}; });
-  HttpClient client(server.url());
-  client.SetTimeout(std::chrono::seconds(30));
-  for (int i = 0; i < 3; ++i) {
-    auto r = client.Send("GET", "/x");
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->status, 200);
-    EXPECT_EQ(r->body, "{}");
-  }
-  EXPECT_EQ(client.connections_opened_for_test(), 1);
-}
-
 TEST(HttpClient, BadUrlsAndUnreadableCaFilesAreRefused) {
   HttpClient tls("https://example.com", "", TlsOptions{"/nonexistent/ca.pem"});
   auto r = tls.Send("GET", "/");
