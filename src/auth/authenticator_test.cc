@@ -179,7 +179,8 @@ TEST_F(AuthenticatorTest, SessionsAreListedWithoutSecretsAndEndOneOrAll) {
   int current = 0;
   for (const auto& item : items) {
     current += item.at("status").at("current").as_bool() ? 1 : 0;
-    EXPECT_THAT(item.at("spec").at("source").as_string(), ::testing::StartsWith("10.0.0."));
+    EXPECT_THAT(std::string(item.at("spec").at("source").as_string()),
+                ::testing::StartsWith("10.0.0."));
     std::string text = json::serialize(item);
     EXPECT_THAT(text, ::testing::Not(HasSubstr("hash")));
     EXPECT_THAT(text, ::testing::Not(HasSubstr("csrf")));
