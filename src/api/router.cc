@@ -430,7 +430,7 @@ Response Router::GroupResources(const Request&) { return JsonResponse(200, ApiRe
 absl::Status Router::Authorize(const auth::Subject& subject, const Target& t, auth::Verb verb,
                                const std::string& kind) {
   auth::Access a{verb, kind, "", auth::Relation::kOwn};
-  if (kind == "User" || kind == "Token") {
+  if (kind == "User" || kind == "Token" || kind == "Session") {
     a.relation =
         !t.name.empty() && t.name == subject.user ? auth::Relation::kSelf : auth::Relation::kOther;
   } else if (kind == "Project") {
