@@ -101,6 +101,7 @@ class SqliteStore::Reader {
 
 // One Commit call: its writes, and what the leader that commits them answers.
 struct SqliteStore::Pending {
+  Pending(std::vector<Write> w, Durability d) : writes(std::move(w)), durability(d) {}
   std::vector<Write> writes;
   Durability durability;
   absl::StatusOr<std::vector<json::object>> result = absl::UnknownError("not committed");
@@ -324,7 +325,9 @@ absl::Status SqliteStore::ApplyPut(Write& w, int64_t rv, std::vector<Event>* eve
   std::string name = model::GetString(w.object, "metadata.name");
   const bool create = w.op == Write::Op::kCreate;
   Current have;
-  if (!create) ASSIGN_OR_RETURN(have, ReadCurrent(w, ns, name));
+  if (!create) {
+    ASSIGN_OR_RETURN(have, ReadCurrent(w, ns, name));
+  }
   model::EnsureObject(w.object, "metadata")["resourceVersion"] = std::to_string(rv);
   std::string body = json::serialize(w.object);
   Columns c = ColumnsOf(w.object);
@@ -407,7 +410,7 @@ absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* e
 absl::StatusOr<std::vector<json::object>> SqliteStore::Commit(std::vector<Write> writes,
                                                               Durability durability) {
   for (const Write& w : writes) RETURN_IF_ERROR(CheckStorable(w.kind, w.object));
-  Pending me{std::move(writes), durability};
+  Pending me(std::move(writes), durability);
   std::unique_lock<std::mutex> lock(queue_mu_);
   queue_.push_back(&me);
   me.cv.wait(lock, [&] { return me.done || queue_.front() == &me; });
