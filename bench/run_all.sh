@@ -360,9 +360,9 @@ if want store; then
   printf '%s' '{"apiVersion":"paas.gantry.dev/v1","kind":"ComputeInstance","metadata":{"name":"@NAME@","namespace":"default","labels":{"env":"prod","team":"t1","shard":"s1"},"resourceVersion":"1"},"spec":{"displayName":"Bench @NAME@","profileRef":{"name":"bench"},"variables":{}},"status":{"phase":"NotDeployed"}}' >"$SD/body.json"
   for sync in FULL NORMAL; do
     log "2b. store: SqliteStore::Commit creates/s, synchronous=$sync, ${SECONDS_RUN}s each: 1 thread, 16 threads, sqlite_ref"
-    one=$("$SIM_BUILD/bench/store_bench" --db "$SD/one-$sync.db" --sync "$sync" --threads 1 --seconds "$SECONDS_RUN")
+    one=$("$SIM_BUILD/bench/store_bench" commit --db "$SD/one-$sync.db" --sync "$sync" --threads 1 --seconds "$SECONDS_RUN")
     echo "   store_bench 1 thread: $one" >&2
-    many=$("$SIM_BUILD/bench/store_bench" --db "$SD/many-$sync.db" --sync "$sync" --threads 16 --seconds "$SECONDS_RUN")
+    many=$("$SIM_BUILD/bench/store_bench" commit --db "$SD/many-$sync.db" --sync "$sync" --threads 16 --seconds "$SECONDS_RUN")
     echo "   store_bench 16 threads: $many" >&2
     ref=$("$SQLITE_REF" insert --db "$SD/ref-$sync.db" --sync "$sync" --body "$SD/body.json" --seconds "$SECONDS_RUN")
     echo "   sqlite_ref (objects+events rows, one transaction each): $ref" >&2
@@ -374,6 +374,18 @@ if want store; then
     r_cpu=$(awk -v u="$(field cpu_us "$ref")" -v n="$(field inserts "$ref")" 'BEGIN { printf "%.0f", u / n }')
     record store "  CPU us per create, 16 threads" "$(field cpu_us "$many")" "$r_cpu" \
       "$(ratio "$r_cpu" "$(field cpu_us "$many")")" "-" "-"
+  done
+  log "2b. store: SqliteStore::List, one page of 100 of $N_INSTANCES instances by labelSelector (the label index), vs sqlite_ref query (the JSON scan the store ran before)"
+  for sel in "broad:50%:env:prod" "medium:10%:team:t3" "selective:0.1%:shard:s7"; do
+    IFS=: read -r name share key value <<<"$sel"
+    line=$("$SIM_BUILD/bench/store_bench" list --db "$SD/list.db" --instances "$N_INSTANCES" \
+      --count 200 --key "$key" --value "$value")
+    echo "   store_bench list $key=$value ($share): $line" >&2
+    ref=$("$SQLITE_REF" query --db "$SD/list.db" --key "$key" --value "$value" --count 50)
+    echo "   sqlite_ref query (JSON scan, bodies read, not parsed): $ref" >&2
+    p99=$(field p99_ms "$line")
+    record store "List p99 ms, $name ($share match)" "$p99" "$(field p99_ms "$ref")" \
+      "$(ratio "$p99" "$(field p99_ms "$ref")")" "<=10ms" "$(yesno le "$p99" 10)"
   done
 fi
 
