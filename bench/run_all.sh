@@ -6,7 +6,7 @@
 #   GANTRY_BENCH_REV=HEAD bench/run_all.sh  # everything, about 6-8 minutes on 2 cores
 #   BENCH_ONLY=get,create bench/run_all.sh
 #
-# Benchmarks (BENCH_ONLY names): get, create, list (includes memory), deploy, spawn, lifecycle,
+# Benchmarks (BENCH_ONLY names): get, create, store, list (includes memory), deploy, spawn, lifecycle,
 # usage, webhooks, container (needs podman; skipped without it), admission, fairshare.
 # Knobs (environment):
 #   GANTRYD           gantryd binary (default: build-bench/src/app/gantryd, built if missing)
@@ -40,7 +40,7 @@ N_DEPLOYS=${BENCH_DEPLOYS:-1000}
 DEPLOY_SYNC=${BENCH_DEPLOY_SYNC:-FULL}
 ROUNDS=${BENCH_ROUNDS:-4}
 SECONDS_RUN=${BENCH_SECONDS:-10}
-ONLY=${BENCH_ONLY:-get,create,list,deploy,spawn,lifecycle,usage,webhooks,container,admission,fairshare}
+ONLY=${BENCH_ONLY:-get,create,store,list,deploy,spawn,lifecycle,usage,webhooks,container,admission,fairshare}
 N_CHANGES=${BENCH_CHANGES:-1000}
 TOOLS=$BUILD/bench-tools
 API=/apis/paas.gantry.dev/v1/namespaces/default
@@ -343,6 +343,49 @@ if want create; then
     record create "  latency p50/p99 ms $sync" "$(mean_of p50_ms "$g_lines")/$(mean_of p99_ms "$g_lines")" \
       "$(mean_of p50_ms "$r_lines")/$(mean_of p99_ms "$r_lines")" "-" "-" "-"
     rm -f "$GDIR"/ref*.db*
+  done
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 2b. The store alone, without HTTP: SqliteStore::Commit from 1 and 16 threads (the group
+# commit batches the calls that wait), vs sqlite_ref's one transaction per create.
+if want store; then
+  if [[ ! -f $SIM_BUILD/build.ninja ]]; then
+    cmake -S "$ROOT" -B "$SIM_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGANTRY_TESTS=OFF >&2
+  fi
+  log "2b. store: building bench/store_bench.cc (Release) in $SIM_BUILD"
+  ninja -j2 -C "$SIM_BUILD" store_bench >&2
+  SD=$TMP/store
+  mkdir -p "$SD"
+  printf '%s' '{"apiVersion":"paas.gantry.dev/v1","kind":"ComputeInstance","metadata":{"name":"@NAME@","namespace":"default","labels":{"env":"prod","team":"t1","shard":"s1"},"resourceVersion":"1"},"spec":{"displayName":"Bench @NAME@","profileRef":{"name":"bench"},"variables":{}},"status":{"phase":"NotDeployed"}}' >"$SD/body.json"
+  for sync in FULL NORMAL; do
+    log "2b. store: SqliteStore::Commit creates/s, synchronous=$sync, ${SECONDS_RUN}s each: 1 thread, 16 threads, sqlite_ref"
+    one=$("$SIM_BUILD/bench/store_bench" commit --db "$SD/one-$sync.db" --sync "$sync" --threads 1 --seconds "$SECONDS_RUN")
+    echo "   store_bench 1 thread: $one" >&2
+    many=$("$SIM_BUILD/bench/store_bench" commit --db "$SD/many-$sync.db" --sync "$sync" --threads 16 --seconds "$SECONDS_RUN")
+    echo "   store_bench 16 threads: $many" >&2
+    ref=$("$SQLITE_REF" insert --db "$SD/ref-$sync.db" --sync "$sync" --body "$SD/body.json" --seconds "$SECONDS_RUN")
+    echo "   sqlite_ref (objects+events rows, one transaction each): $ref" >&2
+    r=$(ratio "$(field rate "$many")" "$(field rate "$ref")")
+    record store "Commit/s $sync, 16 threads" "$(field rate "$many")" "$(field rate "$ref")" "$r" ">=1.0x" "$(yesno ge "$r" 1.0)"
+    record store "  1 thread $sync" "$(field rate "$one")" "$(field rate "$ref")" \
+      "$(ratio "$(field rate "$one")" "$(field rate "$ref")")" "-" "-"
+    record store "  calls per transaction, 16 threads" "$(field per_txn "$many")" "1" "-" "-" "-"
+    r_cpu=$(awk -v u="$(field cpu_us "$ref")" -v n="$(field inserts "$ref")" 'BEGIN { printf "%.0f", u / n }')
+    record store "  CPU us per create, 16 threads" "$(field cpu_us "$many")" "$r_cpu" \
+      "$(ratio "$r_cpu" "$(field cpu_us "$many")")" "-" "-"
+  done
+  log "2b. store: SqliteStore::List, one page of 100 of $N_INSTANCES instances by labelSelector (the label index), vs sqlite_ref query (the JSON scan the store ran before)"
+  for sel in "broad:50%:env:prod" "medium:10%:team:t3" "selective:0.1%:shard:s7"; do
+    IFS=: read -r name share key value <<<"$sel"
+    line=$("$SIM_BUILD/bench/store_bench" list --db "$SD/list.db" --instances "$N_INSTANCES" \
+      --count 200 --key "$key" --value "$value")
+    echo "   store_bench list $key=$value ($share): $line" >&2
+    ref=$("$SQLITE_REF" query --db "$SD/list.db" --key "$key" --value "$value" --count 50)
+    echo "   sqlite_ref query (JSON scan, bodies read, not parsed): $ref" >&2
+    p99=$(field p99_ms "$line")
+    record store "List p99 ms, $name ($share match)" "$p99" "$(field p99_ms "$ref")" \
+      "$(ratio "$p99" "$(field p99_ms "$ref")")" "<=10ms" "$(yesno le "$p99" 10)"
   done
 fi
 
