@@ -367,8 +367,8 @@ TEST_F(PagedInitialEventsTest, TheInitialEventsEndWithTheirBookmark) {
   ASSERT_TRUE(watch->WaitDone());
   EXPECT_TRUE(watch->result().ok()) << watch->result();
   EXPECT_THAT(watch->Summary(), ElementsAre("ADDED a", "ADDED b", "ADDED c", "BOOKMARK "));
-  const json::object& bookmark = watch->events().back().at("object").as_object();
-  EXPECT_EQ(bookmark.at("metadata").at("resourceVersion"), list.meta("resourceVersion"));
+  const json::object bookmark = watch->events().back().at("object").as_object();
+  EXPECT_EQ(BookmarkVersion(watch->events().back()), list.meta("resourceVersion"));
   EXPECT_EQ(bookmark.at("metadata").at("annotations").at("k8s.io/initial-events-end"), "true");
 }
 
