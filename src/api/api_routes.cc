@@ -375,15 +375,36 @@ Response Router::ListOrWatch(ApiCall& c) {
     return Guarded(WatchResponse(c.request, c.list_query, *c.t.kind,
                                  resources_.Watch(c.t, c.list_query, c.visible)),
                    c.request, std::move(c.access), /*watch=*/true);
-  auto list = resources_.List(c.t, c.list_query);
-  if (list.ok() && c.visible) {
+  // A list without a limit is read a page at a time and sent as it is read (StreamedList).
+  auto limit = QueryNonNegative(c.list_query, "limit");
+  const bool stream = c.request.method == "GET" && limit.ok() && *limit == 0;
+  Query query = c.list_query;
+  if (stream) query["limit"] = std::to_string(resources_.PageSize());
+  auto list = VisibleList(c.t, query, c.visible);
+  if (!stream || !list.ok() || !list->at("metadata").as_object().contains("continue"))
+    return ReadResponse(c.request, c.query, *c.t.kind, std::move(list));
+  // The later pages: by their continue token, without the version options the first page
+  // was checked against (the token pins the first page's resourceVersion).
+  query.erase("resourceVersion");
+  query.erase("resourceVersionMatch");
+  auto next = [this, t = c.t, query, visible = c.visible](const std::string& token) mutable {
+    query["continue"] = token;
+    return VisibleList(t, query, visible);
+  };
+  return StreamedList(c.request, c.query, *c.t.kind, *std::move(list), std::move(next));
+}
+
+absl::StatusOr<json::object> Router::VisibleList(const Target& t, const Query& query,
+                                                 const Visibility& visible) {
+  auto list = resources_.List(t, query);
+  if (list.ok() && visible) {
     json::array& items = (*list)["items"].as_array();
     json::array kept;
     for (auto& item : items)
-      if (c.visible(item.as_object())) kept.push_back(std::move(item));
+      if (visible(item.as_object())) kept.push_back(std::move(item));
     items = std::move(kept);
   }
-  return ReadResponse(c.request, c.query, *c.t.kind, std::move(list));
+  return list;
 }
 
 Response Router::Create(ApiCall& c) {

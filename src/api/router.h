@@ -153,6 +153,9 @@ class Router {
   Response Revision(ApiCall& c);
   Response RevisionsReadOnly(ApiCall& c);
   Response ListOrWatch(ApiCall& c);
+  // A page of a list (ResourceService::List) with only what `visible` accepts (null: all).
+  absl::StatusOr<boost::json::object> VisibleList(const Target& t, const Query& query,
+                                                  const Visibility& visible);
   Response Create(ApiCall& c);
   Response CollectionNotAllowed(ApiCall& c);
   Response GetOrWatch(ApiCall& c);
