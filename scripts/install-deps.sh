@@ -57,6 +57,9 @@ TEST_PACKAGES=(
   # uidmap for user namespaces (named: recommends are not installed), and busybox-static,
   # the one binary of the image the tests build offline (docs/container-driver.md).
   podman runc catatonit netavark aardvark-dns iptables uidmap busybox-static
+  # bench/run_all.sh and its CI smoke test (bench_smoke, issue 22): wrk loads gantryd and the
+  # nginx reference (nginx-light above); sqlite3 and PostgreSQL's pgbench are the others.
+  wrk
 )
 
 # Packages that ship a daemon, and its unit: installed without starting it, then disabled.

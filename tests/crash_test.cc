@@ -2,6 +2,10 @@
 // kill -9's it mid-stream, restarts it on the same data directory, and checks that every
 // create acknowledged with 201 is there. Several rounds on the same directory.
 //
+// Enough writers run at once that the store's group commit batches their creates (several
+// calls per transaction), and half of them also send each create a second time, which fails
+// alone with 409 inside the batch: the kill lands in the middle of such batches.
+//
 // No sleeps: the kill happens once a counter of acknowledged creates reaches a threshold
 // (condition variable); the writers stop when their connection breaks.
 #include <gmock/gmock.h>
@@ -23,6 +27,7 @@ namespace json = boost::json;
 
 constexpr int kRounds = 3;
 constexpr int kAckedBeforeKill = 150;  // per round, over all writers
+constexpr int kInstanceWriters = 8;
 // Bounds a failing wait only.
 constexpr auto kDeadline = std::chrono::seconds(300);
 
@@ -36,9 +41,10 @@ struct Acks {
 };
 
 // Creates objects named PREFIX-N, N = 0, 1, ... until the connection breaks. Records every
-// 201. Any other HTTP answer is unexpected (a create of a fresh name must succeed).
+// 201. Any other HTTP answer is unexpected (a create of a fresh name must succeed). With
+// `duplicates`, sends each acknowledged create again and expects 409 AlreadyExists.
 void Writer(const std::string& base_url, const std::string& collection, const std::string& prefix,
-            bool instances, Acks* acks) {
+            bool instances, bool duplicates, Acks* acks) {
   client::HttpClient client(base_url, kBootstrapToken);
   for (int i = 0; i < 1000000; ++i) {
     std::string name = prefix + "-" + std::to_string(i);
@@ -47,14 +53,25 @@ void Writer(const std::string& base_url, const std::string& collection, const st
                                                 {"spec", {{"displayName", "crash " + name}}}};
     auto res = client.Send("POST", collection, json::serialize(obj));
     if (!res.ok()) return;  // gantryd is gone
-    std::lock_guard<std::mutex> lock(acks->mu);
-    if (res->status != 201) {
-      acks->unexpected.push_back(name + ": " + std::to_string(res->status) + " " + res->body);
+    {
+      std::lock_guard<std::mutex> lock(acks->mu);
+      if (res->status != 201) {
+        acks->unexpected.push_back(name + ": " + std::to_string(res->status) + " " + res->body);
+        return;
+      }
+      (instances ? acks->instances : acks->projects).push_back(name);
+      ++acks->this_round;
+      acks->cv.notify_all();
+    }
+    if (!duplicates) continue;
+    auto again = client.Send("POST", collection, json::serialize(obj));
+    if (!again.ok()) return;
+    if (again->status != 409) {
+      std::lock_guard<std::mutex> lock(acks->mu);
+      acks->unexpected.push_back(name + " again: " + std::to_string(again->status) + " " +
+                                 again->body);
       return;
     }
-    (instances ? acks->instances : acks->projects).push_back(name);
-    ++acks->this_round;
-    acks->cv.notify_all();
   }
 }
 
@@ -83,9 +100,11 @@ TEST(CrashTest, EveryAcknowledgedCreateSurvivesKill9) {
     }
     const std::string base = gantryd.base_url();
     const std::string r = std::to_string(round);
-    std::thread a(Writer, base, NsPath("default", "computeinstances"), "ci" + r + "a", true, &acks);
-    std::thread b(Writer, base, NsPath("default", "computeinstances"), "ci" + r + "b", true, &acks);
-    std::thread c(Writer, base, ClusterPath("projects"), "pr" + r, false, &acks);
+    std::vector<std::thread> writers;
+    for (int w = 0; w < kInstanceWriters; ++w)
+      writers.emplace_back(Writer, base, NsPath("default", "computeinstances"),
+                           "ci" + r + "w" + std::to_string(w), true, w % 2 == 1, &acks);
+    writers.emplace_back(Writer, base, ClusterPath("projects"), "pr" + r, false, false, &acks);
     {
       std::unique_lock<std::mutex> lock(acks.mu);
       bool reached = acks.cv.wait_for(lock, kDeadline, [&] {
@@ -94,9 +113,7 @@ TEST(CrashTest, EveryAcknowledgedCreateSurvivesKill9) {
       EXPECT_TRUE(reached) << "writers stalled at " << acks.this_round << " creates";
     }
     gantryd.Kill9();  // while the writers are mid-stream
-    a.join();
-    b.join();
-    c.join();
+    for (auto& w : writers) w.join();
     {
       std::lock_guard<std::mutex> lock(acks.mu);
       ASSERT_TRUE(acks.unexpected.empty()) << acks.unexpected.front();
@@ -120,7 +137,7 @@ TEST(CrashTest, EveryAcknowledgedCreateSurvivesKill9) {
       }
     EXPECT_EQ(missing, 0);
     // At most one unacknowledged create per writer (the one in flight) may have landed.
-    EXPECT_LE(instances.size(), acks.instances.size() + 2 * (round + 1));
+    EXPECT_LE(instances.size(), acks.instances.size() + kInstanceWriters * (round + 1));
     EXPECT_LE(projects.size(), acks.projects.size() + 1 + (round + 1));  // + "default"
     EXPECT_GE(acks.instances.size() + acks.projects.size(),
               static_cast<size_t>(kAckedBeforeKill * (round + 1)));

@@ -414,5 +414,93 @@ TEST_F(ExpiredContinueTest, AContinueTokenOlderThanTheHistoryIsExpired) {
               ElementsAre("e-unlabelled", "d-dev", "c-staging", "b-prod-vision", "a-prod-llm"));
 }
 
+// Lists without a limit, read and sent a page at a time (here 2 objects a page).
+class StreamedListTest : public ListsTest {
+ protected:
+  std::vector<std::string> Args() override { return {"--list-page-size", "2"}; }
+
+  // GET with these request headers, as the client received it.
+  client::HttpResponse Raw(const std::string& target, std::map<std::string, std::string> headers) {
+    auto r = api().http().SendWithHeaders("GET", target, headers);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : client::HttpResponse{};
+  }
+  // The names of a list read page by page with limit=2.
+  std::vector<std::string> Paged(const std::string& collection, const std::string& query = "") {
+    std::vector<std::string> names;
+    std::string next;
+    do {
+      Resp r = api().Get(collection + "?limit=2" + query +
+                         (next.empty() ? "" : "&continue=" + Escape(next)));
+      EXPECT_EQ(r.status, 200) << r.raw;
+      for (const auto& n : r.names()) names.push_back(n);
+      next = r.meta("continue");
+    } while (!next.empty());
+    return names;
+  }
+};
+
+TEST_F(StreamedListTest, AListWithoutALimitIsSentInPiecesAsOneList) {
+  const std::string path = NsPath("default", "computeinstances");
+  client::HttpResponse raw = Raw(path, {});
+  ASSERT_EQ(raw.status, 200) << raw.body;
+  EXPECT_EQ(raw.headers["transfer-encoding"], "chunked");
+  EXPECT_FALSE(raw.headers.count("content-length"));
+  Resp r = api().Get(path);
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.obj().at("kind"), "ComputeInstanceList");
+  EXPECT_EQ(r.obj().at("apiVersion"), "paas.gantry.dev/v1");
+  EXPECT_THAT(r.names(),
+              ElementsAre("e-unlabelled", "d-dev", "c-staging", "b-prod-vision", "a-prod-llm"));
+  EXPECT_THAT(r.names(), ElementsAreArray(Paged(path)));
+  EXPECT_FALSE(r.obj().at("metadata").as_object().contains("continue"));
+  // Nothing changed meanwhile: the list's resourceVersion is at least every item's, and each
+  // item is the object as a GET returns it.
+  int64_t list_rv = std::stoll(r.meta("resourceVersion"));
+  for (const auto& item : r.obj().at("items").as_array()) {
+    const json::object& meta = item.at("metadata").as_object();
+    EXPECT_LE(std::stoll(std::string(meta.at("resourceVersion").as_string())), list_rv);
+    Resp one = api().Get(path + "/" + std::string(meta.at("name").as_string()));
+    EXPECT_EQ(item.as_object(), one.obj());
+  }
+}
+
+TEST_F(StreamedListTest, SelectorsAndListsAcrossProjectsStreamToo) {
+  const std::string path = NsPath("default", "computeinstances");
+  EXPECT_THAT(Names("labelSelector=" + Escape("env!=prod")),
+              ElementsAre("e-unlabelled", "d-dev", "c-staging"));
+  EXPECT_THAT(Names("labelSelector=" + Escape("env!=prod")),
+              ElementsAreArray(Paged(path, "&labelSelector=" + Escape("env!=prod"))));
+  api().CreateProject("other");
+  api().CreateTemplate("other", "t");
+  api().CreateProfile("other", "small", "t");
+  for (const char* name : {"x", "y", "z"}) api().CreateInstance("other", name, "small");
+  Resp all = api().Get(ClusterPath("computeinstances"));
+  ASSERT_EQ(all.status, 200) << all.raw;
+  EXPECT_THAT(all.names(), ElementsAre("z", "y", "x", "e-unlabelled", "d-dev", "c-staging",
+                                       "b-prod-vision", "a-prod-llm"));
+  EXPECT_THAT(all.names(), ElementsAreArray(Paged(ClusterPath("computeinstances"))));
+}
+
+TEST_F(StreamedListTest, ATableForKubectlIsStreamedToo) {
+  client::HttpResponse raw = Raw(NsPath("default", "computeinstances"),
+                                 {{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}});
+  ASSERT_EQ(raw.status, 200) << raw.body;
+  EXPECT_EQ(raw.headers["transfer-encoding"], "chunked");
+  boost::system::error_code ec;
+  json::value table = json::parse(raw.body, ec);
+  ASSERT_FALSE(ec) << raw.body;
+  EXPECT_EQ(table.at("kind"), "Table");
+  EXPECT_EQ(table.at("apiVersion"), "meta.k8s.io/v1");
+  EXPECT_FALSE(table.at("columnDefinitions").as_array().empty());
+  EXPECT_FALSE(table.at("metadata").as_object().contains("continue"));
+  EXPECT_FALSE(table.at("metadata").at("resourceVersion").as_string().empty());
+  std::vector<std::string> names;
+  for (const auto& row : table.at("rows").as_array())
+    names.push_back(std::string(row.at("object").at("metadata").at("name").as_string()));
+  EXPECT_THAT(names,
+              ElementsAre("e-unlabelled", "d-dev", "c-staging", "b-prod-vision", "a-prod-llm"));
+}
+
 }  // namespace
 }  // namespace gantry::testing

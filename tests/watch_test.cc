@@ -340,5 +340,37 @@ TEST_F(WatchTest, ForbiddenWatchOptionsAreInvalid) {
   }
 }
 
+// A watch's initial events read a page at a time (here 2 objects a page).
+class PagedInitialEventsTest : public WatchTest {
+ protected:
+  std::vector<std::string> Args() override { return {"--list-page-size", "2"}; }
+};
+
+TEST_F(PagedInitialEventsTest, InitialEventsComeOldestFirstThenLiveChanges) {
+  for (const char* name : {"a", "b", "c", "d", "e"}) api().CreateInstance("default", name, "p");
+  auto watch = Watch(Instances() + "?watch=true", StopAt("ADDED", "marker"));
+  ASSERT_TRUE(watch->WaitFor([](const auto& ev) { return ev.size() >= 5; }));
+  api().CreateInstance("default", "marker", "p");
+  ASSERT_TRUE(watch->WaitDone());
+  EXPECT_TRUE(watch->result().ok()) << watch->result();
+  EXPECT_THAT(watch->Summary(),
+              ElementsAre("ADDED a", "ADDED b", "ADDED c", "ADDED d", "ADDED e", "ADDED marker"));
+}
+
+TEST_F(PagedInitialEventsTest, TheInitialEventsEndWithTheirBookmark) {
+  for (const char* name : {"a", "b", "c"}) api().CreateInstance("default", name, "p");
+  Resp list = api().Get(Instances());
+  auto watch = Watch(Instances() +
+                         "?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&"
+                         "resourceVersionMatch=NotOlderThan",
+                     [](const json::object& e) { return TypeOf(e) == "BOOKMARK"; });
+  ASSERT_TRUE(watch->WaitDone());
+  EXPECT_TRUE(watch->result().ok()) << watch->result();
+  EXPECT_THAT(watch->Summary(), ElementsAre("ADDED a", "ADDED b", "ADDED c", "BOOKMARK "));
+  const json::object bookmark = watch->events().back().at("object").as_object();
+  EXPECT_EQ(BookmarkVersion(watch->events().back()), list.meta("resourceVersion"));
+  EXPECT_EQ(bookmark.at("metadata").at("annotations").at("k8s.io/initial-events-end"), "true");
+}
+
 }  // namespace
 }  // namespace gantry::testing

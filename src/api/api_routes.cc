@@ -56,7 +56,7 @@ std::string FieldManagerOf(const Request& request, const Query& q) {
 // The subresources the API serves; any other name is "other" in a route label.
 std::string SubresourceLabel(const std::string& sub) {
   for (const char* known : {"deploy", "destroy", "stop", "start", "cancel", "upgrade", "log",
-                            "revisions", "tokens", "approve", "reject"})
+                            "revisions", "tokens", "sessions", "approve", "reject"})
     if (sub == known) return known;
   return "other";
 }
@@ -235,10 +235,11 @@ void Router::LabelApiCall(const std::string& method, const Target& t, const std:
   call.route = std::string(t.all_namespaces ? "/" : "/namespaces/{ns}/") + t.kind->plural +
                (t.name.empty() ? "" : "/{name}") + (sub.empty() ? "" : "/" + SubresourceLabel(sub));
   call.entry.verb = AuditVerb(method, sub, t.name.empty());
-  call.entry.resource = sub == "tokens" ? "tokens" : t.kind->plural;
+  const bool credential = sub == "tokens" || sub == "sessions";
+  call.entry.resource = credential ? sub : t.kind->plural;
   call.entry.ns = t.ns;
   call.entry.name = t.name;
-  if (sub != "tokens") call.entry.subresource = sub;
+  if (!credential) call.entry.subresource = sub;
 }
 
 Visibility Router::VisibleTo(const auth::Subject& subject, const Target& t, StreamAccess& access) {
@@ -278,12 +279,18 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   }
   // Authorize before anything else is looked at.
   const bool tokens = t.kind->kind == "User" && sub == "tokens";
+  const bool sessions = t.kind->kind == "User" && sub == "sessions";
   const bool watch = QueryBool(query, "watch");
-  StreamAccess access{t, VerbOf(m, sub, t.name.empty() || (tokens && subname.empty()), watch),
-                      tokens ? "Token" : t.kind->kind, std::nullopt};
+  StreamAccess access{
+      t, VerbOf(m, sub, t.name.empty() || ((tokens || sessions) && subname.empty()), watch),
+      tokens     ? "Token"
+      : sessions ? "Session"
+                 : t.kind->kind,
+      std::nullopt};
   if (absl::Status s = Authorize(subject, t, access.verb, access.kind); !s.ok())
     return ErrorResponse(s);
   if (tokens) return HandleTokens(request, t, subname, query, call);
+  if (sessions) return HandleSessions(request, t, subname, call);
   Visibility visible = VisibleTo(subject, t, access);
   ApiCall c{
       request, query, subject, call, t, sub, subname, watch, std::move(access), std::move(visible),
@@ -368,15 +375,36 @@ Response Router::ListOrWatch(ApiCall& c) {
     return Guarded(WatchResponse(c.request, c.list_query, *c.t.kind,
                                  resources_.Watch(c.t, c.list_query, c.visible)),
                    c.request, std::move(c.access), /*watch=*/true);
-  auto list = resources_.List(c.t, c.list_query);
-  if (list.ok() && c.visible) {
+  // A list without a limit is read a page at a time and sent as it is read (StreamedList).
+  auto limit = QueryNonNegative(c.list_query, "limit");
+  const bool stream = c.request.method == "GET" && limit.ok() && *limit == 0;
+  Query query = c.list_query;
+  if (stream) query["limit"] = std::to_string(resources_.PageSize());
+  auto list = VisibleList(c.t, query, c.visible);
+  if (!stream || !list.ok() || !list->at("metadata").as_object().contains("continue"))
+    return ReadResponse(c.request, c.query, *c.t.kind, std::move(list));
+  // The later pages: by their continue token, without the version options the first page
+  // was checked against (the token pins the first page's resourceVersion).
+  query.erase("resourceVersion");
+  query.erase("resourceVersionMatch");
+  auto next = [this, t = c.t, query, visible = c.visible](const std::string& token) mutable {
+    query["continue"] = token;
+    return VisibleList(t, query, visible);
+  };
+  return StreamedList(c.request, c.query, *c.t.kind, *std::move(list), std::move(next));
+}
+
+absl::StatusOr<json::object> Router::VisibleList(const Target& t, const Query& query,
+                                                 const Visibility& visible) {
+  auto list = resources_.List(t, query);
+  if (list.ok() && visible) {
     json::array& items = (*list)["items"].as_array();
     json::array kept;
     for (auto& item : items)
-      if (c.visible(item.as_object())) kept.push_back(std::move(item));
+      if (visible(item.as_object())) kept.push_back(std::move(item));
     items = std::move(kept);
   }
-  return ReadResponse(c.request, c.query, *c.t.kind, std::move(list));
+  return list;
 }
 
 Response Router::Create(ApiCall& c) {
@@ -553,6 +581,39 @@ Response Router::HandleTokens(const Request& request, const Target& t, const std
     return ErrorResponse(NotFoundError("token \"" + token + "\" of user " + t.name + " not found"));
   }
   return ErrorResponse(MethodNotAllowedError(m + " is not supported on a token"));
+}
+
+Response Router::HandleSessions(const Request& request, const Target& t, const std::string& session,
+                                Call& call) {
+  // The user must exist (404 names it), whoever asks.
+  if (auto user = resources_.Get(t); !user.ok()) return ErrorResponse(user.status());
+  const std::string& m = request.method;
+  // The caller's own session is marked; an org-admin looking at another user's has none there.
+  const std::string current = t.caller == t.name ? t.caller_session : "";
+  if (m == "GET") {
+    auto list = authn_.ListSessions(t.name, current);
+    if (!list.ok() || session.empty()) return FromStatusOr(std::move(list));
+    for (const auto& item : (*list)["items"].as_array())
+      if (model::GetString(item.as_object(), "metadata.name") == session)
+        return JsonResponse(200, item.as_object());
+    return ErrorResponse(
+        NotFoundError("session \"" + session + "\" of user " + t.name + " not found"));
+  }
+  if (m != "DELETE")
+    return ErrorResponse(MethodNotAllowedError(
+        m +
+        " is not supported on sessions: GET lists them, DELETE ends one or (on the "
+        "collection) every one; a session is opened by POST /auth/login"));
+  if (!session.empty()) {
+    call.entry.name = t.name + "/" + session;
+    if (absl::Status s = authn_.EndSession(t.name, session); !s.ok()) return ErrorResponse(s);
+    return SuccessStatus("session " + session + " ended");
+  }
+  call.entry.verb = "deletecollection";
+  auto ended = authn_.EndSessions(t.name);
+  if (!ended.ok()) return ErrorResponse(ended.status());
+  return SuccessStatus(std::to_string(*ended) + " session" + (*ended == 1 ? "" : "s") +
+                       " of user " + t.name + " ended; API tokens keep working");
 }
 
 }  // namespace gantry::api

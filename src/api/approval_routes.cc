@@ -1,5 +1,6 @@
 // The approval gates of the router (engine/approvals.h, docs/approvals.md): the gate in front
-// of POST …/deploy and …/start of a compute instance, the withdrawal of a pending request by
+// of POST …/deploy and …/start of a compute instance, and of the compute instance a service
+// auto-created when the service deploys or starts; the withdrawal of a pending request by
 // …/cancel or …/destroy, and POST …/approve and …/reject.
 #include <boost/json.hpp>
 
@@ -9,8 +10,10 @@
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
+#include "engine/created_compute.h"
 #include "model/approval.h"
 #include "model/codec.h"
+#include "model/schema.h"
 
 namespace gantry::api {
 namespace {
@@ -50,9 +53,34 @@ absl::StatusOr<std::string> MessageOf(const Request& request, const std::string&
   return message;
 }
 
+// A service's deploy or start deploys or starts the compute instance it auto-created
+// (engine/created_compute.h): when that instance's profile wants approval, it asks first, as
+// the caller, and the engine then leaves it waiting; the service's run waits for it
+// (ComputeNotReady). Anything refused here is the engine's to report when it acts on the
+// service (which it then does not: a refused service deploy touches no compute instance).
+void GateCreatedCompute(ResourceService& resources, engine::Approvals& approvals, const Target& t,
+                        bool start) {
+  auto raw = resources.Get(t);
+  if (!raw.ok()) return;
+  auto service = model::DecodeInstance(*raw);
+  if (!service.ok() || !service->status.compute_created) return;
+  if (!model::Decide(start ? model::Action::kStart : model::Action::kDeploy, *raw).ok()) return;
+  Target compute = t;
+  compute.kind = model::FindKindByName("ComputeInstance");
+  compute.ns = service->compute_ns;
+  compute.name = service->compute_name;
+  auto stored = compute.kind ? resources.Get(compute) : absl::NotFoundError("no kind");
+  if (!stored.ok()) return;
+  auto phase = model::DecodeInstance(*stored);
+  auto action = phase.ok() ? engine::CreatedComputeAction(phase->status.PhaseOr()) : std::nullopt;
+  if (action) approvals.Gate(compute.ns, compute.name, *action, t.caller).IgnoreError();
+}
+
 }  // namespace
 
 std::optional<Response> Router::ApprovalGate(const Target& t, const std::string& action) {
+  if (approvals_ && t.kind->kind == "ServiceInstance" && (action == "deploy" || action == "start"))
+    GateCreatedCompute(resources_, *approvals_, t, action == "start");
   if (!approvals_ || t.kind->kind != "ComputeInstance") return std::nullopt;
   if (action == "deploy" || action == "start") {
     auto gated = approvals_->Gate(

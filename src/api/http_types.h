@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "common/line_stream.h"
 
 namespace gantry::api {
@@ -37,6 +38,13 @@ struct Response {
   std::vector<std::pair<std::string, std::string>> headers;
   // When set, the body is followed by this stream, sent with chunked encoding.
   std::shared_ptr<LineStream> stream;
+  // When set (and `stream` is not), the body is the first piece of an answer produced as it
+  // is sent, with chunked encoding (a list read from the store a page at a time): the
+  // transport writes a piece, then asks for the next, until one is empty (the end). An error
+  // after the status line went out cuts the connection short of the last chunk, so the
+  // client sees a broken answer, never a short valid one. It runs on the transport's
+  // thread and may block on the store, as Router::Handle does (the router streams GETs only).
+  std::function<absl::StatusOr<std::string>()> next_piece;
 };
 
 }  // namespace gantry::api

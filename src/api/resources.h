@@ -11,6 +11,7 @@
 // Thread-safety: safe from any thread; all state is in the Store.
 #pragma once
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <map>
 #include <set>
@@ -92,6 +93,12 @@ class ResourceService {
   // and forgets a deleted user's credentials. Without one, passwords are refused.
   void SetCredentials(auth::Authenticator* credentials) { context_.credentials = credentials; }
 
+  // How many objects a list without a limit (sent as it is read, api/router_responses.h
+  // StreamedList) and a watch's initial events read from the store at a time (gantryd
+  // --list-page-size). At least 1; set before serving.
+  void SetPageSize(int64_t objects) { page_size_ = std::max<int64_t>(objects, 1); }
+  int64_t PageSize() const { return page_size_; }
+
   // The drivers (for the OpenAPI document's driver configuration schemas).
   const drivers::DriverRegistry& Drivers() const { return context_.drivers; }
 
@@ -122,8 +129,21 @@ class ResourceService {
   absl::StatusOr<std::vector<boost::json::object>> SharedInto(const Target& t,
                                                               const store::ListOptions& opts);
 
+  // A watch's initial events after the first page, pushed a page at a time as the
+  // transport asks for them (LineStream::SetRefill); the last page starts `sub`.
+  void StreamInitialEvents(const std::shared_ptr<LineStream>& stream,
+                           const std::shared_ptr<WatchHub::Subscription>& sub,
+                           store::ListOptions next, int64_t after, bool end_bookmark,
+                           Visibility visible);
+  // Pushes the page's objects as ADDED events; ends the initial events (the bookmark that
+  // closes sendInitialEvents, then live events after `after`) when it is the last page.
+  void PushInitialPage(LineStream& stream, const std::shared_ptr<WatchHub::Subscription>& sub,
+                       const store::ListResult& page, int64_t after, bool end_bookmark,
+                       const Visibility& visible);
+
   store::Store& store_;
   WatchHub& hub_;
+  int64_t page_size_ = 500;
   StrategyContext context_;
   StrategyRegistry strategies_;  // after context_, which it holds on to
   InstanceDeleteHook delete_instance_;

@@ -26,15 +26,6 @@ namespace json = boost::json;
 // How often open streams check again that their caller still has access (stream_guard.h).
 constexpr std::chrono::milliseconds kStreamRecheckPeriod{1000};
 
-// The last event of a watch that lost its access: {"type":"ERROR","object":<Status>}, as
-// Kubernetes ends a watch it cannot continue.
-std::string ErrorEventLine(const absl::Status& why) {
-  boost::system::error_code ec;
-  json::value status = json::parse(ErrorResponse(why).body, ec);
-  return json::serialize(
-      json::object{{"type", "ERROR"}, {"object", ec ? json::value(json::object{}) : status}});
-}
-
 // The method as a metric label: one of a fixed set, so junk methods add no series.
 std::string MethodLabel(const std::string& method) {
   for (const char* known : {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -244,7 +235,7 @@ Response Router::Guarded(Response r, const Request& request, StreamAccess access
   auto end = [weak, watch](const absl::Status& why) {
     auto stream = weak.lock();
     if (!stream) return;
-    if (watch) stream->Push(ErrorEventLine(why));
+    if (watch) stream->Push(ErrorLine(why));
     stream->Close();
   };
   guard_.Guard(std::move(weak), {request.authorization, request.cookie}, std::move(check),
@@ -430,7 +421,7 @@ Response Router::GroupResources(const Request&) { return JsonResponse(200, ApiRe
 absl::Status Router::Authorize(const auth::Subject& subject, const Target& t, auth::Verb verb,
                                const std::string& kind) {
   auth::Access a{verb, kind, "", auth::Relation::kOwn};
-  if (kind == "User" || kind == "Token") {
+  if (kind == "User" || kind == "Token" || kind == "Session") {
     a.relation =
         !t.name.empty() && t.name == subject.user ? auth::Relation::kSelf : auth::Relation::kOther;
   } else if (kind == "Project") {

@@ -74,6 +74,10 @@ class Router {
                      const Query& query, const auth::Identity& identity, Call& call);
   Response HandleTokens(const Request& request, const Target& t, const std::string& token,
                         const Query& query, Call& call);
+  // users/NAME/sessions[/ID]: GET lists (or shows one), DELETE ends one or, on the collection,
+  // every one ("log out everywhere"; API tokens stay valid).
+  Response HandleSessions(const Request& request, const Target& t, const std::string& session,
+                          Call& call);
   // OK, or 403 naming the missing permission. Reads of one object of another project are
   // allowed when it is shared into one of the caller's projects.
   absl::Status Authorize(const auth::Subject& subject, const Target& t, auth::Verb verb,
@@ -149,6 +153,9 @@ class Router {
   Response Revision(ApiCall& c);
   Response RevisionsReadOnly(ApiCall& c);
   Response ListOrWatch(ApiCall& c);
+  // A page of a list (ResourceService::List) with only what `visible` accepts (null: all).
+  absl::StatusOr<boost::json::object> VisibleList(const Target& t, const Query& query,
+                                                  const Visibility& visible);
   Response Create(ApiCall& c);
   Response CollectionNotAllowed(ApiCall& c);
   Response GetOrWatch(ApiCall& c);

@@ -5,6 +5,8 @@
 #include "auth/credentials.h"
 #include "common/clock.h"
 #include "common/errors.h"
+#include "common/status_macros.h"
+#include "model/codec.h"
 #include "model/sealed_fields.h"
 
 namespace gantry::api {
@@ -62,6 +64,88 @@ Response ReadResponse(const Request& request, const Query& query, const model::K
   if (!include.ok()) return ErrorResponse(include.status());
   Redact(*result);
   return JsonResponse(200, ToTable(kind, *result, *include, version, TableNow()));
+}
+
+namespace {
+
+// The pieces of a streamed list (StreamedList): the envelope with the first page, then each
+// page's items, then the end.
+struct ListPieces {
+  const model::KindInfo* kind;
+  NextPage next;
+  std::string table_version;  // "" for a plain list
+  IncludeObject include = IncludeObject::kMetadata;
+  std::string token;  // the next page's continue token; "" once the last page was read
+  bool wrote_item = false;
+  bool ended = false;
+
+  // The page as sent: redacted, as a Table when asked for. The array to send is "items" or
+  // "rows"; the continue token is taken out (into `token`).
+  json::object Shape(json::object page) {
+    token.clear();
+    if (json::value* meta = page.if_contains("metadata"); meta && meta->is_object()) {
+      token = model::GetString(meta->get_object(), "continue");
+      meta->get_object().erase("continue");
+    }
+    Redact(page);
+    if (table_version.empty()) return page;
+    return ToTable(*kind, page, include, table_version, TableNow());
+  }
+  const char* ArrayKey() const { return table_version.empty() ? "items" : "rows"; }
+  // The array's elements, each after a comma but the first of the list.
+  void AppendItems(json::object& shaped, std::string& out) {
+    json::value* items = shaped.if_contains(ArrayKey());
+    if (!items || !items->is_array()) return;
+    for (const json::value& item : items->get_array()) {
+      if (wrote_item) out += ',';
+      out += json::serialize(item);
+      wrote_item = true;
+    }
+  }
+  // The object without its array, left open at the array: `{"kind":...,"items":[`.
+  std::string Open(json::object shaped) {
+    json::value items = std::move(shaped[ArrayKey()]);
+    shaped.erase(ArrayKey());
+    std::string out = json::serialize(shaped);
+    out.pop_back();  // the closing brace
+    out += std::string(shaped.empty() ? "" : ",") + "\"" + ArrayKey() + "\":[";
+    json::object only{{ArrayKey(), std::move(items)}};
+    AppendItems(only, out);
+    return out;
+  }
+  absl::StatusOr<std::string> Next() {
+    std::string out;
+    while (!token.empty() && out.empty()) {
+      ASSIGN_OR_RETURN(json::object page, next(token));
+      json::object shaped = Shape(std::move(page));
+      AppendItems(shaped, out);
+    }
+    if (token.empty() && !ended) {
+      out += "]}";
+      ended = true;
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+Response StreamedList(const Request& request, const Query& query, const model::KindInfo& kind,
+                      json::object first, NextPage next) {
+  auto pieces = std::make_shared<ListPieces>();
+  pieces->kind = &kind;
+  pieces->next = std::move(next);
+  pieces->table_version = TableVersionWanted(request.accept);
+  if (!pieces->table_version.empty()) {
+    auto include =
+        ParseIncludeObject(query.count("includeObject") ? query.at("includeObject") : "");
+    if (!include.ok()) return ErrorResponse(include.status());
+    pieces->include = *include;
+  }
+  Response r;
+  r.body = pieces->Open(pieces->Shape(std::move(first)));
+  r.next_piece = [pieces] { return pieces->Next(); };
+  return r;
 }
 
 // A watch: the stream of events (as one-row Tables when asked for), or the refusal.

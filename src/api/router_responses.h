@@ -6,6 +6,7 @@
 #pragma once
 
 #include <boost/json.hpp>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,6 +28,17 @@ Response FromStatusOr(absl::StatusOr<boost::json::object> result, int ok_status 
 // A get or list: JSON, or a meta.k8s.io Table when the client asks for one (kubectl get).
 Response ReadResponse(const Request& request, const Query& query, const model::KindInfo& kind,
                       absl::StatusOr<boost::json::object> result);
+// Reads the page of a list that a continue token names (ResourceService::List with it).
+using NextPage =
+    std::function<absl::StatusOr<boost::json::object>(const std::string& continue_token)>;
+// A list sent as it is read, a page at a time (chunked): one JSON list, or one Table when the
+// client asks for one, as ReadResponse would answer the whole list, written incrementally so
+// that only a page is ever in memory. `first` is the first page as ResourceService::List
+// returns it; while a page has metadata.continue, `next` reads the one after. The answer
+// carries the first page's resourceVersion and no continue token. What that guarantees:
+// docs/api.md, "Lists".
+Response StreamedList(const Request& request, const Query& query, const model::KindInfo& kind,
+                      boost::json::object first, NextPage next);
 // A watch: the stream of events (as one-row Tables when asked for), or the refusal.
 Response WatchResponse(const Request& request, const Query& query, const model::KindInfo& kind,
                        absl::StatusOr<std::shared_ptr<LineStream>> stream);

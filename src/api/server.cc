@@ -50,6 +50,11 @@ struct Server::Impl {
   awaitable<void> Serve(Stream& stream, const std::string& remote);
   template <class Stream>
   awaitable<bool> WriteStream(Stream& stream, const Response& response, unsigned version);
+  // Writes a body produced piece by piece (Response::next_piece) with chunked encoding.
+  // Returns whether the connection may serve another request.
+  template <class Stream>
+  awaitable<bool> WritePieces(Stream& stream, const Response& response, unsigned version,
+                              bool keep_alive);
   void BeginShutdown();
   void PollDrain();
 
@@ -73,8 +78,9 @@ struct Server::Impl {
 
 namespace {
 
-http::response<http::string_body> ToBeast(const Response& r, unsigned version, bool keep_alive) {
-  http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+// The status line and headers of `r` on `res`.
+template <class Body>
+void SetHead(const Response& r, bool keep_alive, http::response<Body>& res) {
   res.set(http::field::server, "gantryd");
   res.set(http::field::content_type, r.content_type);
   res.set(http::field::cache_control, "no-store");
@@ -85,6 +91,11 @@ http::response<http::string_body> ToBeast(const Response& r, unsigned version, b
       res.set(k, v);
   }
   res.keep_alive(keep_alive);
+}
+
+http::response<http::string_body> ToBeast(const Response& r, unsigned version, bool keep_alive) {
+  http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+  SetHead(r, keep_alive, res);
   res.body() = r.body;
   res.prepare_payload();
   return res;
@@ -315,6 +326,8 @@ awaitable<bool> Server::Impl::WriteStream(Stream& stream, const Response& respon
   while (ok) {
     bool closed = false;
     std::vector<std::string> batch = lines->Drain(&closed);
+    // Everything pending is written: the next page of a paged producer, if any.
+    if (batch.empty() && !closed && lines->Refill()) continue;
     if (!batch.empty()) {
       std::string data;
       for (auto& l : batch) data += l;
@@ -338,6 +351,39 @@ awaitable<bool> Server::Impl::WriteStream(Stream& stream, const Response& respon
     (void)lec;
   }
   co_return false;  // streamed responses end the connection
+}
+
+template <class Stream>
+awaitable<bool> Server::Impl::WritePieces(Stream& stream, const Response& response,
+                                          unsigned version, bool keep_alive) {
+  http::response<http::empty_body> res{static_cast<http::status>(response.status), version};
+  SetHead(response, keep_alive, res);
+  res.chunked(true);
+  http::response_serializer<http::empty_body> sr{res};
+  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));
+  auto [hec, hn] = co_await http::async_write_header(stream, sr, kTuple);
+  if (hec) co_return false;
+  std::string piece = response.body;
+  while (true) {
+    if (!piece.empty()) {
+      beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));
+      auto [wec, wn] =
+          co_await net::async_write(stream, http::make_chunk(net::buffer(piece)), kTuple);
+      if (wec) co_return false;
+    }
+    absl::StatusOr<std::string> next = response.next_piece();
+    if (!next.ok()) {
+      // The status line went out long ago: cut the connection without the last chunk, so
+      // that the client sees a broken answer rather than a short valid one.
+      spdlog::warn("a streamed answer failed after it started: {}", next.status().ToString());
+      co_return false;
+    }
+    if (next->empty()) break;
+    piece = *std::move(next);
+  }
+  beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));
+  auto [lec, ln] = co_await net::async_write(stream, http::make_chunk_last(), kTuple);
+  co_return !lec && keep_alive;
 }
 
 namespace {
@@ -425,6 +471,12 @@ awaitable<void> Server::Impl::Serve(Stream& stream, const std::string& remote) {
       break;
     }
     bool keep_alive = req.keep_alive() && !shutting_down;
+    if (response.next_piece && r.method != "HEAD") {
+      bool again = co_await WritePieces(stream, response, req.version(), keep_alive);
+      --in_flight;
+      if (!again) break;
+      continue;
+    }
     auto res = ToBeast(response, req.version(), keep_alive);
     if (r.method == "HEAD") res.body().clear();
     beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));

@@ -436,6 +436,11 @@ std::shared_ptr<LineStream> TableWatch(std::shared_ptr<LineStream> events,
     if (closed) target->Close();
   };
   out->SetOnCancel([events] { events->Cancel(); });
+  // Initial events read in pages: the transport asks `out`, the pages go into `events`.
+  out->SetRefill([weak_events] {
+    auto source = weak_events.lock();
+    return source && source->Refill();
+  });
   events->SetWakeup(relay);
   relay();  // what was pushed before the wakeup was set (the initial ADDED events)
   return out;

@@ -152,5 +152,33 @@ TEST(ServerTable, ComputeInstanceAdmissionAndPosition) {
   EXPECT_EQ(s.rows[1][12], "3");
 }
 
+// A watch's initial events read in pages (LineStream::SetRefill): the transport asks the
+// Table stream for more, the page goes into the events stream and comes out as Tables.
+TEST(TableWatchTest, PagesOfInitialEventsAreRelayedOnRefill) {
+  const model::KindInfo* kind = model::FindKindByName("ComputeInstance");
+  ASSERT_NE(kind, nullptr);
+  auto events = std::make_shared<LineStream>();
+  int pages = 0;
+  events->SetRefill([&events, &pages] {
+    ++pages;
+    events->Push(R"({"type":"ADDED","object":{"metadata":{"name":"i)" + std::to_string(pages) +
+                 R"(","namespace":"p"},"spec":{"profileRef":{"name":"x"}}}})");
+    return pages < 2;
+  });
+  auto tables = TableWatch(events, *kind, IncludeObject::kNone, "v1", [] { return kNow; });
+  std::vector<std::string> names;
+  bool closed = false;
+  while (tables->Refill())
+    for (const std::string& line : tables->Drain(&closed)) {
+      json::value event = json::parse(line);
+      EXPECT_EQ(event.at("object").at("kind"), "Table");
+      names.emplace_back(event.at("object").at("rows").at(0).at("cells").at(0).as_string());
+    }
+  EXPECT_EQ(pages, 2);
+  EXPECT_EQ(names, (std::vector<std::string>{"i1", "i2"}));
+  EXPECT_FALSE(closed);
+  EXPECT_FALSE(tables->Refill());  // the pages are done: nothing more to ask for
+}
+
 }  // namespace
 }  // namespace gantry::api

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "api/status_http.h"
 #include "model/codec.h"
 #include "model/schema.h"
 #include "model/sealed_fields.h"
@@ -40,6 +41,13 @@ std::string WatchLine(std::string_view type, const json::object& object) {
   json::object line{{"type", type}, {"object", object}};
   model::RedactSealed(line["object"].as_object());
   return json::serialize(line);
+}
+
+std::string ErrorLine(const absl::Status& why) {
+  boost::system::error_code ec;
+  json::value status = json::parse(ErrorResponse(why).body, ec);
+  return json::serialize(
+      json::object{{"type", "ERROR"}, {"object", ec ? json::value(json::object{}) : status}});
 }
 
 std::string BookmarkLine(const std::string& kind, int64_t resource_version,

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "api/http_types.h"
 #include "store/store.h"
 
@@ -46,6 +47,9 @@ struct WatchFilter {
 
 // One watch line: {"type":"ADDED","object":{...}}.
 std::string WatchLine(std::string_view type, const boost::json::object& object);
+// The last event of a watch that cannot go on: {"type":"ERROR","object":<Status of why>}, as
+// Kubernetes ends a watch.
+std::string ErrorLine(const absl::Status& why);
 // A bookmark: {"type":"BOOKMARK","object":{"kind":KIND,"apiVersion":...,"metadata":
 // {"resourceVersion":"RV"}}}; with `initial_events_end` the annotation
 // "k8s.io/initial-events-end": "true" that ends a watch's sendInitialEvents.

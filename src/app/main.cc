@@ -284,6 +284,12 @@ int main(int argc, char** argv) {
                  "Changes kept for watch resumption; older resourceVersions get 410 Expired")
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}))
       ->capture_default_str();
+  int64_t list_page_size = 500;
+  app.add_option("--list-page-size", list_page_size,
+                 "Objects read from the store at a time by a list without a limit (sent as it "
+                 "is read) and by a watch's initial events")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}))
+      ->capture_default_str();
   double bookmark_seconds = 60;
   app.add_option("--watch-bookmark-seconds", bookmark_seconds,
                  "How often watches with allowWatchBookmarks=true get a BOOKMARK event")
@@ -584,6 +590,7 @@ int main(int argc, char** argv) {
             }
       });
   gantry::api::ResourceService resources(*store, hub, clock, **secrets, drivers);
+  resources.SetPageSize(list_page_size);
   resources.SetInstanceDeleteHook(
       [&engine](const gantry::api::Target& t, bool cascade, bool* accepted) {
         return engine.Delete(t.kind->kind, t.ns, t.name, cascade, accepted);

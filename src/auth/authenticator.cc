@@ -32,7 +32,8 @@ constexpr char kTokenPrefix[] = "gnt_";
 constexpr char kSessionPrefix[] = "gss_";
 constexpr char kTokenRecord[] = "tok-";
 constexpr char kSessionRecord[] = "ses-";
-// A session's lastSeen is written at most this often (idle expiry is coarser than this).
+// A session's lastSeen and a token's lastUsed are written at most this often (idle expiry is
+// coarser than this).
 constexpr std::chrono::seconds kTouchEvery{60};
 
 json::object Record(const char* kind, const std::string& name, json::object spec) {
@@ -135,7 +136,7 @@ absl::StatusOr<Identity> Authenticator::Resolve(std::string_view authorization,
     std::string_view token = authorization.substr(kBearer.size());
     while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
     while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
-    return FromToken(token);
+    return FromToken(token, touch);
   }
   std::string session = CookieValue(cookie_header, kSessionCookie);
   if (!session.empty()) return FromSession(session, touch);
@@ -144,7 +145,7 @@ absl::StatusOr<Identity> Authenticator::Resolve(std::string_view authorization,
       "tokens create) or log in at /auth/login");
 }
 
-absl::StatusOr<Identity> Authenticator::FromToken(std::string_view token) {
+absl::StatusOr<Identity> Authenticator::FromToken(std::string_view token, bool touch) {
   if (token.empty() || token.size() > 512)
     return UnauthorizedError("the bearer token is not valid");
   std::string hash = HashSecret(token);
@@ -171,18 +172,42 @@ absl::StatusOr<Identity> Authenticator::FromToken(std::string_view token) {
     const json::object& spec = Spec(*record);
     if (!HashesEqual(GetString(spec, "hash"), hash))
       return UnauthorizedError("the bearer token is not valid (unknown or revoked)");
-    cached = CachedToken{GetString(spec, "user"), GetString(spec, "expiresAt")};
+    cached = CachedToken{GetString(spec, "user"), GetString(spec, "expiresAt"),
+                         ParseTimestamp(GetString(spec, "lastUsed"))
+                             .value_or(std::chrono::system_clock::time_point{})};
     std::lock_guard lock(cache_mu_);
     if (generation == generation_) {
       if (tokens_.size() >= kMaxCached) tokens_.clear();
       tokens_[hash] = *cached;
     }
   }
-  if (ExpiredAt(cached->expires_at, clock_.Now()))
+  auto now = clock_.Now();
+  if (ExpiredAt(cached->expires_at, now))
     return UnauthorizedError("the bearer token expired at " + cached->expires_at);
   Identity id;
   ASSIGN_OR_RETURN(id.subject, SubjectFor(cached->user));
+  if (touch && cached->last_used + kTouchEvery <= now) TouchToken(hash, now);
   return id;
+}
+
+void Authenticator::TouchToken(const std::string& hash, std::chrono::system_clock::time_point now) {
+  {
+    // Concurrent requests with one token: the first one that finds it due writes.
+    std::lock_guard lock(cache_mu_);
+    if (auto it = tokens_.find(hash); it != tokens_.end()) {
+      if (it->second.last_used + kTouchEvery > now) return;
+      it->second.last_used = now;
+    }
+  }
+  auto record = store_.Get(kApiToken, "", RecordName(kTokenRecord, hash));
+  if (!record.ok()) return;  // revoked meanwhile
+  json::object touched = *record;
+  touched["spec"].as_object()["lastUsed"] = FormatRfc3339(now);
+  int64_t rv = std::stoll(GetString(*record, "metadata.resourceVersion", "0"));
+  // A concurrent touch (another replica) may win; either way the use is recorded.
+  (void)store_.Commit(
+      {store::Write{store::Write::Op::kUpdate, kApiToken, std::move(touched), rv, 0}},
+      store::Durability::kRelaxed);
 }
 
 absl::StatusOr<Identity> Authenticator::FromSession(std::string_view secret, bool touch) {
@@ -234,8 +259,10 @@ void Authenticator::OnCommit(const std::vector<store::Event>& events) {
   std::lock_guard lock(cache_mu_);
   for (const auto& e : events) {
     if (e.kind == "User") directory_due_.erase(e.name);
+    // A token's only update is its lastUsed (TouchToken): it changes nobody's access.
+    const bool token_changed = e.kind == kApiToken && e.type != "MODIFIED";
     identity_changed = identity_changed || e.kind == "User" || e.kind == "RoleBinding" ||
-                       e.kind == kApiToken || e.kind == kUserCredential;
+                       token_changed || e.kind == kUserCredential;
   }
   if (!identity_changed) return;
   ++generation_;
@@ -438,7 +465,8 @@ absl::StatusOr<json::object> Authenticator::ListTokens(const std::string& user) 
   auto now = clock_.Now();
   for (const auto& r : page.items) {
     json::object view = TokenView(r);
-    view["status"] = json::object{{"expired", Expired(Spec(r), "expiresAt", now)}};
+    view["status"] = json::object{{"expired", Expired(Spec(r), "expiresAt", now)},
+                                  {"lastUsed", GetString(Spec(r), "lastUsed")}};
     items.push_back(std::move(view));
   }
   return json::object{{"apiVersion", "paas.gantry.dev/v1"},
@@ -456,6 +484,63 @@ absl::Status Authenticator::RevokeToken(const std::string& user, const std::stri
   }
   return store_.Commit({store::Write{store::Write::Op::kDelete, kApiToken, *record, 0, 0}})
       .status();
+}
+
+absl::StatusOr<json::object> Authenticator::ListSessions(const std::string& user,
+                                                         const std::string& current) {
+  ASSIGN_OR_RETURN(auto page, store_.List(OfUser(kSession, user)));
+  json::array items;
+  auto now = clock_.Now();
+  for (const auto& r : page.items) {
+    const json::object& spec = Spec(r);
+    auto last_seen = ParseTimestamp(GetString(spec, "lastSeen"));
+    // Ended already, though not yet removed (FromSession removes it on first sight).
+    if (!last_seen || *last_seen + options_.session_idle <= now || Expired(spec, "expiresAt", now))
+      continue;
+    std::string name = GetString(r, "metadata.name");
+    items.push_back(json::object{
+        {"apiVersion", "paas.gantry.dev/v1"},
+        {"kind", "Session"},
+        {"metadata",
+         json::object{{"name", name}, {"creationTimestamp", GetString(spec, "createdAt")}}},
+        {"spec", json::object{{"user", GetString(spec, "user")},
+                              {"source", GetString(spec, "source")},
+                              {"expiresAt", GetString(spec, "expiresAt")}}},
+        {"status", json::object{{"lastSeen", GetString(spec, "lastSeen")},
+                                {"current", !current.empty() && name == current}}}});
+  }
+  return json::object{{"apiVersion", "paas.gantry.dev/v1"},
+                      {"kind", "SessionList"},
+                      {"metadata", json::object{}},
+                      {"items", std::move(items)}};
+}
+
+absl::Status Authenticator::EndSession(const std::string& user, const std::string& name) {
+  auto record = store_.Get(kSession, "", name);
+  if (!record.ok() || GetString(Spec(*record), "user") != user) {
+    if (record.ok() || absl::IsNotFound(record.status()))
+      return NotFoundError("session \"" + name + "\" of user " + user + " not found");
+    return record.status();
+  }
+  auto out = store_.Commit({store::Write{store::Write::Op::kDelete, kSession, *record, 0, 0}});
+  if (!out.ok() && absl::IsNotFound(out.status()))
+    return NotFoundError("session \"" + name + "\" of user " + user + " not found");
+  return out.status();
+}
+
+absl::StatusOr<int64_t> Authenticator::EndSessions(const std::string& user) {
+  ASSIGN_OR_RETURN(auto page, store_.List(OfUser(kSession, user)));
+  int64_t ended = 0;
+  // One commit each: a session that ends meanwhile (logout, expiry) does not fail the rest.
+  for (auto& r : page.items) {
+    auto out =
+        store_.Commit({store::Write{store::Write::Op::kDelete, kSession, std::move(r), 0, 0}});
+    if (out.ok())
+      ++ended;
+    else if (!absl::IsNotFound(out.status()))
+      return out.status();
+  }
+  return ended;
 }
 
 absl::StatusOr<store::Write> Authenticator::PasswordWrite(const std::string& user,

@@ -4,8 +4,10 @@
 //
 // What is stored (kinds internal to the store, never served by the API):
 //   UserCredential  name = user; spec.passwordHash (argon2id)
-//   ApiToken        name = "tok-" + hash prefix; spec.user, hash, description, expiresAt
-//   Session         name = "ses-" + hash prefix; spec.user, hash, csrf, expiresAt, lastSeen
+//   ApiToken        name = "tok-" + hash prefix; spec.user, hash, description, expiresAt,
+//                   lastUsed (written at most once a minute: the record's only update)
+//   Session         name = "ses-" + hash prefix; spec.user, hash, csrf, expiresAt, lastSeen,
+//                   source (the address it was opened from)
 // Secrets themselves are never stored (credentials.h). A revoked token or a deleted session is
 // a deleted record, so the next request with it fails at once.
 //
@@ -129,8 +131,23 @@ class Authenticator {
   absl::StatusOr<boost::json::object> CreateToken(const std::string& user,
                                                   const std::string& description,
                                                   std::optional<std::chrono::seconds> ttl);
+  // {kind TokenList, items: [{metadata {name, creationTimestamp}, spec {user, description,
+  // expiresAt}, status {expired, lastUsed}}]}: never the secret nor its hash. lastUsed ("" for
+  // never) is at most a minute behind the token's last request.
   absl::StatusOr<boost::json::object> ListTokens(const std::string& user);
   absl::Status RevokeToken(const std::string& user, const std::string& name);
+
+  // The web sessions of `user`: {kind SessionList, items: [{metadata {name,
+  // creationTimestamp}, spec {user, source, expiresAt}, status {lastSeen, current}}]}, never
+  // the secret, its hash or the CSRF token. `current`: the caller's Session record ("" for
+  // none), marked status.current.
+  absl::StatusOr<boost::json::object> ListSessions(const std::string& user,
+                                                   const std::string& current);
+  // Ends session `name` of `user` at once. 404 when `user` has no such session.
+  absl::Status EndSession(const std::string& user, const std::string& name);
+  // Ends every web session `user` has now ("log out everywhere"); API tokens stay valid.
+  // Returns how many ended.
+  absl::StatusOr<int64_t> EndSessions(const std::string& user);
 
   // The write that sets `user`'s password (create or update of its UserCredential), for the
   // caller's commit. 400 for a password that is too short or too long, and for a user whose
@@ -171,7 +188,10 @@ class Authenticator {
   // `touch`: a request (true) records the session's use; a recheck (false) does not.
   absl::StatusOr<Identity> Resolve(std::string_view authorization, std::string_view cookie_header,
                                    bool touch);
-  absl::StatusOr<Identity> FromToken(std::string_view token);
+  absl::StatusOr<Identity> FromToken(std::string_view token, bool touch);
+  // Records that the token with `hash` was used at `now`, when its lastUsed is a minute old or
+  // more (best effort: a failed write is left for the next use).
+  void TouchToken(const std::string& hash, std::chrono::system_clock::time_point now);
   // SubjectFor without the cache: the User and the user's RoleBindings from the store.
   absl::StatusOr<Subject> ReadSubject(const std::string& user);
   absl::StatusOr<Identity> FromSession(std::string_view secret, bool touch);
@@ -213,7 +233,8 @@ class Authenticator {
   // not kept (generation_), so a change is never hidden by a slow request.
   struct CachedToken {
     std::string user;
-    std::string expires_at;  // RFC 3339, "" for never
+    std::string expires_at;                           // RFC 3339, "" for never
+    std::chrono::system_clock::time_point last_used;  // the epoch for never
   };
   static constexpr size_t kMaxCached = 10000;
   std::mutex cache_mu_;

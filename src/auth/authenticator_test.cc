@@ -136,7 +136,79 @@ TEST_F(AuthenticatorTest, TheTokenListShowsExpiryAsTimePasses) {
   EXPECT_EQ(expired_count(), 1);
 }
 
+// The lastUsed of alice's only token, "" for never.
+std::string LastUsed(Authenticator& authn) {
+  auto list = authn.ListTokens("alice");
+  EXPECT_TRUE(list.ok()) << list.status();
+  if (!list.ok() || list->at("items").as_array().empty()) return "(no token)";
+  return std::string(list->at("items").at(0).at("status").at("lastUsed").as_string());
+}
+
+TEST_F(AuthenticatorTest, ATokensLastUseIsRecordedAtMostOnceAMinute) {
+  AddUser("alice");
+  std::string token = Token(std::nullopt);
+  EXPECT_EQ(LastUsed(*authn_), "");
+  clock_.Advance(10s);
+  EXPECT_TRUE(WithToken(token).ok());  // the first use is recorded at once
+  EXPECT_EQ(LastUsed(*authn_), "2026-01-01T00:00:10Z");
+  clock_.Advance(59s);
+  EXPECT_TRUE(WithToken(token).ok());  // cached, and within the minute: no write
+  EXPECT_EQ(LastUsed(*authn_), "2026-01-01T00:00:10Z");
+  clock_.Advance(1s);
+  EXPECT_TRUE(WithToken(token).ok());
+  EXPECT_EQ(LastUsed(*authn_), "2026-01-01T00:01:10Z");
+  // An open stream's re-check is not a use.
+  clock_.Advance(5min);
+  EXPECT_TRUE(authn_->Recheck("Bearer " + token, "").ok());
+  EXPECT_EQ(LastUsed(*authn_), "2026-01-01T00:01:10Z");
+}
+
 // --- web sessions (idle 30 min, at most 12 h by default) ---
+
+TEST_F(AuthenticatorTest, SessionsAreListedWithoutSecretsAndEndOneOrAll) {
+  AddUser("alice");
+  AddUser("bob");
+  std::string first = LogIn("10.0.0.1:4000");
+  std::string second = LogIn("10.0.0.2:4000");
+  auto me = authn_->Authenticate("", first);
+  ASSERT_TRUE(me.ok()) << me.status();
+  auto list = authn_->ListSessions("alice", me->session);
+  ASSERT_TRUE(list.ok()) << list.status();
+  const json::array& items = list->at("items").as_array();
+  ASSERT_EQ(items.size(), 2u);
+  int current = 0;
+  for (const auto& item : items) {
+    current += item.at("status").at("current").as_bool() ? 1 : 0;
+    EXPECT_THAT(std::string(item.at("spec").at("source").as_string()),
+                ::testing::StartsWith("10.0.0."));
+    std::string text = json::serialize(item);
+    EXPECT_THAT(text, ::testing::Not(HasSubstr("hash")));
+    EXPECT_THAT(text, ::testing::Not(HasSubstr("csrf")));
+  }
+  EXPECT_EQ(current, 1);
+  // Another user's session is not alice's to end.
+  EXPECT_TRUE(absl::IsNotFound(authn_->EndSession("bob", me->session)));
+  ASSERT_TRUE(authn_->EndSession("alice", me->session).ok());
+  EXPECT_TRUE(absl::IsUnauthenticated(WithCookie(first)));
+  EXPECT_TRUE(WithCookie(second).ok());
+  std::string token = Token(std::nullopt);
+  LogIn();
+  auto ended = authn_->EndSessions("alice");
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  EXPECT_EQ(*ended, 2);
+  EXPECT_TRUE(absl::IsUnauthenticated(WithCookie(second)));
+  EXPECT_TRUE(WithToken(token).ok());  // log out everywhere leaves API tokens alone
+  EXPECT_TRUE(authn_->ListSessions("alice", "")->at("items").as_array().empty());
+}
+
+TEST_F(AuthenticatorTest, AnIdleSessionIsNotListedAsActive) {
+  AddUser("alice");
+  LogIn();
+  clock_.Advance(30min);
+  auto list = authn_->ListSessions("alice", "");
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_TRUE(list->at("items").as_array().empty());
+}
 
 TEST_F(AuthenticatorTest, AnUnusedSessionExpiresExactlyAfterTheIdleTime) {
   AddUser("alice");

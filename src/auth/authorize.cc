@@ -47,7 +47,7 @@ Grant GrantFor(const Access& a) {
     if (read) return {.paas_admin = true};
     return {};
   }
-  if (k == "Token") return {.self = true};
+  if (k == "Token" || k == "Session") return {.self = true};  // users/NAME/tokens, sessions
   if (k == "Node" || k == "AuditEvent") return {.paas_admin = true};
   // Rate cards: everyone reads the prices; org-admin sets them.
   if (k == "RateCard") return read ? Grant{.anyone = true} : Grant{};

@@ -57,7 +57,8 @@ enum class Relation {
 struct Access {
   Verb verb = Verb::kGet;
   // API kind: Project, User, RoleBinding, EnvironmentTemplate, ComputeProfile,
-  // ComputeInstance, Run, Node, AuditEvent; "Token" for the users/NAME/tokens subresource.
+  // ComputeInstance, Run, Node, AuditEvent; "Token" and "Session" for the users/NAME/tokens
+  // and users/NAME/sessions subresources.
   std::string kind;
   std::string project;  // "" for cluster-scoped kinds and lists across projects
   Relation relation = Relation::kOwn;

@@ -73,6 +73,19 @@ TEST(Authorize, SelfServiceOfOwnUserAndTokens) {
   EXPECT_FALSE(Allowed(s, Verb::kDelete, "User", "", Relation::kSelf));
 }
 
+TEST(Authorize, OwnSessionsOnlyButAnOrgAdminEndsAnyones) {
+  Subject bob = User("bob", Role::kNone);
+  EXPECT_TRUE(Allowed(bob, Verb::kList, "Session", "", Relation::kSelf));
+  EXPECT_TRUE(Allowed(bob, Verb::kDelete, "Session", "", Relation::kSelf));
+  EXPECT_FALSE(Allowed(bob, Verb::kList, "Session", "", Relation::kOther));
+  EXPECT_FALSE(Allowed(bob, Verb::kDelete, "Session", "", Relation::kOther));
+  // A paas-admin curates profiles; whose sessions are open is none of its business.
+  EXPECT_FALSE(Allowed(User("pa", Role::kPaasAdmin), Verb::kList, "Session", "", Relation::kOther));
+  EXPECT_TRUE(
+      Allowed(User("root", Role::kOrgAdmin), Verb::kDelete, "Session", "", Relation::kOther));
+  EXPECT_TRUE(Allowed(User("root", Role::kOrgAdmin), Verb::kDelete, "Token", "", Relation::kOther));
+}
+
 TEST(Authorize, ListsAcrossProjectsAreOpenAndFilteredByTheCaller) {
   Subject s = User("nobody", Role::kNone);
   EXPECT_TRUE(Allowed(s, Verb::kList, "ComputeInstance", ""));

@@ -21,10 +21,12 @@ bool LineStream::Push(std::string line) {
 
 void LineStream::Close() {
   std::function<void()> wake;
+  std::function<bool()> refill;  // destroyed outside the lock: it may own what locks it
   {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
     wake = wakeup_;
+    refill.swap(refill_);
   }
   if (wake) wake();
 }
@@ -49,11 +51,13 @@ void LineStream::SetOnCancel(std::function<void()> on_cancel) {
 
 void LineStream::Cancel() {
   std::function<void()> cancel;
+  std::function<bool()> refill;
   {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
     wakeup_ = nullptr;
     cancel.swap(on_cancel_);
+    refill.swap(refill_);
   }
   if (cancel) cancel();
 }
@@ -61,6 +65,26 @@ void LineStream::Cancel() {
 bool LineStream::Closed() {
   std::lock_guard<std::mutex> lock(mu_);
   return closed_;
+}
+
+void LineStream::SetRefill(std::function<bool()> refill) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!closed_) refill_ = std::move(refill);
+}
+
+bool LineStream::Refill() {
+  std::function<bool()> refill;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ || !refill_) return false;
+    refill = refill_;  // a copy: Cancel may drop the member while it runs
+  }
+  if (!refill()) {
+    std::function<bool()> done;  // destroyed outside the lock
+    std::lock_guard<std::mutex> lock(mu_);
+    done.swap(refill_);
+  }
+  return true;
 }
 
 }  // namespace gantry

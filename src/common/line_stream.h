@@ -33,6 +33,14 @@ class LineStream {
   // True once the stream ended: Close, Cancel, or a consumer too slow. Nothing pushed after
   // that reaches the client.
   bool Closed();
+  // A producer of lines on demand, for what is read in pages (a watch's initial events): the
+  // transport calls Refill whenever it has written everything pending, so that only one page
+  // is ever queued. `refill` pushes the next lines and returns true, or returns false once it
+  // has pushed its last ones (it is then dropped). Cancel and Close drop it too.
+  void SetRefill(std::function<bool()> refill);
+  // Called by the transport (one consumer) when nothing is pending: runs the refill, outside
+  // the lock, unless there is none or the stream has ended. True when it ran (drain again).
+  bool Refill();
 
   std::chrono::seconds timeout{1800};
   size_t max_pending = 100000;
@@ -43,6 +51,7 @@ class LineStream {
   bool closed_ = false;
   std::function<void()> wakeup_;
   std::function<void()> on_cancel_;
+  std::function<bool()> refill_;
 };
 
 }  // namespace gantry

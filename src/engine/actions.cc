@@ -5,6 +5,7 @@
 #include "common/errors.h"
 #include "common/ids.h"
 #include "common/status_macros.h"
+#include "engine/created_compute.h"
 #include "engine/dependencies.h"
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
@@ -60,11 +61,12 @@ absl::Status Engine::BeforeQueue(const model::Instance& instance, RunAction acti
     // the service waits for it (ComputeNotReady) like any other.
     auto compute = internal::LoadInstance(store_, kComputeInstanceKind, instance.compute_ns,
                                           instance.compute_name);
-    Phase cphase = compute.ok() ? compute->status.PhaseOr() : Phase::kNotDeployed;
-    const bool deploy = cphase == Phase::kNotDeployed || cphase == Phase::kFailed;
-    if (compute.ok() && (deploy || cphase == Phase::kStopped)) {
+    // (When its profile wants approval, the gate in front of the service's deploy or start
+    // asked for it already: the compute instance waits, PendingApproval, and is left alone.)
+    auto caction = compute.ok() ? CreatedComputeAction(compute->status.PhaseOr()) : std::nullopt;
+    if (caction) {
       auto queued = Queue(kComputeInstanceKind, instance.compute_ns, instance.compute_name,
-                          deploy ? RunAction::kApply : RunAction::kStart, false, false);
+                          *caction, false, false);
       if (!queued.ok())
         spdlog::warn("service {}/{}: cannot deploy its compute instance {}: {}", ns, name,
                      instance.compute_name, std::string(queued.status().message()));

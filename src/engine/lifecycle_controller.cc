@@ -11,6 +11,8 @@
 #include "common/ids.h"
 #include "common/status_macros.h"
 #include "engine/approvals.h"
+#include "engine/created_compute.h"
+#include "engine/dependencies.h"
 #include "engine/deployment.h"
 #include "engine/engine_internal.h"
 #include "model/codec.h"
@@ -43,6 +45,30 @@ std::string Because(const Due& due) {
     default:
       return due.policy + " fell due";
   }
+}
+
+// A schedule's start asks the approval gate first (docs/approvals.md), as system:lifecycle:
+// for a compute instance, its own start (true: it now waits for approval and nothing is to
+// be started); for a service, the start of the compute instance it auto-created, after which
+// the service itself starts and waits for it. Without gates (nullptr) nothing asks.
+absl::StatusOr<bool> AskApproval(store::Store& store, Approvals* approvals,
+                                 const model::Instance& instance) {
+  if (!approvals) return false;
+  const std::string& ns = instance.metadata.ns;
+  if (instance.kind == kComputeInstanceKind) {
+    ASSIGN_OR_RETURN(auto gated, approvals->Gate(ns, instance.metadata.name,
+                                                 model::RunAction::kStart, kLifecycleUser));
+    return gated.has_value();
+  }
+  if (!instance.status.compute_created) return false;
+  auto compute = internal::LoadInstance(store, kComputeInstanceKind, instance.compute_ns,
+                                        instance.compute_name);
+  auto action = compute.ok() ? CreatedComputeAction(compute->status.PhaseOr()) : std::nullopt;
+  // A refusal is the engine's to report when the service's start queues the compute instance.
+  if (action)
+    approvals->Gate(instance.compute_ns, instance.compute_name, *action, kLifecycleUser)
+        .IgnoreError();
+  return false;
 }
 
 std::string Until(WallTime deadline, WallTime now) {
@@ -230,7 +256,9 @@ void LifecycleController::Handle(const model::Instance& instance, const Due& due
 }
 
 void LifecycleController::Fire(const model::Instance& instance, const Due& due) {
-  absl::Status s = Act(instance, due);
+  auto waits = due.verb == Verb::kStart ? AskApproval(store_, approvals_, instance)
+                                        : absl::StatusOr<bool>(false);
+  absl::Status s = !waits.ok() ? waits.status() : *waits ? absl::OkStatus() : Act(instance, due);
   const std::string& kind = instance.kind;
   const std::string& name = instance.metadata.name;
   if (s.ok()) {
@@ -250,6 +278,7 @@ void LifecycleController::Fire(const model::Instance& instance, const Due& due) 
     e.result = "Allowed";
     e.code = 202;
     e.message = due.reason + ": " + Because(due);
+    if (*waits) e.message += "; the start waits for approval";
     audit_.Record(e);
     return;
   }

@@ -4,9 +4,11 @@
 // waits for what the pass queued to show in the store. Nothing sleeps to let time pass.
 #include "engine/lifecycle_controller.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
+#include "engine/approvals.h"
 #include "engine/engine_test_fixture.h"
 
 namespace gantry::engine {
@@ -41,6 +43,7 @@ class LifecycleControllerTest : public EngineFixture {
 
   void TearDown() override {
     controllers_.clear();
+    approvals_.reset();
     if (engine_) engine_->Stop();
     engine_.reset();
     audit_.reset();
@@ -48,11 +51,13 @@ class LifecycleControllerTest : public EngineFixture {
   }
 
   // A controller (several stand for replicas on one store); its first pass is at once.
-  LifecycleController& StartController() {
+  // `approvals`: the gates it fires expiries of and sends a schedule's start through.
+  LifecycleController& StartController(Approvals* approvals = nullptr) {
     LifecycleControllerOptions o;
     o.min_pass_interval = std::chrono::milliseconds(0);
     controllers_.push_back(std::make_unique<LifecycleController>(*store_, *engine_, registry_,
                                                                  *audit_, clock_, metrics_, o));
+    controllers_.back()->SetApprovals(approvals);
     controllers_.back()->Start();
     return *controllers_.back();
   }
@@ -145,6 +150,7 @@ class LifecycleControllerTest : public EngineFixture {
   }
 
   std::unique_ptr<auth::AuditLog> audit_;
+  std::unique_ptr<Approvals> approvals_;  // outlives the controllers that use it
   std::vector<std::unique_ptr<LifecycleController>> controllers_;
 };
 
@@ -396,6 +402,62 @@ TEST_F(LifecycleControllerTest, ScheduleStartsOnlyWhatAScheduleStopped) {
   AdvanceAndPass(hours(24));
   EXPECT_EQ(GetString(Instance("nb"), "status.phase"), "Stopped");
   EXPECT_EQ(RunsOf("nb", "start"), 0);
+}
+
+// Issue 20: a schedule's start of an instance whose profile needs approval asks for it
+// (requested by system:lifecycle) instead of starting; an approval starts it. A rejection
+// leaves it Stopped with reason Rejected, and since a schedule starts only what a schedule
+// stopped, the next morning asks nothing.
+TEST_F(LifecycleControllerTest, AScheduledStartOfAGatedProfileWaitsForApproval) {
+  CreateVersioned("ComputeProfile", "std",
+                  json::object{{"templateRef", json::object{{"name", "tmpl"}}},
+                               {"approval", json::object{{"required", true}}},
+                               {"lifecycle",
+                                json::object{{"schedule", json::object{{"timezone", "UTC"},
+                                                                       {"start", "0 8 * * *"},
+                                                                       {"stop", "0 20 * * *"}}}}}});
+  CreateInstance("nb");
+  StartEngine();
+  approvals_ = std::make_unique<Approvals>(*store_, *engine_, *audit_, clock_, metrics_);
+  Approvals& approvals = *approvals_;
+  DeployRunning("nb");  // the engine's own deploy: not gated (the API gates a person's)
+  StartController(&approvals);
+  AdvanceAndPass(hours(20));  // 20:00
+  EXPECT_EQ(GetString(WaitPhase("nb", "Stopped"), "status.reason"), "Scheduled");
+  AdvanceAndPass(hours(12));  // 08:00 the next day: the start asks
+  json::object waiting = Instance("nb");
+  EXPECT_EQ(GetString(waiting, "status.phase"), "Waiting");
+  EXPECT_EQ(GetString(waiting, "status.reason"), "PendingApproval");
+  EXPECT_EQ(GetString(waiting, "status.approval.action"), "start");
+  EXPECT_EQ(GetString(waiting, "status.approval.requestedBy"), kLifecycleUser);
+  EXPECT_EQ(RunsOf("nb", "start"), 0);
+  const std::string asked =
+      "Scheduled: schedule start \"0 8 * * *\" (UTC) fell due; the start waits for approval";
+  auto audit = Audit();
+  EXPECT_TRUE(std::any_of(audit.begin(), audit.end(),
+                          [&](const json::object& e) { return GetString(e, "message") == asked; }));
+  AdvanceAndPass(minutes(10));  // nothing asks twice
+  EXPECT_EQ(GetString(Instance("nb"), "status.approval.requestedAt"),
+            GetString(waiting, "status.approval.requestedAt"));
+
+  auth::Subject olga{"olga", auth::Role::kOrgAdmin, {}};
+  auto approved = approvals.Approve(olga, "p", "nb", "");
+  ASSERT_TRUE(approved.ok()) << approved.status();
+  EXPECT_EQ(GetString(WaitPhase("nb", "Success"), "status.approval.decidedBy"), "olga");
+  EXPECT_EQ(RunsOf("nb", "start"), 1);
+
+  AdvanceAndPass(hours(12));  // 20:10: stopped again, and at 08:00 asks again
+  WaitPhase("nb", "Stopped");
+  AdvanceAndPass(hours(12));
+  EXPECT_EQ(GetString(Instance("nb"), "status.reason"), "PendingApproval");
+  auto rejected = approvals.Reject(olga, "p", "nb", "not today");
+  ASSERT_TRUE(rejected.ok()) << rejected.status();
+  EXPECT_EQ(GetString(Instance("nb"), "status.phase"), "Stopped");
+  EXPECT_EQ(GetString(Instance("nb"), "status.reason"), "Rejected");
+  AdvanceAndPass(hours(24));
+  EXPECT_EQ(GetString(Instance("nb"), "status.phase"), "Stopped");
+  EXPECT_EQ(GetString(Instance("nb"), "status.approval.state"), "Rejected");
+  EXPECT_EQ(RunsOf("nb", "start"), 1);
 }
 
 TEST_F(LifecycleControllerTest, ScheduleOptOutIsRespectedWhereAllowed) {

@@ -1,4 +1,8 @@
 // Store unit tests: label selectors, field selectors and search.
+#include <algorithm>
+#include <map>
+#include <optional>
+
 #include "store/store_test_fixture.h"
 
 namespace gantry::store::store_tests {
@@ -209,10 +213,147 @@ TEST_P(StoreFieldTest, Count) {
 }
 
 // ------------------------------------------------------------------------------------------
+// Selectors the label index answers (equality, in), alone and combined with the forms it
+// does not (notin, !=, exists, !key), field selectors, namespaces and pages. The expected
+// answer of each list is computed here with model::LabelSelector::Matches over the objects
+// created, so every combination is checked against the selector's own semantics.
+
+class StoreIndexedSelectorTest : public StoreTest {
+ protected:
+  struct Made {
+    std::string ns, name, phase;
+    std::map<std::string, std::string> labels;
+  };
+
+  void SetUp() override {
+    StoreTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    for (int i = 0; i < 60; ++i) {
+      Made m{i % 3 == 0 ? "b" : "a",
+             "o" + std::to_string(i),
+             i % 4 == 0 ? "Success" : "Failed",
+             {{"tier", i % 2 ? "gpu" : "cpu"}, {"shard", "s" + std::to_string(i % 7)}}};
+      if (i % 5 == 0) m.labels["canary"] = "";
+      if (i % 6 == 0) m.labels.erase("tier");
+      json::object labels;
+      for (const auto& [k, v] : m.labels) labels[k] = v;
+      MustCreate(Make({.ns = m.ns, .name = m.name, .labels = labels, .phase = m.phase}));
+      made_.push_back(std::move(m));
+    }
+    // Updates move objects in the index; deletes take them out.
+    for (int i : {7, 14, 21}) {
+      made_[i].labels["shard"] = "moved";
+      json::object labels;
+      for (const auto& [k, v] : made_[i].labels) labels[k] = v;
+      MustCommit(Update(Make(
+          {.ns = made_[i].ns, .name = made_[i].name, .labels = labels, .phase = made_[i].phase})));
+    }
+    for (int i : {0, 13, 28}) {
+      MustCommit(Delete(made_[i].name, made_[i].ns));
+      made_[i].name.clear();
+    }
+  }
+
+  // Newest first, as the store lists.
+  std::vector<std::string> Expected(const model::LabelSelector& sel,
+                                    const std::optional<std::string>& ns,
+                                    const std::string& phase) {
+    std::vector<std::string> out;
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it) {
+      if (it->name.empty() || (ns && it->ns != *ns) || (!phase.empty() && it->phase != phase))
+        continue;
+      if (sel.Matches(it->labels)) out.push_back(it->name);
+    }
+    return out;
+  }
+
+  // Every page of `limit`, concatenated.
+  std::vector<std::string> Walk(ListOptions o) {
+    std::vector<std::string> walked;
+    for (int page = 0; page < 100; ++page) {
+      auto r = store_->List(o);
+      EXPECT_TRUE(r.ok()) << r.status();
+      if (!r.ok()) break;
+      for (auto& n : Names(r->items)) walked.push_back(n);
+      if (r->continue_token.empty()) break;
+      EXPECT_EQ(static_cast<int64_t>(r->items.size()), o.limit);
+      o.continue_token = r->continue_token;
+    }
+    return walked;
+  }
+
+  std::vector<Made> made_;
+};
+
+TEST_P(StoreIndexedSelectorTest, EveryCombinationMatchesTheSelectorsMeaning) {
+  const char* selectors[] = {
+      "tier=gpu",
+      "shard=s3",
+      "shard=moved",
+      "shard==s0",
+      "canary=",
+      "tier=none",
+      "tier in (gpu)",
+      "shard in (s1,s2)",
+      "shard in (s1,s2,moved,nothing)",
+      "tier in (cpu,gpu),shard=s4",
+      "tier=gpu,shard notin (s1,s3)",
+      "tier=cpu,!canary",
+      "shard in (s5,s6),canary",
+      "shard=s2,tier!=gpu",
+      "shard in (s0,s1),tier notin (cpu)",
+  };
+  for (const char* text : selectors) {
+    auto sel = model::ParseLabelSelector(text);
+    ASSERT_TRUE(sel.ok()) << text << ": " << sel.status();
+    for (std::optional<std::string> ns :
+         {std::optional<std::string>(), std::optional<std::string>("a")}) {
+      for (std::string phase : {"", "Success"}) {
+        for (int64_t limit : {0, 1, 4}) {
+          SCOPED_TRACE(std::string(text) + " ns=" + ns.value_or("*") + " phase=" + phase +
+                       " limit=" + std::to_string(limit));
+          ListOptions o{.kind = kInstance, .ns = ns, .labels = *sel, .limit = limit};
+          if (!phase.empty()) o.fields = {{"status.phase", true, phase}};
+          EXPECT_EQ(Walk(o), Expected(*sel, ns, phase));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(StoreIndexedSelectorTest, OldestFirstPagesThroughTheIndexToo) {
+  auto sel = model::ParseLabelSelector("tier=gpu");
+  ASSERT_TRUE(sel.ok());
+  std::vector<std::string> expected = Expected(*sel, std::nullopt, "");
+  std::reverse(expected.begin(), expected.end());
+  EXPECT_EQ(Walk({.kind = kInstance, .labels = *sel, .limit = 3, .oldest_first = true}), expected);
+  auto multi = model::ParseLabelSelector("shard in (s1,s2)");
+  ASSERT_TRUE(multi.ok());
+  expected = Expected(*multi, std::nullopt, "");
+  std::reverse(expected.begin(), expected.end());
+  EXPECT_EQ(Walk({.kind = kInstance, .labels = *multi, .limit = 2, .oldest_first = true}),
+            expected);
+}
+
+TEST_P(StoreIndexedSelectorTest, OtherKindsWithTheSameLabelsAreNotListed) {
+  MustCreate(json::object{{"metadata", json::object{{"name", "p1"},
+                                                    {"namespace", "a"},
+                                                    {"labels", json::object{{"tier", "gpu"}}}}},
+                          {"spec", json::object{}}},
+             kProfile);
+  auto sel = model::ParseLabelSelector("tier=gpu");
+  ASSERT_TRUE(sel.ok());
+  EXPECT_THAT(ListNames({.kind = kProfile, .labels = *sel}), ElementsAre("p1"));
+  EXPECT_EQ(ListNames({.kind = kInstance, .labels = *sel}), Expected(*sel, std::nullopt, ""));
+}
+
+// ------------------------------------------------------------------------------------------
 // Events
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreSelectorTest, ::testing::Values("sqlite", "postgres"),
                          BackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, StoreIndexedSelectorTest,
+                         ::testing::Values("sqlite", "postgres"), BackendName);
 INSTANTIATE_TEST_SUITE_P(Backends, StoreFieldTest, ::testing::Values("sqlite", "postgres"),
                          BackendName);
 

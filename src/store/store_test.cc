@@ -101,7 +101,7 @@ TEST_P(SqliteOnlyStoreTest, NewerSchemaVersionIsRefused) {
   EXPECT_EQ(s.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(StatusText(s.status()),
             path_ +
-                " has schema version 7, newer than this gantryd understands (1); run a "
+                " has schema version 7, newer than this gantryd understands (2); run a "
                 "newer gantryd");
 }
 

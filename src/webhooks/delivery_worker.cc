@@ -62,7 +62,9 @@ DeliveryWorker::DeliveryWorker(store::Store& store, const SecretBox& secrets, co
 DeliveryWorker::~DeliveryWorker() { Stop(); }
 
 void DeliveryWorker::Start() {
-  for (int i = 0; i < std::max(1, options_.threads); ++i) threads_.emplace_back([this] { Loop(); });
+  threads_.emplace_back([this] { ClaimLoop(); });
+  for (int i = 0; i < std::max(1, options_.threads); ++i)
+    threads_.emplace_back([this] { SendLoop(); });
 }
 
 void DeliveryWorker::Stop() {
@@ -70,9 +72,12 @@ void DeliveryWorker::Stop() {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  claimer_cv_.notify_all();
+  sender_cv_.notify_all();
   for (auto& t : threads_) t.join();
   threads_.clear();
+  // Claimed and not attempted: their leases expire and they are sent again (same id).
+  claimed_.clear();
 }
 
 void DeliveryWorker::Notify() {
@@ -80,26 +85,48 @@ void DeliveryWorker::Notify() {
     std::lock_guard lock(mu_);
     ++wakeups_;
   }
-  cv_.notify_all();
+  claimer_cv_.notify_all();
 }
 
-void DeliveryWorker::Loop() {
+void DeliveryWorker::ClaimLoop() {
   uint64_t seen = 0;
+  bool more = false;  // the last pass claimed all it had room for: more may be due
   for (;;) {
+    size_t room = 0;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
+      auto free = [&] { return idle_ > claimed_.size() ? idle_ - claimed_.size() : 0; };
+      claimer_cv_.wait_for(lock, options_.poll,
+                           [&] { return stop_ || (free() > 0 && (more || wakeups_ != seen)); });
       if (stop_) return;
+      room = free();
+      if (room == 0) continue;  // every sender is busy: wait for one
       seen = wakeups_;
     }
-    int attempted = Pass();
+    size_t claimed = Pass(room);
+    more = claimed == room;
     MaybePrune();
-    std::unique_lock lock(mu_);
-    if (attempted > 0) continue;  // more may be due
-    cv_.wait_for(lock, options_.poll, [&] { return stop_ || wakeups_ != seen; });
   }
 }
 
-int DeliveryWorker::Pass() {
+void DeliveryWorker::SendLoop() {
+  for (;;) {
+    json::object d;
+    {
+      std::unique_lock lock(mu_);
+      ++idle_;
+      claimer_cv_.notify_all();
+      sender_cv_.wait(lock, [&] { return stop_ || !claimed_.empty(); });
+      --idle_;
+      if (stop_) return;
+      d = std::move(claimed_.front());
+      claimed_.pop_front();
+    }
+    Attempt(std::move(d));
+  }
+}
+
+size_t DeliveryWorker::Pass(size_t room) {
   store::ListOptions q;
   q.kind = kDeliveryKind;
   q.fields = {{"status.phase", true, "Pending"}};
@@ -111,26 +138,50 @@ int DeliveryWorker::Pass() {
     return 0;
   }
   const auto now = clock_.Now();
+  std::vector<json::object> due;
   for (json::object& d : list->items) {
+    if (due.size() == room) break;
     if (ParseTime(GetString(d, "status.nextAttemptTime")) > now) continue;
     auto renewed = ParseTime(GetString(d, "status.lease.renewTime"));
     if (!GetString(d, "status.lease.holder").empty() &&
         renewed + std::chrono::seconds(IntAt(d, "status.lease.durationSeconds")) > now)
       continue;
-    // Claim: only the writer whose update lands on this resourceVersion sends the attempt.
+    due.push_back(std::move(d));
+  }
+  if (due.empty()) return 0;
+  std::vector<json::object> claimed = Claim(std::move(due));
+  const size_t n = claimed.size();
+  {
+    std::lock_guard lock(mu_);
+    for (json::object& d : claimed) claimed_.push_back(std::move(d));
+  }
+  sender_cv_.notify_all();
+  return n;
+}
+
+std::vector<json::object> DeliveryWorker::Claim(std::vector<json::object> due) {
+  const auto now = clock_.Now();
+  auto lease = std::chrono::duration_cast<std::chrono::seconds>(options_.attempt_timeout) +
+               std::chrono::seconds(20);
+  // Claim: only the writer whose update lands on this resourceVersion sends the attempt.
+  std::vector<store::Write> writes;
+  for (json::object& d : due) {
     const int64_t rv = IntAt(d, "metadata.resourceVersion");
-    auto lease = std::chrono::duration_cast<std::chrono::seconds>(options_.attempt_timeout) +
-                 std::chrono::seconds(20);
     StatusOf(d)["lease"] = json::object{{"holder", options_.holder},
                                         {"renewTime", FormatRfc3339(now)},
                                         {"durationSeconds", lease.count()}};
-    auto claimed = store_.Commit({{store::Write::Op::kUpdate, kDeliveryKind, d, rv, 0}},
-                                 store::Durability::kRelaxed);
-    if (!claimed.ok()) continue;  // another sender has it (409) or the store failed
-    Attempt(std::move((*claimed)[0]));
-    return 1;
+    writes.push_back({store::Write::Op::kUpdate, kDeliveryKind, d, rv, 0});
   }
-  return 0;
+  auto claimed = store_.Commit(writes, store::Durability::kRelaxed);
+  if (claimed.ok()) return std::move(*claimed);
+  std::vector<json::object> out;
+  if (writes.size() == 1) return out;  // another sender has it (409) or the store failed
+  // Another replica took one of them (409), or the store failed: each on its own.
+  for (store::Write& w : writes) {
+    auto one = store_.Commit({std::move(w)}, store::Durability::kRelaxed);
+    if (one.ok()) out.push_back(std::move((*one)[0]));
+  }
+  return out;
 }
 
 absl::StatusOr<int> DeliveryWorker::Send(const json::object& d) {
@@ -153,7 +204,44 @@ absl::StatusOr<int> DeliveryWorker::Send(const json::object& d) {
 
 void DeliveryWorker::Attempt(json::object d) {
   absl::StatusOr<int> outcome = Send(d);
-  Record(std::move(d), outcome);
+  RecordQueued(std::move(d), outcome);
+}
+
+void DeliveryWorker::RecordQueued(json::object d, const absl::StatusOr<int>& outcome) {
+  std::unique_lock lock(mu_);
+  outcomes_.push_back({std::move(d), outcome});
+  if (recording_) return;  // the sender recording now takes this one in its next batch
+  recording_ = true;
+  while (!outcomes_.empty()) {
+    std::vector<Outcome> batch = std::move(outcomes_);
+    outcomes_.clear();
+    lock.unlock();
+    RecordBatch(std::move(batch));
+    lock.lock();
+  }
+  recording_ = false;
+}
+
+// The outcomes of `batch` in one commit, each applied as Record would apply it first; when
+// that commit fails (a concurrent write to one of them), each goes through Record alone.
+void DeliveryWorker::RecordBatch(std::vector<Outcome> batch) {
+  if (batch.size() > 1) {
+    std::vector<store::Write> writes;
+    std::vector<std::string> results;
+    for (const Outcome& o : batch) {
+      json::object d = o.delivery;
+      results.push_back(Apply(d, o.outcome, GetString(d, "status.lease.renewTime")));
+      const int64_t rv = IntAt(d, "metadata.resourceVersion");
+      writes.push_back({store::Write::Op::kUpdate, kDeliveryKind, std::move(d), rv, 0});
+    }
+    // Relaxed, as Record's: a lost record leaves the lease, and the delivery is sent again.
+    auto done = store_.Commit(std::move(writes), store::Durability::kRelaxed);
+    if (done.ok()) {
+      for (size_t i = 0; i < batch.size(); ++i) Recorded((*done)[i], batch[i].outcome, results[i]);
+      return;
+    }
+  }
+  for (Outcome& o : batch) Record(std::move(o.delivery), o.outcome);
 }
 
 // Writes one attempt's outcome into `d` (the delivery as stored now) and returns the metric
@@ -263,12 +351,9 @@ void DeliveryWorker::RecordOnWebhook(const json::object& d, const json::object& 
 
 void DeliveryWorker::MaybePrune() {
   const auto now = clock_.Now();
-  {
-    std::lock_guard lock(mu_);
-    if (now < next_prune_) return;
-    next_prune_ = now + std::clamp<std::chrono::seconds>(
-                            options_.retention / 2, std::chrono::seconds(1), std::chrono::hours(1));
-  }
+  if (now < next_prune_) return;
+  next_prune_ = now + std::clamp<std::chrono::seconds>(
+                          options_.retention / 2, std::chrono::seconds(1), std::chrono::hours(1));
   Prune(now);
 }
 
@@ -289,14 +374,26 @@ void DeliveryWorker::Prune(system_clock::time_point now) {
       q.continue_token = page->continue_token;
     } while (!q.continue_token.empty());
   }
+  for (size_t i = 0; i < old.size(); i += 100)
+    DeleteEnded(
+        std::vector<json::object>(old.begin() + i, old.begin() + std::min(old.size(), i + 100)));
+}
+
+void DeliveryWorker::DeleteEnded(const std::vector<json::object>& old) {
+  std::vector<store::Write> writes;
   for (const json::object& d : old) {
     json::object key{{"metadata", json::object{{"namespace", GetString(d, "metadata.namespace")},
                                                {"name", GetString(d, "metadata.name")}}}};
-    auto s = store_.Commit({{store::Write::Op::kDelete, kDeliveryKind, std::move(key),
-                             IntAt(d, "metadata.resourceVersion"), 0}},
-                           store::Durability::kRelaxed);
+    writes.push_back({store::Write::Op::kDelete, kDeliveryKind, std::move(key),
+                      IntAt(d, "metadata.resourceVersion"), 0});
+  }
+  if (writes.size() > 1 && store_.Commit(writes, store::Durability::kRelaxed).ok()) return;
+  // One of them changed or went meanwhile: each on its own.
+  for (store::Write& w : writes) {
+    const std::string name = GetString(w.object, "metadata.name");
+    auto s = store_.Commit({std::move(w)}, store::Durability::kRelaxed);
     if (!s.ok() && !absl::IsNotFound(s.status()) && !absl::IsAborted(s.status()))
-      spdlog::warn("webhooks: cannot prune delivery {}: {}", GetString(d, "metadata.name"),
+      spdlog::warn("webhooks: cannot prune delivery {}: {}", name,
                    std::string(s.status().message()));
   }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/ids.h"
+#include "common/status_macros.h"
 #include "model/codec.h"
 #include "webhooks/webhook_spec.h"
 
@@ -34,13 +35,23 @@ json::object InvolvedObject(const json::object& event) {
   return v && v->is_object() ? v->get_object() : json::object{};
 }
 
-bool Subscribes(const json::object& webhook, const std::string& event) {
-  const json::value* events = model::FindPath(webhook, "spec.events");
-  if (!events || !events->is_array()) return false;
-  const json::array& arr = events->get_array();
-  return std::any_of(arr.begin(), arr.end(), [&](const json::value& v) {
-    return v.is_string() && v.get_string() == event;
-  });
+bool IsHookKind(const std::string& kind) {
+  return kind == kWebhookKind || kind == kClusterWebhookKind;
+}
+
+// What a hook's deliveries depend on: its events and format (not its status, url or secret,
+// which the delivery worker reads when it sends).
+json::object SubscriptionOf(const json::object& hook) {
+  json::object out;
+  if (const json::value* e = model::FindPath(hook, "spec.events")) out["events"] = *e;
+  out["format"] = GetString(hook, "spec.format");
+  return out;
+}
+
+json::object MarkerObject() {
+  return {{"apiVersion", "paas.gantry.dev/v1"},
+          {"kind", kGenerationKind},
+          {"metadata", json::object{{"name", kGenerationName}, {"namespace", ""}}}};
 }
 
 }  // namespace
@@ -96,38 +107,102 @@ absl::StatusOr<std::vector<OutboxStore::Happening>> OutboxStore::HappeningsOf(
   return out;
 }
 
+absl::Status OutboxStore::Revalidate() {
+  auto marker = inner_->Get(kGenerationKind, "", kGenerationName);
+  if (!marker.ok() && !absl::IsNotFound(marker.status())) return marker.status();
+  std::string generation = marker.ok() ? GetString(*marker, "metadata.resourceVersion") : "";
+  if (generation_ == generation) return absl::OkStatus();
+  by_ns_.clear();
+  cluster_.reset();
+  generation_ = std::move(generation);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const std::vector<OutboxStore::Hook>*> OutboxStore::HooksOf(const std::string& ns,
+                                                                           bool cluster) {
+  if (cluster && cluster_) return &*cluster_;
+  if (auto it = by_ns_.find(ns); !cluster && it != by_ns_.end()) return &it->second;
+  store::ListOptions q;
+  q.kind = cluster ? kClusterWebhookKind : kWebhookKind;
+  q.ns = cluster ? "" : ns;
+  std::vector<Hook> hooks;
+  do {
+    ASSIGN_OR_RETURN(store::ListResult page, inner_->List(q));
+    for (const json::object& item : page.items) {
+      Hook hook{q.kind,
+                GetString(item, "metadata.namespace"),
+                GetString(item, "metadata.name"),
+                GetString(item, "spec.format") == "slack",
+                {}};
+      if (const json::value* e = model::FindPath(item, "spec.events"); e && e->is_array())
+        for (const json::value& v : e->get_array())
+          if (v.is_string()) hook.events.emplace_back(v.get_string());
+      hooks.push_back(std::move(hook));
+    }
+    q.continue_token = page.continue_token;
+  } while (!q.continue_token.empty());
+  if (cluster) return &cluster_.emplace(std::move(hooks));
+  return &(by_ns_[ns] = std::move(hooks));
+}
+
+bool OutboxStore::ChangesSubscribers(const Write& w) {
+  if (!IsHookKind(w.kind) || w.op == Write::Op::kPutRevision) return false;
+  if (w.op != Write::Op::kUpdate) return true;
+  // An update changes them unless the stored hook subscribes to the same (status.lastDelivery).
+  auto stored = inner_->Get(w.kind, GetString(w.object, "metadata.namespace"),
+                            GetString(w.object, "metadata.name"));
+  return !stored.ok() || SubscriptionOf(*stored) != SubscriptionOf(w.object);
+}
+
+absl::Status OutboxStore::EnsureMarker() {
+  if (marker_exists_) return absl::OkStatus();
+  auto marker = inner_->Get(kGenerationKind, "", kGenerationName);
+  if (!marker.ok() && !absl::IsNotFound(marker.status())) return marker.status();
+  if (!marker.ok()) {
+    auto created = inner_->Commit({{Write::Op::kCreate, kGenerationKind, MarkerObject(), 0, 0}});
+    if (!created.ok() && !absl::IsAlreadyExists(created.status())) return created.status();
+  }
+  marker_exists_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status OutboxStore::MarkSubscriberChanges(std::vector<Write>* writes) {
+  if (std::none_of(writes->begin(), writes->end(),
+                   [&](const Write& w) { return ChangesSubscribers(w); }))
+    return absl::OkStatus();
+  RETURN_IF_ERROR(EnsureMarker());
+  // Unguarded: any write moves the marker's resourceVersion, which is all readers compare.
+  writes->push_back({Write::Op::kUpdate, kGenerationKind, MarkerObject(), 0, 0});
+  return absl::OkStatus();
+}
+
 absl::Status OutboxStore::AppendDeliveries(const Happening& h, std::vector<Write>* writes) {
-  std::vector<json::object> hooks;
-  for (const char* kind : {kWebhookKind, kClusterWebhookKind}) {
-    store::ListOptions q;
-    q.kind = kind;
-    q.ns = std::string(kind == std::string(kWebhookKind) ? h.ns : "");
-    auto list = inner_->List(q);
-    if (!list.ok()) return list.status();
-    for (auto& item : list->items)
-      if (Subscribes(item, h.event)) hooks.push_back(std::move(item));
+  std::vector<const Hook*> hooks;
+  for (bool cluster : {false, true}) {
+    ASSIGN_OR_RETURN(const std::vector<Hook>* listed, HooksOf(h.ns, cluster));
+    for (const Hook& hook : *listed)
+      if (std::find(hook.events.begin(), hook.events.end(), h.event) != hook.events.end())
+        hooks.push_back(&hook);
   }
   const std::string now = FormatRfc3339(clock_.Now());
-  for (const json::object& hook : hooks) {
+  for (const Hook* hook : hooks) {
     const std::string id = NewUid();
     json::object body = h.body;
     body["id"] = id;
-    const bool slack = GetString(hook, "spec.format") == "slack";
     std::string text =
-        slack ? json::serialize(json::object{{"text", h.text}}) : json::serialize(body);
+        hook->slack ? json::serialize(json::object{{"text", h.text}}) : json::serialize(body);
     json::object delivery{
         {"apiVersion", "paas.gantry.dev/v1"},
         {"kind", kDeliveryKind},
-        {"metadata", json::object{{"name", id},
-                                  {"namespace", h.ns},
-                                  {"uid", id},
-                                  {"creationTimestamp", now},
-                                  {"labels", json::object{{"paas.gantry.dev/webhook",
-                                                           GetString(hook, "metadata.name")}}}}},
-        {"spec", json::object{{"webhookRef",
-                               json::object{{"kind", GetString(hook, "kind")},
-                                            {"name", GetString(hook, "metadata.name")},
-                                            {"namespace", GetString(hook, "metadata.namespace")}}},
+        {"metadata",
+         json::object{{"name", id},
+                      {"namespace", h.ns},
+                      {"uid", id},
+                      {"creationTimestamp", now},
+                      {"labels", json::object{{"paas.gantry.dev/webhook", hook->name}}}}},
+        {"spec", json::object{{"webhookRef", json::object{{"kind", hook->kind},
+                                                          {"name", hook->name},
+                                                          {"namespace", hook->ns}}},
                               {"event", h.event},
                               {"body", text},
                               {"contentType", "application/json"}}},
@@ -139,16 +214,18 @@ absl::Status OutboxStore::AppendDeliveries(const Happening& h, std::vector<Write
 
 absl::StatusOr<std::vector<json::object>> OutboxStore::Commit(std::vector<Write> writes,
                                                               store::Durability durability) {
-  if (std::none_of(writes.begin(), writes.end(), Tells))
-    return inner_->Commit(std::move(writes), durability);
-  std::lock_guard lock(mu_);
-  auto happenings = HappeningsOf(writes);
-  if (!happenings.ok()) return happenings.status();
   const size_t asked = writes.size();
-  for (const Happening& h : *happenings)
-    if (auto s = AppendDeliveries(h, &writes); !s.ok()) return s;
-  // A commit with deliveries is always durable: they are promises to receivers.
-  if (writes.size() > asked) durability = store::Durability::kDurable;
+  RETURN_IF_ERROR(MarkSubscriberChanges(&writes));
+  std::unique_lock lock(mu_, std::defer_lock);
+  if (std::any_of(writes.begin(), writes.end(), Tells)) {
+    lock.lock();
+    ASSIGN_OR_RETURN(std::vector<Happening> happenings, HappeningsOf(writes));
+    if (!happenings.empty()) RETURN_IF_ERROR(Revalidate());
+    for (const Happening& h : happenings) RETURN_IF_ERROR(AppendDeliveries(h, &writes));
+  }
+  // The deliveries share the change's durability: a relaxed change (the engine's bookkeeping)
+  // survives a kill -9 with them (WAL) and a power loss loses both, and the engine's recovery
+  // makes the change, and so its deliveries, again.
   auto result = inner_->Commit(std::move(writes), durability);
   if (result.ok() && result->size() > asked) result->resize(asked);
   return result;

@@ -19,12 +19,28 @@
 // same "before". Across replicas (PostgreSQL) the engine's writes are guarded by
 // resourceVersion, so a stale "before" makes that commit fail with 409 and be retried.
 //
+// Who subscribes is cached (the outbox used to list the project's Webhooks and every
+// ClusterWebhook inside each such commit). The cache is checked against one stored marker
+// object, kind WebhookGeneration (cluster-scoped, never served by the API): every commit
+// through an OutboxStore that creates or deletes a Webhook or ClusterWebhook, or changes
+// what it subscribes to or its format, updates the marker in the same transaction, and every
+// commit that carries events reads the marker first (one primary-key read) and drops the
+// cache when the marker's resourceVersion moved. Since every replica writes through its own
+// OutboxStore, a hook created through another replica moves the marker too: the next commit
+// here lists again, exactly as the uncached outbox would (its list, like this read, is made
+// just before the commit, so a change racing with the hook's creation may or may not be
+// told, with or without the cache). A status-only write (the delivery worker's
+// status.lastDelivery) leaves the marker alone.
+//
 // Commit returns what the inner store returned for the caller's writes only (the added
-// deliveries are dropped from the answer), so callers see the Store contract unchanged.
+// deliveries and the marker are dropped from the answer), so callers see the Store contract
+// unchanged.
 //
 // Thread-safety: as the Store contract; the inner store is owned and outlives nothing.
 #pragma once
 
+#include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,6 +51,10 @@
 #include "store/store.h"
 
 namespace gantry::webhooks {
+
+// The marker of the subscribers cache (see above): kind, namespace "", name.
+inline constexpr char kGenerationKind[] = "WebhookGeneration";
+inline constexpr char kGenerationName[] = "subscribers";
 
 class OutboxStore final : public store::Store {
  public:
@@ -82,14 +102,35 @@ class OutboxStore final : public store::Store {
     boost::json::object body;
     std::string text;  // one line for format: slack
   };
+  // What the cache keeps of one Webhook or ClusterWebhook.
+  struct Hook {
+    std::string kind, ns, name;
+    bool slack = false;
+    std::vector<std::string> events;
+  };
   // What the writes tell (reads the stored instances they update).
   absl::StatusOr<std::vector<Happening>> HappeningsOf(const std::vector<store::Write>& writes);
   // The deliveries of `h` to the webhooks that subscribe to it.
   absl::Status AppendDeliveries(const Happening& h, std::vector<store::Write>* writes);
+  // Drops the cache when the marker moved since it was filled. Needs mu_.
+  absl::Status Revalidate();
+  // The webhooks of project `ns` ("" : the ClusterWebhooks), from the cache. Needs mu_.
+  absl::StatusOr<const std::vector<Hook>*> HooksOf(const std::string& ns, bool cluster);
+  // Adds the marker's update to `writes` when they change who subscribes to what.
+  absl::Status MarkSubscriberChanges(std::vector<store::Write>* writes);
+  // Whether `w` changes what a hook subscribes to (a create, a delete, a new spec).
+  bool ChangesSubscribers(const store::Write& w);
+  // The marker exists from the first subscriber change on (created here, once).
+  absl::Status EnsureMarker();
 
   std::unique_ptr<store::Store> inner_;
   const Clock& clock_;
   std::mutex mu_;  // serialises commits that carry events (see above)
+  // The cache, guarded by mu_.
+  std::optional<std::string> generation_;  // the marker's resourceVersion ("": none) when filled
+  std::map<std::string, std::vector<Hook>> by_ns_;  // project -> its Webhooks
+  std::optional<std::vector<Hook>> cluster_;        // the ClusterWebhooks
+  std::atomic<bool> marker_exists_{false};          // set once EnsureMarker saw it
 };
 
 }  // namespace gantry::webhooks

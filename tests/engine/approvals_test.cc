@@ -4,7 +4,8 @@
 // commit); the requester, members and viewers get 403, another project-admin approves (the
 // run goes, who approved is in status and the audit log); a PaaS Admin rejects with a message
 // (back to NotDeployed, reason Rejected); an org-admin approves their own; a start is gated
-// too and a cancel withdraws it; a profile under the GPU threshold is not gated; bad policies
+// too and a cancel withdraws it; a service's auto-created compute instance is gated when the
+// service deploys; a profile under the GPU threshold is not gated; bad policies
 // and bad answers are 422 naming fields; an unanswered request expires once, also when
 // gantryd was killed with SIGKILL over its deadline.
 //
@@ -224,6 +225,47 @@ TEST_F(ApprovalsTest, StartIsGatedAndCancelWithdrawsTheRequest) {
   EXPECT_EQ(Str(o, "status.reason"), "Canceled");
   EXPECT_EQ(Str(o, "status.approval.state"), "Withdrawn");
   EXPECT_EQ(RunsOf("nb").size(), 2u);  // the deploy and the stop
+}
+
+// The compute instance a service auto-creates deploys with the service: through the same
+// gate. The request is the service creator's (alice, so she may not answer it); the service
+// waits for its compute instance (ComputeNotReady, saying why) until another project-admin
+// approves, then both deploy.
+TEST_F(ApprovalsTest, AServicesAutoCreatedComputeInstanceIsGatedToo) {
+  CreateExecTemplate("svc-tmpl", json::array{StandardScript()});
+  api().MustCreate(NsPath("default", "serviceprofiles"),
+                   json::object{{"metadata", {{"name", "kubeflow"}}},
+                                {"spec",
+                                 {{"displayName", "Kubeflow"},
+                                  {"serviceType", "mlops"},
+                                  {"templateRef", {{"name", "svc-tmpl"}}},
+                                  {"autoCreateCompute", {{"profileRef", {{"name", "big"}}}}}}}});
+  const std::string service = NsPath("default", "serviceinstances", "mlops");
+  Resp created = As("alice").Post(NsPath("default", "serviceinstances"),
+                                  json::object{{"metadata", {{"name", "mlops"}}},
+                                               {"spec", {{"profileRef", {{"name", "kubeflow"}}}}}});
+  ASSERT_EQ(created.status, 201) << created.raw;
+  Resp deploy = As("alice").Post(service + "/deploy", json::object{});
+  ASSERT_EQ(deploy.status, 202) << deploy.raw;
+  json::object compute = Get("mlops-compute");
+  EXPECT_EQ(Str(compute, "status.phase"), "Waiting");
+  EXPECT_EQ(Str(compute, "status.reason"), "PendingApproval");
+  EXPECT_EQ(Str(compute, "status.approval.requestedBy"), "alice");
+  EXPECT_TRUE(RunsOf("mlops-compute").empty());
+  EXPECT_TRUE(HasEvent("mlops-compute", "ApprovalRequested"));
+  ASSERT_TRUE(PollUntil([&] {
+    Resp s = api().Get(service);
+    return s.status == 200 && Str(s.obj(), "status.reason") == "ComputeNotReady" &&
+           Str(s.obj(), "status.message").find("PendingApproval") != std::string::npos;
+  })) << api().Get(service).raw;
+  EXPECT_EQ(Answer("alice", "mlops-compute", "approve").status, 403);
+
+  ASSERT_EQ(Answer("pam", "mlops-compute", "approve").status, 202);
+  EXPECT_EQ(Str(WaitPhase("mlops-compute", "Success"), "status.approval.decidedBy"), "pam");
+  ASSERT_TRUE(PollUntil([&] {
+    Resp s = api().Get(service);
+    return s.status == 200 && Str(s.obj(), "status.phase") == "Success";
+  })) << api().Get(service).raw;
 }
 
 TEST_F(ApprovalsTest, UnderTheThresholdNothingWaitsAndBadPoliciesAre422) {

@@ -676,6 +676,61 @@ TEST_P(KubectlTest, GetShowsExpiresAndDescribeTheLifecycle) {
   EXPECT_THAT(r.output, HasSubstr("ExpiresSoon"));
 }
 
+constexpr char kGated[] = R"(apiVersion: paas.gantry.dev/v1
+kind: EnvironmentTemplate
+metadata: {name: quick, namespace: default}
+spec: {driver: exec, exec: {command: ["true"]}}
+---
+apiVersion: paas.gantry.dev/v1
+kind: ComputeProfile
+metadata: {name: gated, namespace: default}
+spec: {templateRef: {name: quick}, approval: {required: true}}
+---
+apiVersion: paas.gantry.dev/v1
+kind: ComputeInstance
+metadata: {name: big, namespace: default}
+spec: {profileRef: {name: gated}}
+)";
+
+// Issue 20: kubectl describe of an instance whose deploy waited for approval shows the
+// request while it waits, then who approved it, when, and what they said (status.approval,
+// which the describe of a custom resource prints field by field).
+TEST_P(KubectlTest, DescribeShowsWhoApproved) {
+  Result r = Kubectl({"apply", "-f", Write("gated.yaml", kGated)});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string path = NsPath("default", "computeinstances", "big");
+  Resp deploy = api().Post(path + "/deploy", json::object{});
+  ASSERT_EQ(deploy.status, 202) << deploy.raw;
+  ASSERT_EQ(StringAt(deploy.obj(), "status.reason"), "PendingApproval") << deploy.raw;
+  r = Kubectl({"describe", "ci", "big"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("PendingApproval"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("State: +Pending"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("Requested By: +system:bootstrap"));
+
+  Resp ok = api().Post(path + "/approve", json::object{{"message", "the cluster is quiet"}});
+  ASSERT_EQ(ok.status, 202) << ok.raw;
+  const std::string decided_by = StringAt(ok.obj(), "status.approval.decidedBy");
+  const std::string decided_at = StringAt(ok.obj(), "status.approval.decidedAt");
+  ASSERT_FALSE(decided_by.empty()) << ok.raw;
+  ASSERT_FALSE(decided_at.empty()) << ok.raw;
+  std::string phase;
+  // Waits for the condition; the bound only ends a failure.
+  for (int i = 0; i < 1200 && phase != "Success"; ++i) {
+    Resp got = api().Get(path);
+    phase = got.status == 200 ? StringAt(got.obj(), "status.phase") : "";
+    if (phase != "Success") std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(phase, "Success");
+  r = Kubectl({"describe", "ci", "big"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("Approval:"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("State: +Approved"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("Decided By: +" + decided_by));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("Decided At: +" + decided_at));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("Message: +the cluster is quiet"));
+}
+
 // A field of an object as kubectl's jsonpath prints it.
 #define KUBECTL_FIELD(name, path) \
   Kubectl({"get", "ci", name, "-o", std::string("jsonpath={") + path + "}"}).output

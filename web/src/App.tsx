@@ -22,6 +22,8 @@ import { TemplatesPage, TemplateEditor } from './pages/Templates';
 import { ProjectsPage, ProjectMembers } from './pages/Projects';
 import { AuditPage } from './pages/Audit';
 import { ApprovalsPage } from './pages/Approvals';
+import { AccountPage } from './pages/Account';
+import { UsersPage } from './pages/Users';
 // The Usage page brings the chart library (victory, ~300 kB): loaded when it is first opened.
 const UsagePage = lazy(() => import('./pages/Usage').then((m) => ({ default: m.UsagePage })));
 
@@ -37,6 +39,7 @@ function Shell({ children }: { children: ReactNode }) {
   const navigate = useNavigate();
   const [navOpen, setNavOpen] = useState(true);
   const current = projectOf(location.pathname) || lastProject() || projects[0]?.metadata?.name || '';
+  const isOrgAdmin = user?.orgRole === 'org-admin';
   const canManageMembers = isAdmin || Object.values(user?.projects ?? {}).includes('project-admin');
 
   const switchProject = (p: string) => {
@@ -100,7 +103,9 @@ function Shell({ children }: { children: ReactNode }) {
             {current && (isAdmin || user?.projects?.[current] === 'project-admin') && item(`/p/${p}/approvals`, 'Approvals', `/p/${p}/approvals`)}
             {item('/usage', 'Usage', '/usage')}
             {canManageMembers && item('/projects', 'Projects & Members', '/projects')}
+            {isOrgAdmin && item('/users', 'Users', '/users')}
             {isAdmin && item('/audit', 'Audit Log', '/audit')}
+            {!open && item('/account', 'My account', '/account')}
           </NavList>
         </Nav>
       </PageSidebarBody>
@@ -111,6 +116,17 @@ function Shell({ children }: { children: ReactNode }) {
       skipToContent={<SkipToContent href="#main-content">Skip to content</SkipToContent>}>
       {children}
     </Page>
+  );
+}
+
+function OrgAdminOnly({ children }: { children: ReactNode }) {
+  const { user } = useAuth();
+  if (user?.orgRole === 'org-admin') return <>{children}</>;
+  return (
+    <PageSection>
+      <Title headingLevel="h1">Not available</Title>
+      <Text>This screen is for org-admins.</Text>
+    </PageSection>
   );
 }
 
@@ -159,6 +175,8 @@ export function App() {
         <Route path="/projects/:name" element={<ProjectMembers />} />
         <Route path="/usage" element={<Suspense fallback={<Loading />}><UsagePage /></Suspense>} />
         <Route path="/audit" element={<AdminOnly><AuditPage /></AdminOnly>} />
+        <Route path="/users" element={<OrgAdminOnly><UsersPage /></OrgAdminOnly>} />
+        <Route path="/account" element={<AccountPage />} />
         <Route path="*" element={<PageSection><Title headingLevel="h1">Page not found</Title><Text><Link to="/">Go home</Link></Text></PageSection>} />
       </Routes>
     </Shell>

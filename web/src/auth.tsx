@@ -12,6 +12,7 @@ export interface Auth {
   expired: boolean;              // the last session ended (401): the login screen says so
   login(username: string, password: string): Promise<void>;
   logout(): Promise<void>;
+  forget(): void;                // the session ended already (log out everywhere): sign out here
   refresh(): Promise<void>;
   isAdmin: boolean;              // org-admin or paas-admin: every project, the admin screens
   roleIn(project: string): ProjectRole | 'admin' | undefined;
@@ -70,6 +71,12 @@ export function AuthProvider({ children }: { children: ReactNode }) {
     setUser(null);
   }, []);
 
+  const forget = useCallback(() => {
+    setCsrfToken('');
+    setExpired(false);
+    setUser(null);
+  }, []);
+
   const isAdmin = !!user && (user.orgRole === 'org-admin' || user.orgRole === 'paas-admin');
   const roleIn = useCallback((project: string) => {
     if (!user) return undefined;
@@ -78,7 +85,7 @@ export function AuthProvider({ children }: { children: ReactNode }) {
   }, [user]);
 
   return (
-    <AuthContext.Provider value={{ user, loading, open, expired, login, logout, refresh, isAdmin, roleIn }}>
+    <AuthContext.Provider value={{ user, loading, open, expired, login, logout, forget, refresh, isAdmin, roleIn }}>
       {children}
     </AuthContext.Provider>
   );

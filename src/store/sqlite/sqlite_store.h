@@ -4,18 +4,31 @@
 //   objects(id, kind, namespace, name, rv, labels, phase, ref_name, search, body)
 //     id orders objects by creation (newest first = id DESC); labels/phase/ref_name/search
 //     are copies of fields of body so selectors run inside SQLite.
+//   label_index(kind, key, value, id)                one row per string label (sqlite_query.h)
 //   events(rv, type, kind, namespace, name, body)   history for watch, compacted to a window
 //   revisions(kind, namespace, name, revision, created, spec)
 //   meta(key, value)                                 compaction watermark
 //
-// Durability: every Commit is one transaction; with synchronous=FULL (the default) an
-// acknowledged write survives power loss, with NORMAL it survives a crash of gantryd.
+// Group commit: concurrent Commit calls queue. The caller at the head of the queue (the
+// leader, as in LevelDB's DBImpl::Write) takes every call queued behind it (up to
+// kMaxBatch), commits them in ONE transaction, with one fsync, giving them consecutive
+// resourceVersions in queue order, then acknowledges each and hands the queue to the next
+// leader. Each call's writes run inside their own SAVEPOINT: a call that fails its checks
+// (409, 404, 400...) is rolled back to it and fails alone; the others commit. A call is
+// answered only after the transaction is committed (with synchronous=FULL, the default,
+// after the WAL is flushed). The batch is flushed unless every call in it is relaxed.
+// The commit observer gets each call's events, in resourceVersion order, after the commit.
 //
-// Thread-safety: one writer connection behind write_mu_; a pool of reader connections.
+// Durability: with synchronous=FULL an acknowledged write survives power loss, with NORMAL
+// it survives a crash of gantryd.
+//
+// Thread-safety: one writer connection behind write_mu_ (held by a batch's leader); a pool
+// of reader connections. Every connection caches its prepared statements.
 #pragma once
 
-#include <sqlite3.h>
-
+#include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +36,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "store/sqlite/sqlite_db.h"
 #include "store/store.h"
 
 namespace gantry::store {
@@ -31,6 +45,13 @@ struct SqliteOptions {
   std::string path;                  // the database file
   std::string synchronous = "FULL";  // FULL or NORMAL
   int64_t event_retention = 100000;  // events kept for watch resumption
+};
+
+// What the group commit did so far (for tests and diagnostics).
+struct SqliteCommitStats {
+  int64_t transactions = 0;  // batches committed
+  int64_t calls = 0;         // Commit calls committed by them
+  int64_t waiting = 0;       // Commit calls queued now, the one being committed included
 };
 
 class SqliteStore final : public Store {
@@ -57,32 +78,59 @@ class SqliteStore final : public Store {
   void SetCommitObserver(std::function<void(const std::vector<Event>&)> observer) override;
   absl::Status Ping() override;
 
+  SqliteCommitStats CommitStats();
+
+  // The most Commit calls one transaction takes.
+  static constexpr size_t kMaxBatch = 128;
+
  private:
-  class Reader;  // RAII lease of a reader connection
+  class Reader;    // RAII lease of a reader connection
+  struct Pending;  // one Commit call in the queue
+  struct Current;  // the stored row a write replaces
   explicit SqliteStore(SqliteOptions options);
   absl::Status Init();
-  absl::StatusOr<sqlite3*> OpenConnection(bool writer);
+  absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::StatusOr<std::unique_ptr<sqlite::Connection>> OpenConnection(bool writer);
   Reader AcquireReader();
-  void ReleaseReader(sqlite3* db);
+  void ReleaseReader(sqlite::Connection* conn);
+
+  void CommitBatch(const std::vector<Pending*>& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status ApplyCall(Pending& call, int64_t* rv, bool* broken)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  void FailBatch(const std::vector<Pending*>& batch, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::Status ApplyWrite(Write& w, int64_t rv, std::vector<Event>* events,
                           boost::json::object* stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::StatusOr<Current> ReadCurrent(const Write& w, const std::string& ns,
+                                      const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status ApplyPut(Write& w, int64_t rv, std::vector<Event>* events,
+                        boost::json::object* stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status ApplyDelete(Write& w, int64_t rv, std::vector<Event>* events,
+                           boost::json::object* stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status ApplyRevision(const Write& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   void MaybeCompact() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
   // Constant after construction.
   const SqliteOptions options_;
 
+  std::mutex queue_mu_;
+  std::deque<Pending*> queue_ ABSL_GUARDED_BY(queue_mu_);  // front: the leader
+
   std::mutex write_mu_;
-  sqlite3* writer_ ABSL_GUARDED_BY(write_mu_) = nullptr;
+  std::unique_ptr<sqlite::Connection> writer_ ABSL_GUARDED_BY(write_mu_);
   int64_t last_rv_ ABSL_GUARDED_BY(write_mu_) = 0;
   int64_t commits_since_compaction_ ABSL_GUARDED_BY(write_mu_) = 0;
   absl::Status sticky_error_ ABSL_GUARDED_BY(write_mu_);
   std::function<void(const std::vector<Event>&)> observer_;  // set before the first write
 
   std::mutex readers_mu_;
-  std::vector<sqlite3*> idle_readers_ ABSL_GUARDED_BY(readers_mu_);
-  std::vector<sqlite3*> all_readers_ ABSL_GUARDED_BY(readers_mu_);
+  std::vector<sqlite::Connection*> idle_readers_ ABSL_GUARDED_BY(readers_mu_);
+  std::vector<std::unique_ptr<sqlite::Connection>> all_readers_ ABSL_GUARDED_BY(readers_mu_);
 
   // Published under write_mu_, read without it.
+  std::atomic<int64_t> transactions_{0};
+  std::atomic<int64_t> committed_calls_{0};
   std::atomic<int64_t> current_rv_{0};
   std::atomic<int64_t> compacted_through_{0};
 };

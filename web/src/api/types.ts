@@ -48,6 +48,20 @@ export interface AuditEvent {
   result: 'Allowed' | 'Denied' | 'Failed'; code?: number; message?: string; sourceAddress?: string;
 }
 
+// The users/NAME/tokens and users/NAME/sessions subresources (docs/security.md "Tokens",
+// "Sessions"), which the OpenAPI document does not describe.
+export interface ApiToken {
+  metadata: { name: string; creationTimestamp?: string };
+  spec: { user: string; description?: string; expiresAt?: string };
+  status?: { expired?: boolean; lastUsed?: string };
+  token?: string; // the secret: only in the answer that created it
+}
+export interface WebSession {
+  metadata: { name: string; creationTimestamp?: string };
+  spec: { user: string; source?: string; expiresAt?: string };
+  status: { lastSeen?: string; current?: boolean };
+}
+
 // Objects listed in a project they are shared into carry status.sharedFrom: the owner project
 // (a string per the identity contract; {namespace} in the foundation's schema).
 export function sharedFrom(obj: { status?: unknown }): string {

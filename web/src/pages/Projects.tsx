@@ -1,4 +1,4 @@
-// Projects and their members (role bindings), and users (PaaS/org admins).
+// Projects and their members (role bindings). Users are on their own page (Users.tsx).
 import { useEffect, useState } from 'react';
 import { Link, useParams } from 'react-router-dom';
 import {
@@ -7,7 +7,7 @@ import {
 } from '@patternfly/react-core';
 import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import { collectionPath, del, get, objectPath, post } from '../api/client';
-import type { List, OrgRole, Project, ProjectRole, RoleBinding, User } from '../api/types';
+import type { List, Project, ProjectRole, RoleBinding, User } from '../api/types';
 import { useAuth } from '../auth';
 import { useProjects } from '../project';
 import { Empty, ErrorAlert, formatDate, nameProblem } from '../components/common';
@@ -49,7 +49,6 @@ export function ProjectsPage() {
               </Tbody>
             </Table>
           </Tab>
-          {isAdmin && <Tab eventKey="users" title={<TabTitleText>Users</TabTitleText>}><UsersTab /></Tab>}
         </Tabs>
       </PageSection>
       {creating && <NewProjectModal onClose={() => setCreating(false)} onCreated={() => { setCreating(false); reload(); }} />}
@@ -80,52 +79,6 @@ function NewProjectModal({ onClose, onCreated }: { onClose: () => void; onCreate
         <FormGroup label="Description" fieldId="project-description"><TextArea id="project-description" value={description} onChange={(_e, v) => setDescription(v)} /></FormGroup>
       </Form>
     </Modal>
-  );
-}
-
-function UsersTab() {
-  const [users, setUsers] = useState<User[]>([]);
-  const [error, setError] = useState<unknown>(null);
-  const [n, setN] = useState(0);
-  const [name, setName] = useState('');
-  const [displayName, setDisplayName] = useState('');
-  const [password, setPassword] = useState('');
-  const [orgRole, setOrgRole] = useState<OrgRole>('');
-  const toasts = useToasts();
-  useEffect(() => { get<List<User>>(collectionPath('users')).then((l) => { setUsers(l.items); setError(null); }).catch(setError); }, [n]);
-  const create = async () => {
-    try {
-      await post(collectionPath('users'), { apiVersion: 'paas.gantry.dev/v1', kind: 'User', metadata: { name }, spec: { displayName, orgRole, password } });
-      toasts.add('success', `User ${name} created`);
-      setName(''); setDisplayName(''); setPassword(''); setOrgRole('');
-      setN(n + 1);
-    } catch (e) { toasts.fail(e); }
-  };
-  return (
-    <>
-      {toasts.view}
-      <ErrorAlert error={error} />
-      <Table aria-label="Users" variant="compact">
-        <Thead><Tr><Th>User</Th><Th>Display Name</Th><Th>Org role</Th><Th>Disabled</Th><Th>Creation Date</Th></Tr></Thead>
-        <Tbody>{users.map((u) => (
-          <Tr key={u.metadata?.name}><Td>{u.metadata?.name}</Td><Td>{u.spec?.displayName}</Td><Td>{u.spec?.orgRole || '—'}</Td><Td>{u.spec?.disabled ? 'yes' : 'no'}</Td><Td>{formatDate(u.metadata?.creationTimestamp)}</Td></Tr>
-        ))}</Tbody>
-      </Table>
-      <Title headingLevel="h3" size="md" style={{ margin: '16px 0 8px' }}>New user</Title>
-      <Form isHorizontal onSubmit={(e) => { e.preventDefault(); void create(); }} style={{ maxWidth: 640 }}>
-        <FormGroup label="User name" isRequired fieldId="new-user"><TextInput id="new-user" value={name} onChange={(_e, v) => setName(v.trim())} /></FormGroup>
-        <FormGroup label="Display name" fieldId="new-user-display"><TextInput id="new-user-display" value={displayName} onChange={(_e, v) => setDisplayName(v)} /></FormGroup>
-        <FormGroup label="Password" isRequired fieldId="new-user-password"><TextInput id="new-user-password" type="password" autoComplete="new-password" value={password} onChange={(_e, v) => setPassword(v)} /></FormGroup>
-        <FormGroup label="Org role" fieldId="new-user-role">
-          <FormSelect id="new-user-role" value={orgRole} onChange={(_e, v) => setOrgRole(v as OrgRole)}>
-            <FormSelectOption value="" label="None (project roles only)" />
-            <FormSelectOption value="paas-admin" label="PaaS Admin" />
-            <FormSelectOption value="org-admin" label="Org Admin" />
-          </FormSelect>
-        </FormGroup>
-        <ActionGroup><Button type="submit" isDisabled={!name || !password}>Create user</Button></ActionGroup>
-      </Form>
-    </>
   );
 }
 
