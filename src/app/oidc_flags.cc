@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "model/lifecycle_policy.h"
+
 namespace gantry::app {
 
 void AddOidcFlags(CLI::App& app, OidcFlags& f) {
@@ -33,6 +35,10 @@ void AddOidcFlags(CLI::App& app, OidcFlags& f) {
                  "Only members of this provider group may log in by single sign-on");
   app.add_option("--oidc-ca-file", o.ca_file,
                  "PEM CA certificates for the provider's TLS certificate (default: the system's)");
+  app.add_option("--oidc-timeout", f.timeout,
+                 "Each call to the provider (discovery, token, keys) must be answered within "
+                 "this long (a duration, at most 5m); a login that waits longer fails with 503")
+      ->capture_default_str();
 }
 
 absl::StatusOr<std::unique_ptr<auth::OidcProvider>> MakeOidc(OidcFlags f, const Clock& clock) {
@@ -61,6 +67,12 @@ absl::StatusOr<std::unique_ptr<auth::OidcProvider>> MakeOidc(OidcFlags f, const 
     o.client_secret.pop_back();
   if (o.client_secret.empty())
     return absl::InvalidArgumentError("--oidc-client-secret-file is empty");
+  auto timeout = model::ParseDuration(f.timeout);
+  if (!timeout.ok())
+    return absl::InvalidArgumentError("--oidc-timeout: " + std::string(timeout.status().message()));
+  if (*timeout > std::chrono::minutes(5))
+    return absl::InvalidArgumentError("--oidc-timeout: at most 5m");
+  o.timeout = *timeout;
   if (o.scopes.find("openid") == std::string::npos)
     return absl::InvalidArgumentError("--oidc-scopes must include openid");
   if (o.issuer.rfind("http://", 0) == 0)

@@ -18,6 +18,7 @@ namespace gantry::app {
 struct OidcFlags {
   auth::OidcOptions options;
   std::string secret_file;
+  std::string timeout = "10s";  // --oidc-timeout, a duration
 };
 
 void AddOidcFlags(CLI::App& app, OidcFlags& f);

@@ -67,13 +67,14 @@ absl::StatusOr<SplitUrl> Split(const std::string& url) {
   return out;
 }
 
-absl::StatusOr<client::HttpResponse> Call(const std::string& url, const std::string& ca_file,
+absl::StatusOr<client::HttpResponse> Call(const std::string& url, const OidcOptions& options,
                                           std::string_view method,
                                           const std::map<std::string, std::string>& headers,
                                           std::string_view body = "", std::string_view type = "") {
   auto split = Split(url);
   if (!split.ok()) return split.status();
-  client::HttpClient http(split->base, "", {.ca_file = ca_file});
+  client::HttpClient http(split->base, "", {.ca_file = options.ca_file});
+  http.SetTimeout(options.timeout);
   auto r = http.SendWithHeaders(method, split->target, headers, body, type);
   if (!r.ok()) {
     spdlog::warn("OIDC: {} {}: {}", method, url, std::string(r.status().message()));
@@ -106,7 +107,7 @@ absl::StatusOr<OidcProvider::Metadata> OidcProvider::Discovered() {
   std::string base = options_.issuer;
   while (!base.empty() && base.back() == '/') base.pop_back();
   std::string url = base + "/.well-known/openid-configuration";
-  auto r = Call(url, options_.ca_file, "GET", {{"Accept", "application/json"}});
+  auto r = Call(url, options_, "GET", {{"Accept", "application/json"}});
   if (!r.ok()) return r.status();
   auto doc = JsonBody(*r, "discovery document");
   if (!doc.ok()) return doc.status();
@@ -183,7 +184,7 @@ absl::StatusOr<std::string> OidcProvider::ExchangeCode(const Metadata& m, const 
                     reinterpret_cast<const unsigned char*>(basic.data()), basic.size(),
                     sodium_base64_VARIANT_ORIGINAL);
   encoded.resize(std::strlen(encoded.c_str()));
-  auto r = Call(m.token_endpoint, options_.ca_file, "POST",
+  auto r = Call(m.token_endpoint, options_, "POST",
                 {{"Authorization", "Basic " + encoded}, {"Accept", "application/json"}}, form,
                 "application/x-www-form-urlencoded");
   sodium_memzero(basic.data(), basic.size());
@@ -217,7 +218,7 @@ absl::StatusOr<std::shared_ptr<const OidcKeySet>> OidcProvider::Keys(const Metad
     last_fetch_ = clock_.SteadyNow();
     missing_kid_ = kid;
   }
-  auto r = Call(m.jwks_uri, options_.ca_file, "GET", {{"Accept", "application/json"}});
+  auto r = Call(m.jwks_uri, options_, "GET", {{"Accept", "application/json"}});
   if (!r.ok()) return r.status();
   auto set = OidcKeySet::Parse(r->body);
   if (!set.ok()) {

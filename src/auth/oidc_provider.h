@@ -51,6 +51,9 @@ struct OidcOptions {
   std::string groups_claim = "groups";
   std::string allowed_group;  // --oidc-allowed-group: only its members may log in
   std::string ca_file;        // --oidc-ca-file
+  // --oidc-timeout: each call to the provider (discovery, token, keys) is answered within
+  // this long or fails, so a provider that hangs holds a login for no longer.
+  std::chrono::seconds timeout{10};
   std::chrono::seconds pending_ttl{10 * 60};
 };
 

@@ -10,8 +10,11 @@
 #include <boost/beast/http.hpp>
 #include <boost/url/parse.hpp>
 #include <cctype>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -46,6 +49,36 @@ bool IsDeadConnection(const beast::error_code& ec) {
          ec == ssl::error::stream_truncated;
 }
 
+// When a Send must be done (SetTimeout); none: unbounded.
+using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+using Finish = std::function<void(beast::error_code)>;
+
+// Runs the asynchronous operations `start` begins on `ioc` until they call their Finish or
+// `deadline` passes. Then `raw`, the connection's TCP socket, is closed, which completes them
+// with operation_aborted, and the answer is timed_out.
+beast::error_code RunUntil(net::io_context& ioc, std::chrono::steady_clock::time_point deadline,
+                           tcp::socket& raw, const std::function<void(Finish)>& start) {
+  beast::error_code result;
+  bool done = false;
+  ioc.restart();
+  start([&](beast::error_code ec) {
+    result = ec;
+    done = true;
+  });
+  ioc.run_until(deadline);
+  if (done) return result;
+  beast::error_code ignored;
+  raw.close(ignored);
+  ioc.restart();
+  ioc.run();  // the aborted operations' handlers
+  return net::error::timed_out;
+}
+
+absl::Status TimedOut(const std::string& base_url, const char* doing) {
+  return absl::DeadlineExceededError(
+      absl::StrCat("no answer from ", base_url, " in time (", doing, ")"));
+}
+
 template <class Fields>
 void CopyHeaders(const Fields& fields, HttpResponse& out) {
   for (const auto& f : fields) {
@@ -72,11 +105,13 @@ struct HttpClient::Impl {
   auto With(F&& f) {
     return tls_stream ? f(*tls_stream) : f(socket);
   }
+  // The connection's TCP socket.
+  tcp::socket& Raw() { return tls_stream ? tls_stream->next_layer() : socket; }
 
   void Close() {
     beast::error_code ignored;
     // No TLS close_notify: it could block on a dead peer, and HTTP framing ends our requests.
-    tcp::socket& s = tls_stream ? tls_stream->next_layer() : socket;
+    tcp::socket& s = Raw();
     s.shutdown(tcp::socket::shutdown_both, ignored);
     s.close(ignored);
     tls_stream.reset();
@@ -138,11 +173,18 @@ HttpClient::~HttpClient() {
 namespace {
 
 absl::Status ConnectSocket(net::io_context& ioc, tcp::socket& socket, const std::string& host,
-                           const std::string& port, const std::string& base_url) {
+                           const std::string& port, const std::string& base_url,
+                           Deadline deadline = std::nullopt) {
   tcp::resolver resolver(ioc);
   beast::error_code ec;
   auto results = resolver.resolve(host, port, ec);
-  if (!ec) net::connect(socket, results, ec);
+  if (!ec && !deadline) net::connect(socket, results, ec);
+  if (!ec && deadline)
+    ec = RunUntil(ioc, *deadline, socket, [&](Finish finish) {
+      net::async_connect(socket, results,
+                         [finish](beast::error_code e, const tcp::endpoint&) { finish(e); });
+    });
+  if (ec == net::error::timed_out) return TimedOut(base_url, "connecting");
   if (ec) {
     return absl::UnavailableError(
         absl::StrCat("cannot reach gantryd at ", base_url, ": ", Describe(ec)));
@@ -153,13 +195,21 @@ absl::Status ConnectSocket(net::io_context& ioc, tcp::socket& socket, const std:
 
 // Connects `stream`'s socket and runs the TLS handshake (SNI for host names).
 absl::Status ConnectTls(net::io_context& ioc, TlsStream& stream, const std::string& host,
-                        const std::string& port, const std::string& base_url) {
-  RETURN_IF_ERROR(ConnectSocket(ioc, stream.next_layer(), host, port, base_url));
+                        const std::string& port, const std::string& base_url,
+                        Deadline deadline = std::nullopt) {
+  RETURN_IF_ERROR(ConnectSocket(ioc, stream.next_layer(), host, port, base_url, deadline));
   beast::error_code ec;
   net::ip::make_address(host, ec);
   if (ec) SSL_set_tlsext_host_name(stream.native_handle(), host.c_str());  // not an IP address
   ec = {};
-  stream.handshake(ssl::stream_base::client, ec);
+  if (!deadline)
+    stream.handshake(ssl::stream_base::client, ec);
+  else
+    ec = RunUntil(ioc, *deadline, stream.next_layer(), [&](Finish finish) {
+      stream.async_handshake(ssl::stream_base::client,
+                             [finish](beast::error_code e) { finish(e); });
+    });
+  if (ec == net::error::timed_out) return TimedOut(base_url, "in the TLS handshake");
   if (ec) {
     std::string why = Describe(ec);
     return absl::UnavailableError(
@@ -201,6 +251,8 @@ absl::StatusOr<HttpResponse> HttpClient::SendWithHeaders(
   }
   req.keep_alive(true);
   req.prepare_payload();
+  const Deadline deadline =
+      timeout_.count() > 0 ? Deadline(std::chrono::steady_clock::now() + timeout_) : std::nullopt;
 
   for (int attempt = 0;; ++attempt) {
     const bool reused = impl_->connected;
@@ -208,13 +260,18 @@ absl::StatusOr<HttpResponse> HttpClient::SendWithHeaders(
       if (impl_->tls) {
         impl_->tls_stream = std::make_unique<TlsStream>(impl_->ioc, *impl_->tls);
         absl::Status connected =
-            ConnectTls(impl_->ioc, *impl_->tls_stream, host_, port_, base_url_);
+            ConnectTls(impl_->ioc, *impl_->tls_stream, host_, port_, base_url_, deadline);
         if (!connected.ok()) {
           impl_->Close();
           return connected;
         }
       } else {
-        RETURN_IF_ERROR(ConnectSocket(impl_->ioc, impl_->socket, host_, port_, base_url_));
+        absl::Status connected =
+            ConnectSocket(impl_->ioc, impl_->socket, host_, port_, base_url_, deadline);
+        if (!connected.ok()) {
+          impl_->Close();
+          return connected;
+        }
       }
       impl_->connected = true;
       ++connections_opened_;
@@ -223,9 +280,23 @@ absl::StatusOr<HttpResponse> HttpClient::SendWithHeaders(
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxBodyBytes);
     impl_->With([&](auto& stream) {
-      http::write(stream, req, ec);
-      if (!ec) http::read(stream, impl_->buffer, parser, ec);
+      if (!deadline) {
+        http::write(stream, req, ec);
+        if (!ec) http::read(stream, impl_->buffer, parser, ec);
+        return;
+      }
+      ec = RunUntil(impl_->ioc, *deadline, impl_->Raw(), [&](Finish finish) {
+        http::async_write(stream, req, [&, finish](beast::error_code e, std::size_t) {
+          if (e) return finish(e);
+          http::async_read(stream, impl_->buffer, parser,
+                           [finish](beast::error_code read, std::size_t) { finish(read); });
+        });
+      });
     });
+    if (ec == net::error::timed_out) {
+      impl_->Close();
+      return TimedOut(base_url_, "waiting for the answer");
+    }
     if (ec) {
       impl_->Close();
       // A kept-alive connection the server dropped while idle: the request never reached it,

@@ -9,6 +9,7 @@
 // Thread-safety: an HttpClient owns one connection and is NOT thread-safe; use one per thread.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -92,6 +93,12 @@ class HttpClient : public HttpTransport {
                                                std::string_view body = "",
                                                std::string_view content_type = "application/json");
 
+  // Bounds each later Send (and SendWithHeaders): connecting, the TLS handshake, writing the
+  // request and reading the whole answer must end within `timeout` together. A call that runs
+  // out closes the connection and fails with DEADLINE_EXCEEDED naming the server. 0 (the
+  // default): no bound, as the class comment says. Stream is never bounded (a watch is long).
+  void SetTimeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
+
   // Number of TCP connections opened so far (Send and Stream); lets tests observe reuse.
   int connections_opened_for_test() const { return connections_opened_; }
 
@@ -106,6 +113,8 @@ class HttpClient : public HttpTransport {
   std::string port_;
   std::string path_prefix_;  // "" or "/prefix" without a trailing slash
   std::string host_header_;
+
+  std::chrono::milliseconds timeout_{0};  // SetTimeout
 
   // Connection state (single-threaded use).
   std::unique_ptr<Impl> impl_;

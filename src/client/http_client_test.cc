@@ -191,6 +191,64 @@ TEST(HttpClient, ConnectionRefusedNamesTheServer) {
             absl::StatusCode::kUnavailable);
 }
 
+// A port where the kernel completes connections that nobody accepts or answers: a server
+// that hangs after accepting, as far as a client can tell.
+class SilentListener {
+ public:
+  SilentListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    ::listen(fd_, 8);
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~SilentListener() { ::close(fd_); }
+  std::string url(const char* scheme) const { return absl::StrCat(scheme, "://127.0.0.1:", port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+TEST(HttpClient, ABoundedSendGivesUpOnAServerThatNeverAnswers) {
+  SilentListener silent;
+  HttpClient plain(silent.url("http"));
+  plain.SetTimeout(std::chrono::milliseconds(200));
+  auto r = plain.Send("GET", "/.well-known/openid-configuration");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  EXPECT_EQ(r.status().message(), absl::StrCat("no answer from ", silent.url("http"),
+                                               " in time (waiting for the answer)"));
+  // https://: the TLS handshake is bounded as well.
+  HttpClient tls(silent.url("https"));
+  tls.SetTimeout(std::chrono::milliseconds(200));
+  r = tls.Send("GET", "/");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  EXPECT_EQ(r.status().message(), absl::StrCat("no answer from ", silent.url("https"),
+                                               " in time (in the TLS handshake)"));
+}
+
+TEST(HttpClient, ABoundedSendAnswersAndKeepsTheConnection) {
+  ScriptedServer server([](const std::string&) {
+    return ScriptedServer::Reply{Ok("{\"a\":1}"), false, {}, {}};
+  });
+  HttpClient client(server.url());
+  client.SetTimeout(std::chrono::seconds(30));
+  for (int i = 0; i < 2; ++i) {
+    auto r = client.Send("POST", "/x", "{}");
+    ASSERT_TRUE(r.ok()) << i << ": " << r.status();
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "{\"a\":1}");
+  }
+  EXPECT_EQ(client.connections_opened_for_test(), 1);
+  EXPECT_EQ(server.requests().size(), 2u);
+}
+
 TEST(HttpClient, BadUrlsAndUnreadableCaFilesAreRefused) {
   HttpClient tls("https://example.com", "", TlsOptions{"/nonexistent/ca.pem"});
   auto r = tls.Send("GET", "/");

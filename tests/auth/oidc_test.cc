@@ -9,8 +9,12 @@
 // for an API client, audited: a state that is not this browser's, a replayed callback, a
 // user outside --oidc-allowed-group, a wrong client secret, the provider's own error.
 // Skipped when lemonldap-ng is not installed, failed then in CI (GANTRY_CI=1).
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -279,6 +283,64 @@ TEST_F(OidcWrongSecretTest, AWrongClientSecretIsExplained) {
   EXPECT_THAT(refused.body, HasSubstr("client credentials (a wrong --oidc-client-secret-file?)"));
   EXPECT_TRUE(b.Cookie(origin_, "gantry_session").empty());
   EXPECT_THAT(gantryd_->Log(), Not(HasSubstr("not-the-client-secret")));
+}
+
+// A provider that accepts connections and never answers (a port nobody accepts on: the
+// kernel completes the connection). With --oidc-timeout 1s a login answers 503 with a message
+// instead of holding the request, and gantryd's own API goes on answering. No LemonLDAP here.
+class OidcHangingProviderTest : public GantrydTest {
+ protected:
+  void SetUp() override {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(::listen(listener_, 8), 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+    issuer_ = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    dir_ = MakeTempDir("gantry-oidchang");
+    ASSERT_FALSE(dir_.empty());
+    std::ofstream(dir_ + "/client-secret") << "s3cret-of-the-client\n";
+    GantrydTest::SetUp();
+  }
+  void TearDown() override {
+    GantrydTest::TearDown();
+    if (listener_ >= 0) ::close(listener_);
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  std::vector<std::string> Args() override {
+    return {"--oidc-issuer",
+            issuer_,
+            "--oidc-client-id",
+            "gantry",
+            "--oidc-client-secret-file",
+            dir_ + "/client-secret",
+            "--oidc-redirect-url",
+            "http://127.0.0.1:1/auth/oidc/callback",
+            "--oidc-timeout",
+            "1s"};
+  }
+
+  int listener_ = -1;
+  std::string issuer_;
+  std::string dir_;
+};
+
+TEST_F(OidcHangingProviderTest, ALoginFailsWith503InsteadOfWaitingForever) {
+  // Not through Api(): it counts every 5xx as a failure, and the provider being down is the
+  // one case where 503 is the right answer.
+  client::HttpClient c(gantryd_->base_url());
+  auto login = c.Send("GET", "/auth/oidc/login");
+  ASSERT_TRUE(login.ok()) << login.status();
+  EXPECT_EQ(login->status, 503) << login->body;
+  EXPECT_THAT(login->body, HasSubstr("\"message\":\"the identity provider cannot be reached; "
+                                     "try again later\""));
+  EXPECT_THAT(gantryd_->Log(),
+              HasSubstr("no answer from " + issuer_ + " in time (waiting for the answer)"));
+  EXPECT_EQ(api().Get(ClusterPath("projects")).status, 200);
 }
 
 }  // namespace
