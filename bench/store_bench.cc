@@ -144,11 +144,6 @@ int Commit(std::map<std::string, std::string>& a) {
   const double cpu = CpuUs() - cpu0;
   const auto after = (*store)->CommitStats();
   std::sort(latencies.begin(), latencies.end());
-  auto pct = [&](double p) {
-    return latencies.empty() ? 0.0
-                             : latencies[std::min(latencies.size() - 1,
-                                                  static_cast<size_t>(p / 100 * latencies.size()))];
-  };
   const long txns = after.transactions - before.transactions;
   std::printf(
       "creates=%ld failures=%ld seconds=%.2f rate=%.1f transactions=%ld per_txn=%.2f "

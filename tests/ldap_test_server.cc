@@ -153,7 +153,7 @@ absl::Status LdapTestServer::Start() {
   std::string log = dir_ + "/slapd.log";
   pid_ = SpawnLogged({"/usr/sbin/slapd", "-h", url() + "/ " + tls_url() + "/", "-f",
                       dir_ + "/slapd.conf", "-d", "0"},
-                     log, {.parent_death_signal = SIGTERM});
+                     log, {.parent_death_signal = SIGTERM, .env = {}});
   if (pid_ < 0) return absl::UnavailableError("cannot start slapd");
   return WaitUntilServing(
       &pid_, [&] { return AcceptsOnLoopback(port_) && AcceptsOnLoopback(tls_port_); }, "slapd", log,

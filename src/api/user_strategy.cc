@@ -31,6 +31,7 @@ class UserStrategy : public KindStrategy {
       return InvalidError(
           kUserKind, user.metadata.name,
           {{"spec.source", "Invalid value: field is immutable", "FieldValueInvalid"}});
+    if (current && !was.source.empty()) RETURN_IF_ERROR(KeepDirectoryFields(*current, next));
     if ((was.org_role != user.org_role || was.disabled != user.disabled) && !t.caller_is_org_admin)
       return ForbiddenError(
           "users.paas.gantry.dev is forbidden: only an org-admin may change "
@@ -58,6 +59,23 @@ class UserStrategy : public KindStrategy {
   }
 
  private:
+  // A directory user's display name and email come from the directory at each login (the
+  // next one would overwrite a local edit): a change here is refused, naming the field.
+  static absl::Status KeepDirectoryFields(const json::object& current, const json::object& next) {
+    std::vector<FieldCause> causes;
+    for (const char* field : {"displayName", "email"}) {
+      const std::string path = std::string("spec.") + field;
+      if (model::GetString(current, path) == model::GetString(next, path)) continue;
+      causes.push_back({path,
+                        "Invalid value: set by the directory (spec.source " +
+                            model::GetString(current, "spec.source") +
+                            ") at each login; change it there",
+                        "FieldValueInvalid"});
+    }
+    if (causes.empty()) return absl::OkStatus();
+    return InvalidError(kUserKind, model::GetString(current, "metadata.name"), std::move(causes));
+  }
+
   // Moves spec.password (and the spec.currentPassword a change of one's own needs) out of
   // `next` into credential writes.
   absl::Status TakePassword(const Target& t, const json::object* current, json::object& next,

@@ -53,6 +53,7 @@
 #include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
 #include "webhooks/delivery_worker.h"
+#include "webhooks/http_post.h"
 #include "webhooks/outbox_store.h"
 #include "webhooks/webhook_spec.h"
 
@@ -308,6 +309,10 @@ int main(int argc, char** argv) {
   int webhook_timeout_ms = 10000;
   int webhook_backoff_ms = 1000;
   std::string webhook_retention = "7d";
+  std::string webhook_ca_file;
+  app.add_option("--webhook-ca-file", webhook_ca_file,
+                 "PEM CA certificates https:// webhook receivers must chain to (default: the "
+                 "system's)");
   app.add_flag("--webhook-allow-private", webhook_allow_private,
                "Allow webhook receivers on loopback, link-local and private addresses");
   app.add_option("--webhook-timeout-ms", webhook_timeout_ms, "Per-attempt webhook timeout")
@@ -477,6 +482,10 @@ int main(int argc, char** argv) {
   // Every write goes through the webhook outbox (docs/webhooks.md).
   store = std::make_unique<gantry::webhooks::OutboxStore>(std::move(store), clock);
   gantry::webhooks::SetAllowPrivate(webhook_allow_private);
+  if (absl::Status trust = gantry::webhooks::SetReceiverTrust(webhook_ca_file); !trust.ok()) {
+    spdlog::critical("--webhook-ca-file: {}", std::string(trust.message()));
+    return 1;
+  }
   gantry::Metrics metrics;
   gantry::api::WatchHub hub;
   hub.StartBookmarks(std::chrono::milliseconds(static_cast<int64_t>(bookmark_seconds * 1000)));

@@ -2,12 +2,18 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/ssl.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <memory>
+#include <mutex>
+#include <optional>
 
 namespace gantry::webhooks {
 namespace {
@@ -15,9 +21,60 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
+std::mutex tls_mu;
+std::unique_ptr<ssl::context> tls_context;  // SetReceiverTrust, or the system's at first use
+
+absl::StatusOr<std::unique_ptr<ssl::context>> MakeContext(const std::string& ca_file) {
+  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+  ctx->set_options(ssl::context::no_sslv2 | ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                   ssl::context::no_tlsv1_1);
+  boost::system::error_code ec;
+  if (ca_file.empty())
+    ctx->set_default_verify_paths(ec);
+  else
+    ctx->load_verify_file(ca_file, ec);
+  if (ec)
+    return absl::InvalidArgumentError((ca_file.empty()
+                                           ? "cannot load the system's trusted certificates"
+                                           : "cannot load CA certificates from " + ca_file) +
+                                      ": " + ec.message());
+  ctx->set_verify_mode(ssl::verify_peer);
+  return ctx;
+}
+
+absl::StatusOr<ssl::context*> ReceiverTls() {
+  std::lock_guard lock(tls_mu);
+  if (!tls_context) {
+    auto made = MakeContext("");
+    if (!made.ok()) return absl::UnavailableError(made.status().message());
+    tls_context = *std::move(made);
+  }
+  return tls_context.get();
+}
+
+// Writes `req` to `stream` and reads the answer into `res`; `failed` gets the first error.
+template <class Stream>
+void Exchange(Stream& stream, http::request<http::string_body>& req, beast::flat_buffer& buffer,
+              http::response<http::string_body>& res, boost::system::error_code& failed) {
+  http::async_write(stream, req, [&](boost::system::error_code e, size_t) {
+    if (e) return void(failed = e);
+    http::async_read(stream, buffer, res,
+                     [&](boost::system::error_code read, size_t) { failed = read; });
+  });
+}
+
 }  // namespace
+
+absl::Status SetReceiverTrust(const std::string& ca_file) {
+  auto made = MakeContext(ca_file);
+  if (!made.ok()) return made.status();
+  std::lock_guard lock(tls_mu);
+  tls_context = *std::move(made);
+  return absl::OkStatus();
+}
 
 std::string Signature(std::string_view secret, std::string_view body) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -36,8 +93,12 @@ std::string Signature(std::string_view secret, std::string_view body) {
 absl::StatusOr<int> HttpPost(const Receiver& to, std::string_view body,
                              const std::map<std::string, std::string>& headers,
                              std::chrono::milliseconds timeout) {
-  if (to.tls)
-    return absl::UnimplementedError("https:// receivers are not supported by this gantryd yet");
+  ssl::context* tls = nullptr;
+  if (to.tls) {
+    auto got = ReceiverTls();
+    if (!got.ok()) return got.status();
+    tls = *got;
+  }
   asio::io_context ioc;
   tcp::resolver resolver(ioc);
   boost::system::error_code ec;
@@ -51,7 +112,6 @@ absl::StatusOr<int> HttpPost(const Receiver& to, std::string_view body,
                                       e.endpoint().address().to_string() +
                                       "); gantryd runs without "
                                       "--webhook-allow-private");
-  beast::tcp_stream stream(ioc);
   http::request<http::string_body> req{http::verb::post, to.target, 11};
   req.set(http::field::host, to.host + ":" + to.port);
   req.set(http::field::user_agent, "gantry-webhooks");
@@ -61,26 +121,37 @@ absl::StatusOr<int> HttpPost(const Receiver& to, std::string_view body,
   req.prepare_payload();
   beast::flat_buffer buffer;
   http::response<http::string_body> res;
-  int status = 0;
   boost::system::error_code failed;
-  stream.expires_after(timeout);
-  stream.async_connect(found, [&](boost::system::error_code e, const tcp::endpoint&) {
+  bool connected = false, handshaken = !tls;
+  std::optional<beast::tcp_stream> plain;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> secure;
+  beast::tcp_stream& lowest = tls ? secure.emplace(ioc, *tls).next_layer() : plain.emplace(ioc);
+  if (tls) {
+    boost::system::error_code not_ip;
+    asio::ip::make_address(to.host, not_ip);
+    if (not_ip) SSL_set_tlsext_host_name(secure->native_handle(), to.host.c_str());  // SNI
+    secure->set_verify_callback(ssl::host_name_verification(to.host));
+  }
+  lowest.expires_after(timeout);  // connecting, the handshake, the request and the answer
+  lowest.async_connect(found, [&](boost::system::error_code e, const tcp::endpoint&) {
     if (e) return void(failed = e);
-    http::async_write(stream, req, [&](boost::system::error_code e2, size_t) {
-      if (e2) return void(failed = e2);
-      http::async_read(stream, buffer, res, [&](boost::system::error_code e3, size_t) {
-        if (e3) return void(failed = e3);
-        status = static_cast<int>(res.result_int());
-      });
+    connected = true;
+    if (!tls) return Exchange(*plain, req, buffer, res, failed);
+    secure->async_handshake(ssl::stream_base::client, [&](boost::system::error_code shake) {
+      if (shake) return void(failed = shake);
+      handshaken = true;
+      Exchange(*secure, req, buffer, res, failed);
     });
   });
   ioc.run();
-  stream.socket().close(ec);
+  lowest.socket().close(ec);
   if (failed == beast::error::timeout)
     return absl::DeadlineExceededError("no answer within " + std::to_string(timeout.count()) +
                                        " ms");
+  if (failed && connected && !handshaken)
+    return absl::UnavailableError("TLS handshake with " + to.host + " failed: " + failed.message());
   if (failed) return absl::UnavailableError(failed.message());
-  return status;
+  return static_cast<int>(res.result_int());
 }
 
 }  // namespace gantry::webhooks

@@ -168,6 +168,18 @@ TEST_F(LdapLoginTest, AnLdapUsersSourceCannotBeChangedLocally) {
   EXPECT_TRUE(r.IsStatus(422, "Invalid")) << r.raw;
   EXPECT_THAT(r.raw, HasSubstr("spec.source"));
   EXPECT_THAT(r.raw, HasSubstr("immutable"));
+  // The display name and email are the directory's too; other fields stay editable.
+  Resp name = api().Patch(ClusterPath("users", "alice"),
+                          json::object{{"spec", json::object{{"displayName", "Not Alice"},
+                                                             {"email", "x@example.com"}}}});
+  EXPECT_TRUE(name.IsStatus(422, "Invalid")) << name.raw;
+  EXPECT_EQ(name.cause_fields(), (std::vector<std::string>{"spec.displayName", "spec.email"}));
+  EXPECT_EQ(name.cause_message("spec.displayName"),
+            "Invalid value: set by the directory (spec.source ldap) at each login; change it "
+            "there");
+  Resp disabled = api().Patch(ClusterPath("users", "alice"),
+                              json::object{{"spec", json::object{{"disabled", true}}}});
+  EXPECT_EQ(disabled.status, 200) << disabled.raw;
 }
 
 TEST_F(LdapLoginTest, WrongPasswordUnknownUserAndInjectionGetTheSame401) {

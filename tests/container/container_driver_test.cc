@@ -64,8 +64,8 @@ TEST_F(ContainerDriverTest, DeployStopStartDestroy) {
   EXPECT_EQ(endpoint.rfind(std::string("http://") + kAdvertiseHost + ":", 0), 0u) << endpoint;
   EXPECT_EQ(Str(o, "status.outputs.container"), container);
   const int port = PortOf(endpoint);
-  ASSERT_GE(port, 30000);
-  ASSERT_LE(port, 39999);
+  ASSERT_GE(port, kMinPort);
+  ASSERT_LE(port, kMaxPort);
   auto [status, body] = HttpGet(port, "/");
   EXPECT_EQ(status, 200);
   EXPECT_EQ(Joined(body), "hello from a container\n");

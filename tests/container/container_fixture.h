@@ -63,6 +63,18 @@ inline bool PodmanInstalled() {
 
 class ContainerTest : public LocalTest {
  protected:
+  // Host ports apart from the local-driver tests' 30000-39999: those run beside this one
+  // (ctest -j), and a port a stopped container published may be taken by their workloads
+  // before it starts again (the driver then makes a new container, which a test here checks
+  // does not happen).
+  static constexpr int kMinPort = 40000, kMaxPort = 44999;
+  std::vector<std::string> Args() override {
+    std::vector<std::string> args = LocalTest::Args();
+    for (size_t i = 0; i + 1 < args.size(); ++i)
+      if (args[i] == "--port-range")
+        args[i + 1] = std::to_string(kMinPort) + "-" + std::to_string(kMaxPort);
+    return args;
+  }
   void SetUp() override {
     if (!PodmanInstalled()) {
       if (std::getenv("GANTRY_CI")) FAIL() << "podman is not installed (GANTRY_CI=1)";

@@ -4,12 +4,14 @@
 #include <netinet/in.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <csignal>
 
 namespace gantry::testing {
 namespace {
@@ -19,13 +21,28 @@ std::string Lower(std::string s) {
   return s;
 }
 
+// One accepted connection: plain, or TLS once the handshake is done.
+struct Io {
+  int fd;
+  SSL* ssl = nullptr;
+  ssize_t Recv(char* buf, size_t n) const {
+    return ssl ? SSL_read(ssl, buf, static_cast<int>(n)) : ::recv(fd, buf, n, 0);
+  }
+  void Send(const std::string& bytes) const {
+    if (ssl)
+      (void)SSL_write(ssl, bytes.data(), static_cast<int>(bytes.size()));
+    else
+      (void)::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  }
+};
+
 // Reads one request: its headers (lower-cased names) and body (Content-Length bytes).
-bool ReadRequest(int fd, std::map<std::string, std::string>* headers, std::string* body) {
+bool ReadRequest(const Io& io, std::map<std::string, std::string>* headers, std::string* body) {
   std::string buf;
   char chunk[4096];
   size_t end = std::string::npos;
   while ((end = buf.find("\r\n\r\n")) == std::string::npos) {
-    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    ssize_t n = io.Recv(chunk, sizeof chunk);
     if (n <= 0) return false;
     buf.append(chunk, static_cast<size_t>(n));
   }
@@ -45,7 +62,7 @@ bool ReadRequest(int fd, std::map<std::string, std::string>* headers, std::strin
       std::stoul((*headers)["content-length"].empty() ? "0" : (*headers)["content-length"]);
   *body = buf.substr(end + 4);
   while (body->size() < length) {
-    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    ssize_t n = io.Recv(chunk, sizeof chunk);
     if (n <= 0) return false;
     body->append(chunk, static_cast<size_t>(n));
   }
@@ -70,7 +87,22 @@ std::string ExpectedSignature(const std::string& secret, const std::string& body
 
 Receiver::Receiver() = default;
 
-Receiver::~Receiver() { Stop(); }
+Receiver::~Receiver() {
+  Stop();
+  if (tls_) SSL_CTX_free(tls_);
+}
+
+bool Receiver::UseTls(const std::string& cert_file, const std::string& key_file) {
+  std::signal(SIGPIPE, SIG_IGN);  // SSL_write to a client that went away
+  tls_ = SSL_CTX_new(TLS_server_method());
+  return tls_ && SSL_CTX_use_certificate_chain_file(tls_, cert_file.c_str()) == 1 &&
+         SSL_CTX_use_PrivateKey_file(tls_, key_file.c_str(), SSL_FILETYPE_PEM) == 1;
+}
+
+int Receiver::failed_handshakes() const {
+  std::lock_guard lock(mu_);
+  return failed_handshakes_;
+}
 
 int Receiver::Start() {
   std::lock_guard lock(mu_);
@@ -116,7 +148,7 @@ void Receiver::Stop() {
 
 std::string Receiver::url() const {
   std::lock_guard lock(mu_);
-  return "http://127.0.0.1:" + std::to_string(port_) + "/hook";
+  return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_) + "/hook";
 }
 
 void Receiver::FailNext(int n) {
@@ -155,7 +187,19 @@ void Receiver::AcceptLoop(int listen_fd) {
 void Receiver::Serve(int fd) {
   std::map<std::string, std::string> headers;
   std::string body;
-  if (ReadRequest(fd, &headers, &body)) {
+  Io io{fd};
+  bool ready = true;
+  if (tls_) {
+    io.ssl = SSL_new(tls_);
+    SSL_set_fd(io.ssl, fd);
+    ready = SSL_accept(io.ssl) == 1;
+    if (!ready) {
+      std::lock_guard lock(mu_);
+      ++failed_handshakes_;
+      cv_.notify_all();
+    }
+  }
+  if (ready && ReadRequest(io, &headers, &body)) {
     int answer = 200;
     {
       std::unique_lock lock(mu_);
@@ -175,9 +219,10 @@ void Receiver::Serve(int fd) {
       std::string reply = "HTTP/1.1 " + std::to_string(answer) +
                           (answer == 200 ? " OK" : " Internal Server Error") +
                           "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-      (void)::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+      io.Send(reply);
     }
   }
+  if (io.ssl) SSL_free(io.ssl);
   std::lock_guard lock(mu_);
   conns_.erase(std::remove(conns_.begin(), conns_.end(), fd), conns_.end());
   ::close(fd);

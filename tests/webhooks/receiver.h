@@ -1,7 +1,8 @@
 // A real HTTP webhook receiver for the tests: a listening socket on 127.0.0.1 (port 0 on the
 // first Start, the same port after a Stop), one thread per connection, that records every
 // POST (headers and exact body) and answers by a script: the next N requests answer 500, or
-// hang (no answer until Release or Stop), then 200.
+// hang (no answer until Release or Stop), then 200. With UseTls it speaks HTTPS (OpenSSL)
+// with the given certificate and counts the handshakes the client broke off.
 //
 // Thread-safety: every method may be called from any thread.
 #pragma once
@@ -13,6 +14,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+struct ssl_ctx_st;
 
 namespace gantry::testing {
 
@@ -29,12 +32,16 @@ class Receiver {
   Receiver();
   ~Receiver();
 
+  // HTTPS with this PEM certificate and key (call before Start); false when they do not load.
+  bool UseTls(const std::string& cert_file, const std::string& key_file);
   // Listens (again, on the same port after Stop). Returns the port.
   int Start();
   // Closes the listener and every connection: senders see a refused connection.
   void Stop();
-  // "http://127.0.0.1:PORT/hook".
+  // "http://127.0.0.1:PORT/hook" ("https://" with UseTls).
   std::string url() const;
+  // TLS handshakes that failed (the client refused the certificate, say).
+  int failed_handshakes() const;
 
   // The next `n` requests answer 500 / hang.
   void FailNext(int n);
@@ -48,6 +55,8 @@ class Receiver {
   void AcceptLoop(int listen_fd);
   void Serve(int fd);
 
+  ssl_ctx_st* tls_ = nullptr;  // SSL_CTX, with UseTls
+  int failed_handshakes_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   int port_ = 0;

@@ -4,8 +4,11 @@
 // stopped receiver, and kill -9 of gantryd with undelivered entries.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
 
+#include "common/test_process.h"
+#include "common/tls_files.h"
 #include "engine_fixture.h"
 #include "receiver.h"
 
@@ -276,6 +279,70 @@ TEST_F(RetentionTest, DeliveredDeliveriesArePrunedAfterTheRetention) {
   // The webhook keeps what its last delivery did.
   json::object hook = api().Get(NsPath("default", "webhooks", "hook")).obj();
   EXPECT_EQ(Int(hook, "status.lastDelivery.code"), 200) << json::serialize(hook);
+}
+
+// https:// receivers: the receiver serves a self-signed certificate for 127.0.0.1. gantryd
+// trusts it through --webhook-ca-file and delivers signed; without the flag (the system's CAs)
+// every attempt fails at the handshake, and the webhook says why.
+class HttpsWebhooksTest : public WebhooksTest {
+ protected:
+  virtual bool TrustTheReceiver() { return true; }
+  std::vector<std::string> Args() override {
+    auto args = WebhooksTest::Args();
+    if (TrustTheReceiver()) args.insert(args.end(), {"--webhook-ca-file", dir_ + "/tls.crt"});
+    return args;
+  }
+  void SetUp() override {
+    dir_ = MakeTempDir("gantry-hooktls");
+    ASSERT_FALSE(dir_.empty());
+    absl::Status made =
+        EnsureSelfSignedCertificate(dir_ + "/tls.crt", dir_ + "/tls.key", {"127.0.0.1"});
+    ASSERT_TRUE(made.ok()) << made;
+    ASSERT_TRUE(receiver_.UseTls(dir_ + "/tls.crt", dir_ + "/tls.key"));
+    WebhooksTest::SetUp();
+  }
+  void TearDown() override {
+    WebhooksTest::TearDown();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string dir_;
+};
+
+TEST_F(HttpsWebhooksTest, ATrustedReceiverGetsSignedDeliveries) {
+  ASSERT_EQ(receiver_.url().rfind("https://", 0), 0u) << receiver_.url();
+  CreateHook();
+  DeployToSuccess("web");
+  ASSERT_TRUE(receiver_.WaitFor([](const auto& got) { return Delivered(got, "web"); }));
+  for (const auto& r : receiver_.received())
+    EXPECT_EQ(r.signature, ExpectedSignature(kSecret, r.body)) << r.body;
+  EXPECT_EQ(receiver_.failed_handshakes(), 0);
+  EXPECT_TRUE(PollUntil([&] {
+    return Int(api().Get(NsPath("default", "webhooks", "hook")).obj(),
+               "status.lastDelivery.code") == 200;
+  }));
+}
+
+class UntrustedHttpsWebhooksTest : public HttpsWebhooksTest {
+ protected:
+  bool TrustTheReceiver() override { return false; }
+};
+
+TEST_F(UntrustedHttpsWebhooksTest, AnUntrustedCertificateFailsTheAttemptSayingSo) {
+  CreateHook();
+  DeployToSuccess("web");
+  json::object hook;
+  EXPECT_TRUE(PollUntil([&] {
+    hook = api().Get(NsPath("default", "webhooks", "hook")).obj();
+    return !Str(hook, "status.lastDelivery.error").empty();
+  }));
+  EXPECT_NE(Str(hook, "status.lastDelivery.error").find("TLS handshake with 127.0.0.1 failed"),
+            std::string::npos)
+      << json::serialize(hook);
+  EXPECT_NE(Str(hook, "status.lastDelivery.error").find("certificate"), std::string::npos)
+      << json::serialize(hook);
+  EXPECT_TRUE(receiver_.received().empty());
+  EXPECT_GT(receiver_.failed_handshakes(), 0);
 }
 
 // Without --webhook-allow-private a receiver on loopback is refused.
