@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -231,6 +232,10 @@ absl::StatusOr<std::unique_ptr<gantry::auth::LdapDirectory>> MakeDirectory(
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A write to a peer that went away (a socket, a pipe to a child or to our own log reader)
+  // is an EPIPE error where it happens, never the silent death of gantryd. Children get every
+  // signal back at its default (drivers/common/process.cc).
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"gantryd: the Gantry GPU PaaS control plane"};
   std::string listen = "127.0.0.1:8080";
   std::string data_dir = ".gantry";

@@ -291,14 +291,7 @@ TEST_F(EngineCapacityTest, ALostClaimKeepsItsPlaceInTheQueue) {
   wrapped.Inject({.call = store::StoreCall::kCommit,
                   .status = absl::AbortedError("the object has been modified"),
                   .kind = "UsageInterval"});
-  EngineOptions o;
-  o.workers = 2;
-  o.holder = "replica-1";
-  o.host = "host-1";
-  o.state_dir = dir_ + "/state";
-  engine_ =
-      std::make_unique<Engine>(wrapped, registry_, *secrets_, *logs_, clock_, metrics_, *gpus_, o);
-  ASSERT_TRUE(engine_->Start().ok());
+  StartEngine(/*workers=*/2, &wrapped);
   json::object first = WaitPhase("first", "Success");
   EXPECT_EQ(json::serialize(first.at("status").at("gpus")), R"(["0","1"])");
   EXPECT_EQ(GetString(WaitReason("second", "InsufficientCapacity"), "status.phase"), "Waiting");

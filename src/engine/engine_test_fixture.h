@@ -71,15 +71,17 @@ class EngineFixture : public StoreFixture {
     CloseStore();
   }
 
-  void StartEngine(int workers = 2) {
+  // The engine on store_, or on `store` (a StoreWrapper around store_ that injects faults;
+  // it must outlive engine_).
+  void StartEngine(int workers = 2, store::Store* store = nullptr) {
     EngineOptions o;
     o.workers = workers;
     o.holder = "replica-1";
     o.host = "host-1";
     o.state_dir = dir_ + "/state";
     o.drain = std::chrono::seconds(5);
-    engine_ = std::make_unique<Engine>(*store_, registry_, *secrets_, *logs_, clock_, metrics_,
-                                       *gpus_, o);
+    engine_ = std::make_unique<Engine>(store ? *store : *store_, registry_, *secrets_, *logs_,
+                                       clock_, metrics_, *gpus_, o);
     ASSERT_TRUE(engine_->Start().ok());
   }
 
