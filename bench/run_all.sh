@@ -203,6 +203,22 @@ setup_profile() {  # a no-op exec template and a profile using it, in project de
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
+# A free port below the kernel's ephemeral range (ip_local_port_range, 32768 up): for ports
+# podman publishes. A container removed uncleanly can leave its DNAT rule behind, and such a
+# rule on an ephemeral port would send later connections to a gantryd (or anything listening
+# on port 0) to a dead container: "connection refused".
+free_low_port() {
+  python3 -c '
+import random, socket
+for port in random.sample(range(17000, 18000), 1000):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port)); print(port); break
+    except OSError:
+        pass
+    finally:
+        s.close()'
+}
 field() {  # KEY LINE: the value of KEY=VALUE in a loadgen/sqlite_ref output line
   sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2" | head -1
 }
@@ -652,7 +668,7 @@ if want container; then
       post "$API/computeinstances/c$i/deploy" '{}'
       wait_phase "c$i" Success || die "container instance c$i did not reach Success"
       ms_since "$t0" >>"$OUT/container-gantry.ms"
-      port=$(free_port)
+      port=$(free_low_port)
       t0=$(date +%s%N)
       podman run -d --name "gantry-bench-$i" "${hand_flags[@]}" -p "127.0.0.1:$port:8888" \
         "$C_IMAGE" >/dev/null

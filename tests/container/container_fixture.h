@@ -63,11 +63,12 @@ inline bool PodmanInstalled() {
 
 class ContainerTest : public LocalTest {
  protected:
-  // Host ports apart from the local-driver tests' 30000-39999: those run beside this one
-  // (ctest -j), and a port a stopped container published may be taken by their workloads
-  // before it starts again (the driver then makes a new container, which a test here checks
-  // does not happen).
-  static constexpr int kMinPort = 40000, kMaxPort = 44999;
+  // Host ports for the containers: apart from the local-driver tests' 30000-39999 (they run
+  // beside these under ctest -j) and below the kernel's ephemeral range (32768 up). A
+  // container removed uncleanly can leave its DNAT rule behind, and on an ephemeral port that
+  // rule sends connections to a later gantryd listening on port 0 to a dead container
+  // ("connection refused": seen when these tests used 30000-39999).
+  static constexpr int kMinPort = 15000, kMaxPort = 16999;
   std::vector<std::string> Args() override {
     std::vector<std::string> args = LocalTest::Args();
     for (size_t i = 0; i + 1 < args.size(); ++i)
