@@ -42,6 +42,15 @@ class EngineUnitTest : public EngineFixture {
     CreateVersioned("ComputeProfile", name, std::move(spec));
   }
 
+  // Project p with spec.quota.instances 1.
+  void CreateProjectAllowingOneInstance() {
+    json::object project{{"apiVersion", "paas.gantry.dev/v1"},
+                         {"kind", "Project"},
+                         {"metadata", json::object{{"name", "p"}, {"uid", "p"}}},
+                         {"spec", json::object{{"quota", json::object{{"instances", 1}}}}}};
+    Commit({store::Write::Op::kCreate, "Project", project, 0, 0});
+  }
+
   void CreateInstance(const std::string& name, const std::string& profile = "std") {
     json::object o{
         {"apiVersion", "paas.gantry.dev/v1"},
@@ -303,11 +312,7 @@ TEST_F(EngineCapacityTest, ALostClaimKeepsItsPlaceInTheQueue) {
 }
 
 TEST_F(EngineUnitTest, ProjectQuotaOfDeployedInstances) {
-  json::object project{{"apiVersion", "paas.gantry.dev/v1"},
-                       {"kind", "Project"},
-                       {"metadata", json::object{{"name", "p"}, {"uid", "p"}}},
-                       {"spec", json::object{{"quota", json::object{{"instances", 1}}}}}};
-  Commit({store::Write::Op::kCreate, "Project", project, 0, 0});
+  CreateProjectAllowingOneInstance();
   CreateInstance("a");
   CreateInstance("b");
   StartEngine();
@@ -322,11 +327,7 @@ TEST_F(EngineUnitTest, ProjectQuotaOfDeployedInstances) {
 }
 
 TEST_F(EngineUnitTest, QuotaHoldsForDeploysAdmittedInOnePass) {
-  json::object project{{"apiVersion", "paas.gantry.dev/v1"},
-                       {"kind", "Project"},
-                       {"metadata", json::object{{"name", "p"}, {"uid", "p"}}},
-                       {"spec", json::object{{"quota", json::object{{"instances", 1}}}}}};
-  Commit({store::Write::Op::kCreate, "Project", project, 0, 0});
+  CreateProjectAllowingOneInstance();
   CreateInstance("a");
   CreateInstance("b");
   fake_->SetScript("a", "apply", Script::Block());
@@ -436,11 +437,7 @@ TEST_F(EngineUnitTest, TtlSetsExpiresAtAndAStopErasesIt) {
 }
 
 TEST_F(EngineUnitTest, StartWaitsOnTheProjectQuota) {
-  json::object project{{"apiVersion", "paas.gantry.dev/v1"},
-                       {"kind", "Project"},
-                       {"metadata", json::object{{"name", "p"}, {"uid", "p"}}},
-                       {"spec", json::object{{"quota", json::object{{"instances", 1}}}}}};
-  Commit({store::Write::Op::kCreate, "Project", project, 0, 0});
+  CreateProjectAllowingOneInstance();
   CreateInstance("a");
   CreateInstance("b");
   StartEngine();
