@@ -102,7 +102,8 @@ TEST_F(LdapTest, ADirectoryThatIsDownOrRefusesTheServiceAccountIsUnavailable) {
   absl::Status refused = LdapDirectory(wrong).Authenticate("alice", "x-password").status();
   EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;
   EXPECT_THAT(refused.message(), Not(HasSubstr("not-the-service-password")));
-  ASSERT_TRUE(server_->Stop().ok());
+  absl::Status stopped = server_->Stop();
+  ASSERT_TRUE(stopped.ok()) << stopped;
   absl::Status down = Check("alice", LdapTestServer::PasswordOf("alice"));
   EXPECT_TRUE(absl::IsUnavailable(down)) << down;
   EXPECT_THAT(down.message(), HasSubstr("directory (LDAP) cannot be reached"));
@@ -283,7 +284,8 @@ TEST_F(DirectoryLoginTest, ADirectoryThatIsDownRefusesLoginsButKeepsIssuedTokens
   ASSERT_TRUE(Login("alice").ok());
   auto token = authn_->CreateToken("alice", "ci", std::nullopt);
   ASSERT_TRUE(token.ok());
-  ASSERT_TRUE(server_->Stop().ok());
+  absl::Status stopped = server_->Stop();
+  ASSERT_TRUE(stopped.ok()) << stopped;
   absl::Status down = Login("alice").status();
   EXPECT_TRUE(absl::IsUnavailable(down)) << down;
   clock_.Advance(10min);
