@@ -413,7 +413,13 @@ Response Router::Create(ApiCall& c) {
     return ErrorResponse(BadRequestError("create " + c.t.kind->plural +
                                          " in a project: POST /apis/" + model::kApiVersion +
                                          "/namespaces/PROJECT/" + c.t.kind->plural));
-  return FromStatusOr(resources_.Create(c.t, c.request.body), 201);
+  return Written(c, resources_.Create(c.t, c.request.body), 201);
+}
+
+Response Router::Written(const ApiCall& c, absl::StatusOr<json::object> result, int ok_status) {
+  std::vector<std::string> warnings;
+  if (result.ok()) warnings = resources_.WarningsOnWrite(c.t, *result);
+  return WriteResponse(std::move(result), ok_status, warnings);
 }
 
 Response Router::CollectionNotAllowed(ApiCall& c) {
@@ -430,7 +436,7 @@ Response Router::GetOrWatch(ApiCall& c) {
 
 Response Router::Replace(ApiCall& c) {
   if (absl::Status s = CheckJsonBody(c.request); !s.ok()) return ErrorResponse(s);
-  return FromStatusOr(resources_.Replace(c.t, c.request.body));
+  return Written(c, resources_.Replace(c.t, c.request.body));
 }
 
 Response Router::Patch(ApiCall& c) {
@@ -441,9 +447,9 @@ Response Router::Patch(ApiCall& c) {
         BadRequestError("force is only allowed for apply requests (application/apply-patch+yaml)"));
   if (apply) return ServerSideApply(c);
   if (type == "application/merge-patch+json")
-    return FromStatusOr(resources_.MergePatch(c.t, c.request.body));
+    return Written(c, resources_.MergePatch(c.t, c.request.body));
   if (type == "application/json-patch+json")
-    return FromStatusOr(resources_.JsonPatch(c.t, c.request.body));
+    return Written(c, resources_.JsonPatch(c.t, c.request.body));
   // Like Kubernetes for custom resources: strategic merge needs Go types' patch
   // strategies, which these kinds do not have. `kubectl patch` sends it by default.
   if (type == "application/strategic-merge-patch+json")
@@ -468,7 +474,7 @@ Response Router::ServerSideApply(ApiCall& c) {
   }
   bool created = false;
   auto out = resources_.Apply(c.t, c.request.body, QueryBool(c.query, "force"), &created);
-  return FromStatusOr(std::move(out), created ? 201 : 200);
+  return Written(c, std::move(out), created ? 201 : 200);
 }
 
 Response Router::Delete(ApiCall& c) {

@@ -34,6 +34,26 @@ class ProjectStrategy : public KindStrategy {
     return InvalidError(t.kind->kind, model::GetString(next, "metadata.name"), std::move(causes));
   }
 
+  // Guarantees summed over the projects above this gantryd's GPUs of a type this project is
+  // guaranteed (model::OvercommittedGuarantees): allowed, and said.
+  std::vector<std::string> WarningsOnWrite(const Target&,
+                                           const json::object& written) const override {
+    std::map<std::string, int64_t> own = model::DecodeGuaranteedGpus(written);
+    if (!ctx_.gpu_capacity || own.empty()) return {};
+    store::ListOptions q;
+    q.kind = "Project";
+    auto projects = ctx_.store.List(q);
+    if (!projects.ok()) return {};  // a warning is not worth failing a write that happened
+    model::GuaranteesByProject guarantees;
+    for (const json::object& p : projects->items)
+      guarantees[model::GetString(p, "metadata.name")] = model::DecodeGuaranteedGpus(p);
+    guarantees[model::GetString(written, "metadata.name")] = own;
+    std::string words =
+        model::OvercommitWords(own, model::OvercommittedGuarantees(guarantees, *ctx_.gpu_capacity));
+    if (words.empty()) return {};
+    return {"spec.quota.guaranteedGpus: " + words};
+  }
+
   absl::Status ValidateDelete(const Target& t, const json::object&,
                               std::vector<store::Write>*) const override {
     std::string contents;

@@ -157,6 +157,9 @@ class Router {
   absl::StatusOr<boost::json::object> VisibleList(const Target& t, const Query& query,
                                                   const Visibility& visible);
   Response Create(ApiCall& c);
+  // The answer to a create or update of c.t: with the warnings of its kind's strategy.
+  Response Written(const ApiCall& c, absl::StatusOr<boost::json::object> result,
+                   int ok_status = 200);
   Response CollectionNotAllowed(ApiCall& c);
   Response GetOrWatch(ApiCall& c);
   Response Replace(ApiCall& c);

@@ -55,6 +55,22 @@ Response FromStatusOr(absl::StatusOr<json::object> result, int ok_status) {
   return JsonResponse(ok_status, *result);
 }
 
+Response WriteResponse(absl::StatusOr<json::object> result, int ok_status,
+                       const std::vector<std::string>& warnings) {
+  Response r = FromStatusOr(std::move(result), ok_status);
+  if (r.status / 100 != 2) return r;
+  for (const std::string& w : warnings) {
+    std::string quoted = "299 - \"";
+    for (unsigned char ch : w) {
+      if (ch < 0x20 || ch == 0x7f) continue;
+      if (ch == '"' || ch == '\\') quoted += '\\';
+      quoted += static_cast<char>(ch);
+    }
+    r.headers.emplace_back("Warning", quoted + "\"");
+  }
+  return r;
+}
+
 // A get or list: JSON, or a meta.k8s.io Table when the client asks for one (kubectl get).
 Response ReadResponse(const Request& request, const Query& query, const model::KindInfo& kind,
                       absl::StatusOr<json::object> result) {

@@ -25,6 +25,12 @@ Response Text(int status, std::string body);
 void Redact(boost::json::object& body);
 // The object (redacted) with `ok_status`, or the Status of the error.
 Response FromStatusOr(absl::StatusOr<boost::json::object> result, int ok_status = 200);
+// The answer to a create or an update: FromStatusOr, with each of `warnings` as a
+// `Warning: 299 - "..."` header (RFC 7234's warn-code 299, as the Kubernetes API server sends
+// them; kubectl prints each as "Warning: ..."). Quotes and backslashes are escaped, control
+// characters dropped.
+Response WriteResponse(absl::StatusOr<boost::json::object> result, int ok_status,
+                       const std::vector<std::string>& warnings);
 // A get or list: JSON, or a meta.k8s.io Table when the client asks for one (kubectl get).
 Response ReadResponse(const Request& request, const Query& query, const model::KindInfo& kind,
                       absl::StatusOr<boost::json::object> result);

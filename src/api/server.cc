@@ -85,8 +85,8 @@ void SetHead(const Response& r, bool keep_alive, http::response<Body>& res) {
   res.set(http::field::content_type, r.content_type);
   res.set(http::field::cache_control, "no-store");
   for (const auto& [k, v] : r.headers) {
-    if (beast::iequals(k, "Set-Cookie"))
-      res.insert(k, v);  // one header per cookie
+    if (beast::iequals(k, "Set-Cookie") || beast::iequals(k, "Warning"))
+      res.insert(k, v);  // one header per cookie, per warning
     else
       res.set(k, v);
   }

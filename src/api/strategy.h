@@ -7,6 +7,10 @@
 //   update:  PrepareForUpdate -> (no-op check) -> ValidateUpdate -> Admit -> commit
 //   delete:  ValidateDelete -> commit (or, for Traits().engine_deletes, the engine)
 //
+// After a create or update is committed, WarningsOnWrite says what the client should be
+// told although the write is allowed (Kubernetes' WarningsOnCreate/WarningsOnUpdate): each
+// warning is a `Warning: 299 - "..."` header of the answer, which kubectl prints.
+//
 // A kind without rules of its own (runs, nodes, audit events) gets the defaults below:
 // nothing to prepare, admit or refuse. Each kind's strategy lives in its own file
 // (api/*_strategy.cc) and is registered by kind name in StrategyRegistry, keyed by the
@@ -24,6 +28,7 @@
 #include <boost/json.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +51,10 @@ struct StrategyContext {
   const drivers::DriverRegistry& drivers;
   // Keeps user passwords; null: passwords are refused (ResourceService::SetCredentials).
   auth::Authenticator* credentials = nullptr;
+  // This gantryd's GPUs by type, which writes are warned against (overcommitted guarantees);
+  // unset: no such warnings, as with several replicas on hosts of their own
+  // (ResourceService::SetGpuCapacity).
+  std::optional<std::map<std::string, int64_t>> gpu_capacity;
 
   // The clock's time as stored in objects (RFC 3339).
   std::string Now() const;
@@ -96,6 +105,13 @@ class KindStrategy {
   virtual absl::Status Admit(const Target& t, const boost::json::object* current,
                              boost::json::object& next, std::vector<store::Write>* writes) const {
     return absl::OkStatus();
+  }
+
+  // What a client that wrote `written` (as committed) should be told, in words a person
+  // reads; none by default. Never refuses: the write happened.
+  virtual std::vector<std::string> WarningsOnWrite(const Target& t,
+                                                   const boost::json::object& written) const {
+    return {};
   }
 
   // 409 while something still uses `current` (profiles of a template, a project's objects,

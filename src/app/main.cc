@@ -49,6 +49,7 @@
 #include "engine/inventory.h"
 #include "engine/lifecycle_controller.h"
 #include "engine/run_log.h"
+#include "engine/share_monitor.h"
 #include "model/codec.h"
 #include "model/lifecycle_policy.h"
 #include "store/postgres/postgres_store.h"
@@ -510,12 +511,10 @@ int main(int argc, char** argv) {
       spdlog::info("no GPUs found ({}); use --gpus TYPE:COUNT to configure them",
                    why.empty() ? "nvidia-smi lists none" : why);
   }
-  {
-    std::map<std::string, int> per_type;
-    for (const auto& g : inventory.gpus) ++per_type[g.type];
-    for (const auto& [type, n] : per_type)
-      spdlog::info("GPUs: {} x {} ({})", n, type, inventory.source);
-  }
+  std::map<std::string, int64_t> gpus_per_type;
+  for (const auto& g : inventory.gpus) ++gpus_per_type[g.type];
+  for (const auto& [type, n] : gpus_per_type)
+    spdlog::info("GPUs: {} x {} ({})", n, type, inventory.source);
   gantry::engine::GpuAllocator allocator(inventory);
   const auto sample_interval = gantry::model::ParseDuration(gpu_sample_interval);
   if (!sample_interval.ok()) {
@@ -605,6 +604,7 @@ int main(int argc, char** argv) {
       });
   gantry::api::ResourceService resources(*store, hub, clock, **secrets, drivers);
   resources.SetPageSize(list_page_size);
+  if (!postgres) resources.SetGpuCapacity(gpus_per_type);  // several replicas: hosts of their own
   resources.SetInstanceDeleteHook(
       [&engine](const gantry::api::Target& t, bool cascade, bool* accepted) {
         return engine.Delete(t.kind->kind, t.ns, t.name, cascade, accepted);
@@ -679,6 +679,9 @@ int main(int argc, char** argv) {
   // The 80 % and 100 % Events of monthly budgets (engine/budget_monitor.h).
   gantry::engine::BudgetMonitor budgets(*store, clock, metrics, *budget_interval);
   budgets.Start();
+  // gantry_project_gpus and GuaranteesOvercommitted (engine/share_monitor.h).
+  gantry::engine::ShareMonitor shares(*store, clock, metrics, allocator, !postgres);
+  shares.Start();
   gantry::webhooks::DeliveryOptions webhook_options;
   webhook_options.holder = engine_options.holder;
   webhook_options.attempt_timeout = std::chrono::milliseconds(webhook_timeout_ms);
@@ -766,6 +769,7 @@ int main(int argc, char** argv) {
   audit.StopPruning();
   lifecycle.Stop();
   budgets.Stop();
+  shares.Stop();
   webhook_observer = nullptr;
   webhook_worker.Stop();
   gpu_sampler.Stop();

@@ -70,6 +70,17 @@ void Metrics::Set(const std::string& name, const MetricLabels& labels, double va
   if (Admit(name, f, key)) f.values[key] = value;
 }
 
+void Metrics::Replace(const std::string& name,
+                      const std::vector<std::pair<MetricLabels, double>>& samples) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Family& f = families_[name];
+  f.values.clear();
+  for (const auto& [labels, value] : samples) {
+    std::string key = RenderLabels(labels);
+    if (Admit(name, f, key)) f.values[key] = value;
+  }
+}
+
 void Metrics::Observe(const std::string& name, const MetricLabels& labels, double value) {
   std::lock_guard<std::mutex> lock(mu_);
   Family& f = families_[name];

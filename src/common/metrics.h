@@ -34,6 +34,10 @@ class Metrics {
   void Add(const std::string& name, const MetricLabels& labels, double value = 1);
   void Set(const std::string& name, const MetricLabels& labels, double value);
   void Observe(const std::string& name, const MetricLabels& labels, double value);
+  // Replaces every series of gauge `name` with `samples` in one step: a label set that is
+  // not among them (a project deleted, a GPU type no longer held) leaves /metrics.
+  void Replace(const std::string& name,
+               const std::vector<std::pair<MetricLabels, double>>& samples);
   std::string Render();
 
  private:

@@ -70,6 +70,8 @@ std::optional<Lease> DecodeLease(const json::object& status) {
                GetInt(l, "durationSeconds", 30)};
 }
 
+}  // namespace
+
 std::vector<Condition> DecodeConditions(const json::array& a) {
   std::vector<Condition> out;
   for (const auto& c : a) {
@@ -91,6 +93,8 @@ json::array EncodeConditions(const std::vector<Condition>& conditions) {
                                {"lastTransitionTime", c.last_transition_time}});
   return out;
 }
+
+namespace {
 
 InstanceStatus DecodeInstanceStatus(const json::object& s) {
   InstanceStatus st;
@@ -305,18 +309,23 @@ json::object EncodeRun(const Run& run) {
   return out;
 }
 
-void InstanceStatus::SetCondition(const std::string& type, bool ok, const std::string& reason,
-                                  const std::string& message, const std::string& now) {
-  if (!conditions) conditions.emplace();
+void SetCondition(std::vector<Condition>& conditions, const std::string& type, bool ok,
+                  const std::string& reason, const std::string& message, const std::string& now) {
   Condition next{type, ok, reason, message, now};
   bool replaced = false;
-  for (auto& c : *conditions) {
+  for (auto& c : conditions) {
     if (c.type != type) continue;
     if (c.ok == ok) next.last_transition_time = c.last_transition_time;
     c = next;
     replaced = true;
   }
-  if (!replaced) conditions->push_back(std::move(next));
+  if (!replaced) conditions.push_back(std::move(next));
+}
+
+void InstanceStatus::SetCondition(const std::string& type, bool ok, const std::string& reason,
+                                  const std::string& message, const std::string& now) {
+  if (!conditions) conditions.emplace();
+  model::SetCondition(*conditions, type, ok, reason, message, now);
 }
 
 absl::StatusOr<Instance> DecodeInstance(const json::object& stored) {

@@ -113,6 +113,14 @@ struct Condition {
   bool operator==(const Condition&) const = default;
 };
 
+// status.conditions as stored (entries that are not objects are skipped) and back.
+std::vector<Condition> DecodeConditions(const boost::json::array& stored);
+boost::json::array EncodeConditions(const std::vector<Condition>& conditions);
+// Sets condition `type` in `conditions`, keeping its lastTransitionTime when its status is
+// unchanged, else stamping `now`.
+void SetCondition(std::vector<Condition>& conditions, const std::string& type, bool ok,
+                  const std::string& reason, const std::string& message, const std::string& now);
+
 struct InstanceStatus {
   std::optional<Phase> phase;       // absent: a new instance (NotDeployed)
   std::optional<RunAction> action;  // of the last run

@@ -98,4 +98,42 @@ void ValidateGuarantees(const json::object& project_spec, std::vector<FieldCause
   }
 }
 
+std::map<std::string, std::string> OvercommittedGuarantees(
+    const GuaranteesByProject& guarantees, const std::map<std::string, int64_t>& capacity) {
+  struct Sum {
+    int64_t gpus = 0;
+    int projects = 0;
+    std::string who;  // "a 3, b 3"
+  };
+  std::map<std::string, Sum> sums;
+  for (const auto& [project, by_type] : guarantees)
+    for (const auto& [type, n] : by_type) {
+      if (n <= 0) continue;
+      Sum& sum = sums[type];
+      sum.gpus += n;
+      ++sum.projects;
+      sum.who += (sum.who.empty() ? "" : ", ") + project + " " + std::to_string(n);
+    }
+  std::map<std::string, std::string> out;
+  for (const auto& [type, sum] : sums) {
+    auto c = capacity.find(type);
+    const int64_t have = c == capacity.end() ? 0 : c->second;
+    if (sum.gpus <= have) continue;
+    out[type] = "guaranteedGpus of " + type + " sum to " + std::to_string(sum.gpus) + " over " +
+                std::to_string(sum.projects) + (sum.projects == 1 ? " project (" : " projects (") +
+                sum.who + ") but this gantryd has " + std::to_string(have) + " " + type +
+                (have == 1 ? " GPU" : " GPUs") + ": not every guarantee can be kept at once";
+  }
+  return out;
+}
+
+std::string OvercommitWords(const std::map<std::string, int64_t>& own,
+                            const std::map<std::string, std::string>& overcommitted) {
+  std::string words;
+  for (const auto& [type, n] : own)
+    if (auto o = overcommitted.find(type); n > 0 && o != overcommitted.end())
+      words += (words.empty() ? "" : "; ") + o->second;
+  return words;
+}
+
 }  // namespace gantry::model

@@ -266,7 +266,8 @@ std::vector<KindInfo> BuildKinds() {
            {Str("month", "The calendar month (UTC), e.g. 2026-12."),
             Num("cost", "Spent so far this month, to the cent, in the rate card's currency."),
             Str("currency", "The rate card's currency."), Num("monthly", "spec.budget.monthly."),
-            Int("percent", "cost / monthly in percent, floored.")})});
+            Int("percent", "cost / monthly in percent, floored.")}),
+       Conditions()});
   kinds.push_back(project);
 
   KindInfo user;

@@ -63,6 +63,31 @@ class FairShareTest : public LocalTest {
            At(o, "status.gpus").is_null() && Str(o, "status.action") == "start";
   }
 
+  // "guaranteed used borrowed" of project `ns`'s h100 GPUs in /metrics (gantry_project_gpus,
+  // engine/share_monitor.h), and the preemptions of its instances, once they read `want` (the
+  // share monitor's next look after a change updates them).
+  std::string Share(const std::string& ns) {
+    const std::string text = api().Get("/metrics").raw;
+    auto sample = [&](const std::string& series) {
+      const size_t at = text.find("\n" + series + " ");
+      if (at == std::string::npos) return std::string("-");
+      const size_t from = at + series.size() + 2;
+      return text.substr(from, text.find('\n', from) - from);
+    };
+    std::string out;
+    for (const char* kind : {"guaranteed", "used", "borrowed"})
+      out += sample("gantry_project_gpus{project=\"" + ns + "\",gpu_type=\"h100\",kind=\"" + kind +
+                    "\"}") +
+             " ";
+    return out + "preempted " +
+           sample("gantry_preemptions_total{project=\"" + ns + "\",gpu_type=\"h100\"}");
+  }
+  void ExpectShare(const std::string& ns, const std::string& want) {
+    std::string got;
+    EXPECT_TRUE(PollUntil([&] { return (got = Share(ns)) == want; }))
+        << "project " << ns << ": " << got << ", want " << want;
+  }
+
   std::vector<json::object> EventsOf(const std::string& ns, const std::string& name) {
     Resp r = api().Get("/api/v1/namespaces/" + ns + "/events?fieldSelector=involvedObject.name%3D" +
                        name);
@@ -85,6 +110,9 @@ TEST_F(FairShareTest, OwnerReclaimsItsGuaranteeAndThePreemptedInstanceComesBack)
   }
   const int a4_pid = DriverPid(Get("a4", "a"));
   ASSERT_GT(a4_pid, 0);
+  // Prometheus: A holds all 4 (2 of them borrowed), B nothing; nobody preempted yet.
+  ExpectShare("a", "2 4 2 preempted -");
+  ExpectShare("b", "2 0 0 preempted -");
 
   // B asks for its guaranteed share: A's newest borrowed instance gives its GPU back.
   api().CreateInstance("b", "b1", "share");
@@ -96,6 +124,8 @@ TEST_F(FairShareTest, OwnerReclaimsItsGuaranteeAndThePreemptedInstanceComesBack)
   EXPECT_TRUE(At(a4, "status.gpus").is_null()) << json::serialize(a4);
   EXPECT_TRUE(PollUntil([&] { return local_test::ProcessesInGroup(a4_pid).empty(); }));
   for (const char* n : {"a1", "a2", "a3"}) EXPECT_EQ(Str(Get(n, "a"), "status.phase"), "Success");
+  ExpectShare("a", "2 3 1 preempted 1");
+  ExpectShare("b", "2 1 0 preempted -");
   std::vector<json::object> events;
   for (auto& e : EventsOf("a", "a4"))
     if (Str(e, "reason") == "Preempted") events.push_back(std::move(e));
@@ -124,6 +154,8 @@ TEST_F(FairShareTest, OwnerReclaimsItsGuaranteeAndThePreemptedInstanceComesBack)
   for (const char* n : {"a1", "a2"}) EXPECT_EQ(Str(Get(n, "a"), "status.phase"), "Success");
   json::object a3 = Get("a3", "a");
   EXPECT_EQ(Int(a3, "status.queuePosition"), 2) << json::serialize(a3);
+  ExpectShare("a", "2 2 0 preempted 2");  // both hold their guarantee, nobody borrows
+  ExpectShare("b", "2 2 0 preempted -");
 
   // b3 gives up; when b1 goes, A's first preempted instance starts again by itself.
   ASSERT_EQ(Action("b3", "destroy", "b").status, 202);

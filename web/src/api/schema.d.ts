@@ -1181,6 +1181,14 @@ export interface components {
                 };
             };
             status?: {
+                /** @description Observations of the object's state. */
+                conditions?: {
+                    lastTransitionTime?: string;
+                    message?: string;
+                    reason?: string;
+                    status?: string;
+                    type?: string;
+                }[];
                 /** @description Active or Terminating. */
                 phase?: string;
                 /** @description This month's spend against spec.budget, kept by the budget monitor (the BUDGET column); absent without a budget. */

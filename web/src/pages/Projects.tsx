@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'react';
 import { Link, useParams } from 'react-router-dom';
 import {
-  ActionGroup, Breadcrumb, BreadcrumbItem, Button, Form, FormGroup, FormSelect, FormSelectOption, Modal, PageSection, Tab, Tabs,
+  ActionGroup, Alert, Breadcrumb, BreadcrumbItem, Button, Form, FormGroup, FormSelect, FormSelectOption, Modal, PageSection, Tab, Tabs,
   TabTitleText, TextArea, TextInput, Title, Text, Toolbar, ToolbarContent, ToolbarItem, Label,
 } from '@patternfly/react-core';
 import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
@@ -82,6 +82,11 @@ function NewProjectModal({ onClose, onCreated }: { onClose: () => void; onCreate
   );
 }
 
+// The GuaranteesOvercommitted condition's message while it is True (docs/fair-share.md).
+function overcommitted(p: Project | null): string | undefined {
+  return p?.status?.conditions?.find((c) => c.type === 'GuaranteesOvercommitted' && c.status === 'True')?.message;
+}
+
 export function ProjectMembers() {
   const { name = '' } = useParams();
   const { isAdmin } = useAuth();
@@ -122,6 +127,9 @@ export function ProjectMembers() {
         </Breadcrumb>
         <Title headingLevel="h1">{project?.spec?.displayName || name}</Title>
         <Text className="gantry-muted">{project?.spec?.description}</Text>
+        {overcommitted(project) && (
+          <Alert variant="warning" isInline isPlain title="Guarantees are overcommitted" style={{ marginTop: 8 }}>{overcommitted(project)}</Alert>
+        )}
       </PageSection>
       <PageSection>
         <ErrorAlert error={error} />

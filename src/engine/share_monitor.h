@@ -1,0 +1,91 @@
+// ShareMonitor: what each project's share of the GPUs is, for /metrics and `kubectl
+// describe project` (issue 18, docs/fair-share.md). Every `interval` it reads every Project
+// and who holds this host's GPUs (GpuAllocator) and
+//
+//   - replaces gantry_project_gpus{project,gpu_type,kind} as a whole: kind `guaranteed`
+//     (spec.quota.guaranteedGpus), `used` (GPUs of this host its compute instances hold) and
+//     `borrowed` (those of them admitted Borrowed), for every project and type with a quota,
+//     a guarantee or GPUs held (a deleted project's series go);
+//   - with one replica (`sole_owner`), keeps the Project condition GuaranteesOvercommitted:
+//     True (reason Overcommitted, model::OvercommitWords) while the guarantees of one of its
+//     GPU types sum above this host's GPUs of the type, False (reason WithinCapacity) once
+//     they fit again; absent while it never was. With several replicas each may run on a
+//     host of its own and none knows the whole fleet, so none writes it.
+//
+// It only reports: admission (engine/admission.h) decides with the same numbers on its own.
+//
+// Thread-safety: Start/Stop from one thread; Pass from the loop or, in tests, from one
+// thread while the loop is not started.
+#pragma once
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "engine/inventory.h"
+#include "store/store.h"
+
+namespace gantry::engine {
+
+// GPUs of one type an instance holds on this host.
+struct HeldGpus {
+  std::string project, type;
+  int64_t count = 0;
+  bool borrowed = false;  // status.admission is Borrowed
+};
+
+// One project's GPUs of one type (a gantry_project_gpus series per number).
+struct GpuShare {
+  std::string project, type;
+  int64_t guaranteed = 0, used = 0, borrowed = 0;
+  bool operator==(const GpuShare&) const = default;
+};
+
+// Every project (of the stored `projects`) and type with a quota, a guarantee or GPUs held,
+// by project then type.
+std::vector<GpuShare> GpuShares(const std::vector<boost::json::object>& projects,
+                                const std::vector<HeldGpus>& held);
+
+// The status.conditions stored project `project` is to carry when its overcommit words are
+// `words` ("": its guarantees fit); nullopt when nothing is to change (the same condition is
+// stored, or it never was overcommitted). `now` stamps a transition.
+std::optional<boost::json::array> OvercommitConditions(const boost::json::object& project,
+                                                       const std::string& words,
+                                                       const std::string& now);
+
+class ShareMonitor {
+ public:
+  ShareMonitor(store::Store& store, const Clock& clock, Metrics& metrics, GpuAllocator& gpus,
+               bool sole_owner, std::chrono::seconds interval = std::chrono::seconds(5));
+  ~ShareMonitor();
+  ShareMonitor(const ShareMonitor&) = delete;
+  ShareMonitor& operator=(const ShareMonitor&) = delete;
+
+  // Starts the loop; its first look is at once. Stop ends it (idempotent).
+  void Start();
+  void Stop();
+  // One look: the gauges, and (sole owner) the conditions.
+  void Pass();
+
+ private:
+  void Loop(std::stop_token stop);
+  // Who holds this host's GPUs, read from the allocator and each holder's stored status.
+  std::vector<HeldGpus> HeldOnThisHost();
+  void KeepConditions(const std::vector<boost::json::object>& projects);
+
+  store::Store& store_;
+  const Clock& clock_;
+  Metrics& metrics_;
+  GpuAllocator& gpus_;
+  const bool sole_owner_;
+  const std::chrono::seconds interval_;
+  std::jthread thread_;
+};
+
+}  // namespace gantry::engine
