@@ -304,6 +304,26 @@ TEST_F(CliTest, GetPrintsTablesAndDocuments) {
               StartsWith("h100-x8 8x H100 node train-exec h100 x 8 1 "));
 }
 
+// The server's Warning headers are printed as kubectl prints them (client/warnings.h): a
+// project guaranteed more GPUs than this gantryd has is created, with the warning on stderr.
+TEST_F(CliTest, ApplyPrintsTheServersWarnings) {
+  CliResult r =
+      Gantry({"apply", "-f",
+              WriteFile("project.yaml",
+                        "apiVersion: paas.gantry.dev/v1\nkind: Project\nmetadata:\n"
+                        "  name: team-a\nspec:\n  quota:\n    guaranteedGpus: {h100: 64}\n")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("project/team-a created"));
+  EXPECT_THAT(r.err, HasSubstr("Warning: spec.quota.guaranteedGpus: guaranteedGpus of h100 sum to "
+                               "64 over 1 project (team-a 64) but this gantryd has "))
+      << r.err;
+  EXPECT_THAT(r.err, HasSubstr("not every guarantee can be kept at once"));
+  // Nothing to warn about: nothing printed.
+  r = Gantry({"apply", "-f", WriteFile("stack.yaml", kManifest)});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("Warning")));
+}
+
 TEST_F(CliTest, DescribeShowsWhatIsConfigured) {
   ASSERT_EQ(Gantry({"apply", "-f", WriteFile("stack.yaml", kManifest)}).exit_code, 0);
   CliResult r = Gantry({"describe", "computeinstance", "gpu-instance-prod"});

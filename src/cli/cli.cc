@@ -12,6 +12,7 @@
 #include "cli/extend.h"
 #include "cli/get.h"
 #include "cli/usage.h"
+#include "client/warnings.h"
 
 namespace gantry::cli {
 namespace {
@@ -346,9 +347,10 @@ int RunCli(int argc, const char* const* argv, const CliEnvironment& env) {
   }
 
   std::unique_ptr<client::HttpTransport> api = env.connect(*settings);
+  client::WarningPrinter warned(*api, *env.err);  // "Warning: ..." as kubectl prints them
   CommandContext ctx;
   ctx.settings = *settings;
-  ctx.api = api.get();
+  ctx.api = &warned;
   ctx.out = env.out;
   ctx.err = env.err;
   ctx.in = env.in;
