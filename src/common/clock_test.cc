@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/fake_clock.h"
+#include "common/loop_thread.h"
 
 namespace gantry {
 namespace {
@@ -123,6 +124,24 @@ TEST(FakeClockTest, ATimerLoopIsDrivenTickByTick) {
   heartbeat.request_stop();
   heartbeat.join();
   EXPECT_EQ(beats.load(), 5);
+}
+
+// RepeatEvery on a LoopThread: a pass at once, one per interval, none after Stop.
+TEST(LoopThreadTest, RepeatEveryPassesAtOnceThenEachIntervalUntilStopped) {
+  FakeClock clock;
+  std::atomic<int> passes = 0;
+  LoopThread loop;
+  loop.Start([&](std::stop_token stop) { RepeatEvery(clock, 5s, stop, [&] { ++passes; }); });
+  loop.Start([&](std::stop_token) { passes += 100; });  // already running: nothing
+  ASSERT_TRUE(clock.WaitForSleepers(1));
+  EXPECT_EQ(passes.load(), 1);
+  clock.Advance(5s);
+  ASSERT_TRUE(clock.WaitForSleepers(1));
+  EXPECT_EQ(passes.load(), 2);
+  loop.Stop();  // the sleeper is stopped, not woken
+  loop.Stop();  // idempotent
+  EXPECT_EQ(passes.load(), 2);
+  EXPECT_EQ(clock.Sleepers(), 0u);
 }
 
 TEST(FakeClockTest, WaitForSleepersTimesOutWhenNobodySleeps) {

@@ -64,25 +64,12 @@ BudgetMonitor::BudgetMonitor(store::Store& store, const Clock& clock, Metrics& m
                     "What a project with spec.budget spent this month over its monthly budget.");
 }
 
-BudgetMonitor::~BudgetMonitor() { Stop(); }
-
 void BudgetMonitor::Start() {
-  if (thread_.joinable()) return;
-  thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+  thread_.Start(
+      [this](std::stop_token stop) { RepeatEvery(clock_, interval_, stop, [this] { Pass(); }); });
 }
 
-void BudgetMonitor::Stop() {
-  if (!thread_.joinable()) return;
-  thread_.request_stop();
-  thread_.join();
-}
-
-void BudgetMonitor::Loop(std::stop_token stop) {
-  while (!stop.stop_requested()) {
-    Pass();
-    clock_.SleepFor(interval_, stop);
-  }
-}
+void BudgetMonitor::Stop() { thread_.Stop(); }
 
 void BudgetMonitor::Pass() {
   store::ListOptions q;

@@ -20,10 +20,9 @@
 #pragma once
 
 #include <chrono>
-#include <stop_token>
-#include <thread>
 
 #include "common/clock.h"
+#include "common/loop_thread.h"
 #include "common/metrics.h"
 #include "store/store.h"
 
@@ -33,7 +32,6 @@ class BudgetMonitor {
  public:
   BudgetMonitor(store::Store& store, const Clock& clock, Metrics& metrics,
                 std::chrono::seconds interval = std::chrono::seconds(60));
-  ~BudgetMonitor();
   BudgetMonitor(const BudgetMonitor&) = delete;
   BudgetMonitor& operator=(const BudgetMonitor&) = delete;
 
@@ -44,13 +42,11 @@ class BudgetMonitor {
   void Pass();
 
  private:
-  void Loop(std::stop_token stop);
-
   store::Store& store_;
   const Clock& clock_;
   Metrics& metrics_;
   const std::chrono::seconds interval_;
-  std::jthread thread_;
+  LoopThread thread_;  // last: stopped before the rest goes
 };
 
 }  // namespace gantry::engine

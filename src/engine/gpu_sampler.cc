@@ -115,18 +115,11 @@ GpuSampler::GpuSampler(store::Store& store, drivers::DriverRegistry& drivers, Gp
                     "GPU samples in which nvidia-smi failed or a GPU had no readable value.");
 }
 
-GpuSampler::~GpuSampler() { Stop(); }
-
 void GpuSampler::Start() {
-  if (thread_.joinable()) return;
-  thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+  thread_.Start([this](std::stop_token stop) { Loop(stop); });
 }
 
-void GpuSampler::Stop() {
-  if (!thread_.joinable()) return;
-  thread_.request_stop();
-  thread_.join();
-}
+void GpuSampler::Stop() { thread_.Stop(); }
 
 void GpuSampler::Loop(std::stop_token stop) {
   auto next = clock_.SteadyNow() + options_.interval;

@@ -37,12 +37,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "common/clock.h"
+#include "common/loop_thread.h"
 #include "common/metrics.h"
 #include "drivers/common/process.h"
 #include "drivers/driver.h"
@@ -94,7 +94,6 @@ class GpuSampler {
   GpuSampler(store::Store& store, drivers::DriverRegistry& drivers, GpuAllocator& gpus,
              const Clock& clock, Metrics& metrics, drivers::ProcessLauncher& launcher,
              GpuSamplerOptions options);
-  ~GpuSampler();  // Stop()
   GpuSampler(const GpuSampler&) = delete;
   GpuSampler& operator=(const GpuSampler&) = delete;
 
@@ -137,7 +136,7 @@ class GpuSampler {
   // Revisions are immutable, so what they say is kept while the owner holds GPUs.
   std::map<PinKey, std::optional<int>> thresholds_ ABSL_GUARDED_BY(mu_);
   bool last_failed_ ABSL_GUARDED_BY(mu_) = false;  // logged on change only
-  std::jthread thread_;
+  LoopThread thread_;                              // last: stopped before the rest goes
 };
 
 }  // namespace gantry::engine

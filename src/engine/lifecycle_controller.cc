@@ -105,19 +105,12 @@ LifecycleController::LifecycleController(store::Store& store, Engine& engine,
   metrics_.Add("gantry_gpu_seconds_reclaimed_total", {}, 0);
 }
 
-LifecycleController::~LifecycleController() { Stop(); }
-
 void LifecycleController::Start() {
-  if (thread_.joinable()) return;
-  thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+  thread_.Start([this](std::stop_token stop) { Loop(stop); });
 }
 
-void LifecycleController::Stop() {
-  if (!thread_.joinable()) return;
-  thread_.request_stop();
-  Notify();
-  thread_.join();
-}
+// The loop's waits end on `stop` (the one between passes through its stop_callback).
+void LifecycleController::Stop() { thread_.Stop(); }
 
 void LifecycleController::Notify() {
   std::lock_guard<std::mutex> lock(mu_);

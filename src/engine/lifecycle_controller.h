@@ -40,7 +40,6 @@
 #include <optional>
 #include <stop_token>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -48,6 +47,7 @@
 #include "absl/status/statusor.h"
 #include "auth/audit.h"
 #include "common/clock.h"
+#include "common/loop_thread.h"
 #include "common/metrics.h"
 #include "drivers/driver.h"
 #include "engine/engine.h"
@@ -75,7 +75,6 @@ class LifecycleController {
   LifecycleController(store::Store& store, Engine& engine, const drivers::DriverRegistry& drivers,
                       auth::AuditLog& audit, const Clock& clock, Metrics& metrics,
                       LifecycleControllerOptions options = {});
-  ~LifecycleController();
   LifecycleController(const LifecycleController&) = delete;
   LifecycleController& operator=(const LifecycleController&) = delete;
 
@@ -160,7 +159,7 @@ class LifecycleController {
   bool notified_ ABSL_GUARDED_BY(mu_) = false;
   std::stop_source wake_ ABSL_GUARDED_BY(mu_){std::nostopstate};
   std::optional<WallTime> last_pass_ ABSL_GUARDED_BY(mu_);  // when the last pass began
-  std::jthread thread_;
+  LoopThread thread_;                                       // last: stopped before the rest goes
 };
 
 }  // namespace gantry::engine

@@ -73,25 +73,12 @@ ShareMonitor::ShareMonitor(store::Store& store, const Clock& clock, Metrics& met
                     "used (held on this host) and borrowed (held beyond its guarantee).");
 }
 
-ShareMonitor::~ShareMonitor() { Stop(); }
-
 void ShareMonitor::Start() {
-  if (thread_.joinable()) return;
-  thread_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+  thread_.Start(
+      [this](std::stop_token stop) { RepeatEvery(clock_, interval_, stop, [this] { Pass(); }); });
 }
 
-void ShareMonitor::Stop() {
-  if (!thread_.joinable()) return;
-  thread_.request_stop();
-  thread_.join();
-}
-
-void ShareMonitor::Loop(std::stop_token stop) {
-  while (!stop.stop_requested()) {
-    Pass();
-    clock_.SleepFor(interval_, stop);
-  }
-}
+void ShareMonitor::Stop() { thread_.Stop(); }
 
 void ShareMonitor::Pass() {
   store::ListOptions q;

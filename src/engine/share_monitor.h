@@ -21,12 +21,11 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <optional>
-#include <stop_token>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/loop_thread.h"
 #include "common/metrics.h"
 #include "engine/inventory.h"
 #include "store/store.h"
@@ -63,7 +62,6 @@ class ShareMonitor {
  public:
   ShareMonitor(store::Store& store, const Clock& clock, Metrics& metrics, GpuAllocator& gpus,
                bool sole_owner, std::chrono::seconds interval = std::chrono::seconds(5));
-  ~ShareMonitor();
   ShareMonitor(const ShareMonitor&) = delete;
   ShareMonitor& operator=(const ShareMonitor&) = delete;
 
@@ -74,7 +72,6 @@ class ShareMonitor {
   void Pass();
 
  private:
-  void Loop(std::stop_token stop);
   // Who holds this host's GPUs, read from the allocator and each holder's stored status.
   std::vector<HeldGpus> HeldOnThisHost();
   void KeepConditions(const std::vector<boost::json::object>& projects);
@@ -85,7 +82,7 @@ class ShareMonitor {
   GpuAllocator& gpus_;
   const bool sole_owner_;
   const std::chrono::seconds interval_;
-  std::jthread thread_;
+  LoopThread thread_;  // last: stopped before the rest goes
 };
 
 }  // namespace gantry::engine
