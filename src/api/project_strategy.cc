@@ -44,9 +44,7 @@ class ProjectStrategy : public KindStrategy {
     q.kind = "Project";
     auto projects = ctx_.store.List(q);
     if (!projects.ok()) return {};  // a warning is not worth failing a write that happened
-    model::GuaranteesByProject guarantees;
-    for (const json::object& p : projects->items)
-      guarantees[model::GetString(p, "metadata.name")] = model::DecodeGuaranteedGpus(p);
+    model::GuaranteesByProject guarantees = model::GuaranteesOf(projects->items);
     guarantees[model::GetString(written, "metadata.name")] = own;
     std::string words =
         model::OvercommitWords(own, model::OvercommittedGuarantees(guarantees, *ctx_.gpu_capacity));

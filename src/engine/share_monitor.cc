@@ -117,11 +117,8 @@ std::vector<HeldGpus> ShareMonitor::HeldOnThisHost() {
   return out;
 }
 
-// A concurrent write to a project wins (ABORTED): the next pass looks again.
 void ShareMonitor::KeepConditions(const std::vector<json::object>& projects) {
-  model::GuaranteesByProject guarantees;
-  for (const json::object& p : projects)
-    guarantees[model::GetString(p, "metadata.name")] = model::DecodeGuaranteedGpus(p);
+  model::GuaranteesByProject guarantees = model::GuaranteesOf(projects);
   std::map<std::string, int64_t> capacity;
   for (const Gpu& g : gpus_.inventory().gpus) ++capacity[g.type];
   const auto over = model::OvercommittedGuarantees(guarantees, capacity);

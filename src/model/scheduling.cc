@@ -127,6 +127,13 @@ std::map<std::string, std::string> OvercommittedGuarantees(
   return out;
 }
 
+GuaranteesByProject GuaranteesOf(const std::vector<json::object>& projects) {
+  GuaranteesByProject out;
+  for (const json::object& p : projects)
+    out[GetString(p, "metadata.name")] = DecodeGuaranteedGpus(p);
+  return out;
+}
+
 std::string OvercommitWords(const std::map<std::string, int64_t>& own,
                             const std::map<std::string, std::string>& overcommitted) {
   std::string words;

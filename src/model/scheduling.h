@@ -53,6 +53,8 @@ void ValidateGuarantees(const boost::json::object& project_spec, std::vector<Fie
 using GuaranteesByProject = std::map<std::string, std::map<std::string, int64_t>>;
 std::map<std::string, std::string> OvercommittedGuarantees(
     const GuaranteesByProject& guarantees, const std::map<std::string, int64_t>& capacity);
+// The guarantees of stored Projects `projects`, by project name.
+GuaranteesByProject GuaranteesOf(const std::vector<boost::json::object>& projects);
 // What a project guaranteed `own` is told: the words of each of its overcommitted types,
 // joined by "; "; empty when none of its types is.
 std::string OvercommitWords(const std::map<std::string, int64_t>& own,

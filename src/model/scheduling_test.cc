@@ -31,5 +31,15 @@ TEST(OvercommittedGuaranteesTest, AProjectIsToldOnlyOfItsOwnTypes) {
   EXPECT_EQ(OvercommitWords({{"h100", 0}}, over), "");
 }
 
+TEST(OvercommittedGuaranteesTest, GuaranteesOfReadsEachStoredProject) {
+  const auto projects = std::vector<boost::json::object>{
+      boost::json::parse(R"({"metadata":{"name":"a"},
+                             "spec":{"quota":{"guaranteedGpus":{"h100":3,"l4":1}}}})")
+          .as_object(),
+      boost::json::parse(R"({"metadata":{"name":"b"},"spec":{}})").as_object()};
+  const GuaranteesByProject want{{"a", {{"h100", 3}, {"l4", 1}}}, {"b", {}}};
+  EXPECT_EQ(GuaranteesOf(projects), want);
+}
+
 }  // namespace
 }  // namespace gantry::model
