@@ -37,7 +37,7 @@ StoredEvent BudgetEvent(const json::object& project, const std::string& ns, int 
 }
 
 // Keeps the project's status.spend (the BUDGET column) as `spend` (none: removes it); writes
-// only what changed. A concurrent write to the project wins: the next pass writes again.
+// only what changed (internal::UpdateAsRead).
 void RecordSpend(store::Store& store, json::object project,
                  const std::optional<json::object>& spend) {
   json::object& status = model::EnsureObject(project, "status");
@@ -47,12 +47,8 @@ void RecordSpend(store::Store& store, json::object project,
     status["spend"] = *spend;
   else
     status.erase("spend");
-  const int64_t rv = std::atoll(model::GetString(project, "metadata.resourceVersion").c_str());
-  if (rv == 0) return;
-  auto stored = store.Commit({{store::Write::Op::kUpdate, "Project", std::move(project), rv, 0}});
-  if (!stored.ok() && !absl::IsAborted(stored.status()))
-    spdlog::warn("budgets: cannot record the spend of a project: {}",
-                 std::string(stored.status().message()));
+  if (auto s = internal::UpdateAsRead(store, "Project", std::move(project)); !s.ok())
+    spdlog::warn("budgets: cannot record the spend of a project: {}", std::string(s.message()));
 }
 
 }  // namespace

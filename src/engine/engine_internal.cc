@@ -1,9 +1,11 @@
 #include "engine/engine_internal.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include "common/status_macros.h"
+#include "model/codec.h"
 
 namespace gantry::engine::internal {
 
@@ -37,6 +39,13 @@ store::Write UpdateOf(const model::Run& run) {
 store::Write UpdateOf(const model::Instance& instance) {
   return {store::Write::Op::kUpdate, instance.kind, model::EncodeInstance(instance),
           instance.metadata.resource_version, 0};
+}
+
+absl::Status UpdateAsRead(store::Store& store, const std::string& kind, boost::json::object next) {
+  const int64_t rv = std::atoll(model::GetString(next, "metadata.resourceVersion").c_str());
+  if (rv == 0) return absl::OkStatus();
+  auto stored = store.Commit({{store::Write::Op::kUpdate, kind, std::move(next), rv, 0}});
+  return stored.ok() || IsConflict(stored.status()) ? absl::OkStatus() : stored.status();
 }
 
 absl::Status CommitRelaxed(store::Store& store, std::vector<store::Write> writes) {

@@ -33,6 +33,11 @@ absl::StatusOr<model::Instance> InstanceOf(store::Store& store, const model::Run
 // Test-and-set updates on the resourceVersion the object was read at.
 store::Write UpdateOf(const model::Run& run);
 store::Write UpdateOf(const model::Instance& instance);
+// A periodic pass's own bookkeeping on a stored object (a Project's status.spend or
+// conditions): updates `next` of `kind` on the resourceVersion its metadata was read at
+// (none: nothing is written). A write that lost to a concurrent one is OK: that one wins and
+// the next pass looks again.
+absl::Status UpdateAsRead(store::Store& store, const std::string& kind, boost::json::object next);
 // Commits `writes` relaxed (engine bookkeeping, store.h Durability).
 absl::Status CommitRelaxed(store::Store& store, std::vector<store::Write> writes);
 

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 
 #include "common/clock.h"
@@ -129,11 +128,9 @@ void ShareMonitor::KeepConditions(const std::vector<json::object>& projects) {
     if (!conditions) continue;
     json::object next = p;
     model::EnsureObject(next, "status")["conditions"] = std::move(*conditions);
-    const int64_t rv = std::atoll(model::GetString(p, "metadata.resourceVersion").c_str());
-    auto stored = store_.Commit({{store::Write::Op::kUpdate, "Project", std::move(next), rv, 0}});
-    if (!stored.ok() && !absl::IsAborted(stored.status()))
+    if (auto s = internal::UpdateAsRead(store_, "Project", std::move(next)); !s.ok())
       spdlog::warn("shares: cannot record the condition of project {}: {}", ns,
-                   std::string(stored.status().message()));
+                   std::string(s.message()));
   }
 }
 
