@@ -95,6 +95,9 @@ await runE2e({
   if (!bobText.includes('local')) fail(`bob's row: ${bobText}`);
   await page.locator('label[for="enabled-bob"]').click();
   await page.getByText('bob is disabled: their sessions and tokens stop working').waitFor();
+  // The toast comes before the list is read again: wait for the switch to show the change.
+  await page.locator('#enabled-bob:not(:checked)').waitFor({ state: 'attached' })
+    .catch(() => fail('the switch still says enabled'));
   if (await page.getByLabel('bob enabled').isChecked()) fail('the switch still says enabled');
   if ((await api('GET', `${G}/users/bob`)).spec.disabled !== true) fail('bob is not disabled in the API');
   await shot('users-disabled');
