@@ -134,8 +134,9 @@ absl::Status ResourceService::ValidateIncoming(const Target& t, json::object& ob
                            ") does not match the project sent on the request (" + t.ns + ")");
   // Ciphertext outside the fields sealed values live in is refused first, so that no other
   // check quotes it back.
-  const bool instance_variables = StrategyOf(t).Traits().instance_variables;
-  model::FindMisplacedSealed(obj, instance_variables, &causes);
+  const KindTraits traits = StrategyOf(t).Traits();
+  const bool instance_variables = traits.instance_variables;
+  model::FindMisplacedSealed(obj, instance_variables, traits.sealed_field, &causes);
   if (!causes.empty()) return InvalidError(kind.kind, GetString(meta, "name"), std::move(causes));
   model::ValidateMetadata(meta, &causes);
   if (const json::value* spec = obj.if_contains("spec"); spec && spec->is_object())

@@ -69,6 +69,9 @@ struct KindTraits {
   bool instance_variables = false;
   // A DELETE is the engine's (teardown before removal): ResourceService's delete hook.
   bool engine_deletes = false;
+  // The one field where the kind keeps a sealed secret of its own ("spec.secret" of a
+  // webhook), which a patch or apply carries as stored; empty: none.
+  std::string_view sealed_field;
 };
 
 class KindStrategy {

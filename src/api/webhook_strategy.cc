@@ -21,6 +21,9 @@ class WebhookStrategy : public KindStrategy {
  public:
   explicit WebhookStrategy(StrategyContext& ctx) : ctx_(ctx) {}
 
+  // A patch or apply that leaves the secret alone carries the stored ciphertext.
+  KindTraits Traits() const override { return {.sealed_field = "spec.secret"}; }
+
   void PrepareForCreate(const Target&, json::object& status) const override {
     status = json::object{};
   }
@@ -38,7 +41,7 @@ class WebhookStrategy : public KindStrategy {
     }
   }
 
-  absl::Status Admit(const Target& t, const json::object*, json::object& next,
+  absl::Status Admit(const Target& t, const json::object* current, json::object& next,
                      std::vector<store::Write>*) const override {
     std::vector<FieldCause> causes;
     json::object& spec = next["spec"].as_object();
@@ -48,6 +51,12 @@ class WebhookStrategy : public KindStrategy {
       causes.push_back({"spec.secret", std::string("is ") + kRedacted +
                                            ", which stands for a stored secret; this webhook "
                                            "has none: send the secret itself"});
+    // Ciphertext is kept only as this webhook stored it (a patch that left it alone).
+    if (SecretBox::IsSealed(secret) && (!current || secret != GetString(*current, "spec.secret")))
+      causes.push_back({"spec.secret",
+                        "Invalid value: a sealed value is only valid in the field it was sealed "
+                        "for; give the secret itself",
+                        "FieldValueForbidden"});
     if (!causes.empty())
       return InvalidError(t.kind->kind, GetString(next, "metadata.name"), std::move(causes));
     if (!SecretBox::IsSealed(secret)) spec["secret"] = ctx_.secrets.Seal(secret, Context(t, next));

@@ -25,7 +25,8 @@ bool IsVariableDefault(std::string_view path) {
          path.size() > kHead.size() + kTail.size();
 }
 
-bool SealedAllowedAt(std::string_view path, bool is_instance) {
+bool SealedAllowedAt(std::string_view path, bool is_instance, std::string_view sealed_field) {
+  if (!sealed_field.empty() && path == sealed_field) return true;
   if (is_instance)
     return path.starts_with("spec.variables.") &&
            path.find_first_of(".[", sizeof "spec.variables." - 1) == std::string_view::npos;
@@ -33,20 +34,20 @@ bool SealedAllowedAt(std::string_view path, bool is_instance) {
 }
 
 void Walk(const json::value& v, const std::string& path, bool is_instance,
-          std::vector<FieldCause>* causes) {
+          std::string_view sealed_field, std::vector<FieldCause>* causes) {
   if (v.is_string()) {
-    if (HoldsSealed(v.get_string()) && !SealedAllowedAt(path, is_instance))
+    if (HoldsSealed(v.get_string()) && !SealedAllowedAt(path, is_instance, sealed_field))
       causes->push_back({path,
                          "Invalid value: this value holds an encrypted secret of this server; "
                          "secrets may only be kept in the variable they were sealed for",
                          "FieldValueForbidden"});
   } else if (v.is_object()) {
     for (const auto& kv : v.get_object())
-      Walk(kv.value(), path + "." + std::string(kv.key()), is_instance, causes);
+      Walk(kv.value(), path + "." + std::string(kv.key()), is_instance, sealed_field, causes);
   } else if (v.is_array()) {
     const auto& a = v.get_array();
     for (size_t i = 0; i < a.size(); ++i)
-      Walk(a[i], path + "[" + std::to_string(i) + "]", is_instance, causes);
+      Walk(a[i], path + "[" + std::to_string(i) + "]", is_instance, sealed_field, causes);
   }
 }
 
@@ -76,10 +77,11 @@ std::string DefaultContext(std::string_view kind, std::string_view ns, std::stri
   return SealContext(kind, ns, name, "", "defaults/" + std::string(var));
 }
 
-void FindMisplacedSealed(const json::object& obj, bool is_instance,
+void FindMisplacedSealed(const json::object& obj, bool is_instance, std::string_view sealed_field,
                          std::vector<FieldCause>* causes) {
   for (const char* key : {"metadata", "spec"})
-    if (const json::value* v = obj.if_contains(key)) Walk(*v, key, is_instance, causes);
+    if (const json::value* v = obj.if_contains(key))
+      Walk(*v, key, is_instance, sealed_field, causes);
 }
 
 void RedactSealed(json::value& v) {

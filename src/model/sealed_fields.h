@@ -1,12 +1,14 @@
 // Sealed fields: where Gantry keeps sensitive values encrypted (common/secrets.h), and the
 // rules that keep them secret through every verb.
 //
-// Sealed values live in exactly two places:
+// Sealed values live in exactly three places:
 //   - an instance's spec.variables.NAME, for a variable declared sensitive (context
 //     SealContext(kind, ns, name, uid, "variables/NAME"));
 //   - a template's or profile's spec.variables[i].default, for a sensitive variable
 //     (context SealContext(kind, ns, name, "", "defaults/NAME"): revisions are copies of the
 //     spec, read by project and name).
+//   - a webhook's spec.secret (webhooks::SecretContext), the field a kind names in its
+//     KindTraits::sealed_field.
 // A string holding a sealed value anywhere else is refused (FindMisplacedSealed), so a patch
 // cannot move ciphertext into a label, annotation or display name where it could be read, and
 // the associated data makes it useless in another variable or object anyway.
@@ -38,9 +40,10 @@ std::string DefaultContext(std::string_view kind, std::string_view ns, std::stri
                            std::string_view var);
 
 // Appends a cause for every string of `obj` (metadata and spec) that holds a sealed value
-// outside the fields listed above.
+// outside the fields listed above and `sealed_field` (a kind's own secret, as a webhook's
+// "spec.secret": its strategy checks that the value there is the stored one).
 void FindMisplacedSealed(const boost::json::object& obj, bool is_instance,
-                         std::vector<FieldCause>* causes);
+                         std::string_view sealed_field, std::vector<FieldCause>* causes);
 
 // Replaces every sealed value in `v`, wherever it is, with kRedacted; for an API object,
 // every sealed value of its spec (the only place one can be).

@@ -113,6 +113,32 @@ TEST_F(WebhooksTest, TheSecretIsNeverReturnedAndSurvivesAnUpdate) {
   back["spec"].as_object()["events"] = json::array{"PhaseChanged", "ExpiresSoon"};
   Resp put = api().Put(NsPath("default", "webhooks", "hook"), back);
   ASSERT_EQ(put.status, 200) << put.raw;
+  // So do a merge patch, a JSON patch and a server-side apply that leave it alone: each is
+  // applied to the stored object, whose ciphertext spec.secret keeps (these were 422
+  // FieldValueForbidden before KindTraits::sealed_field).
+  const std::string hook_path = NsPath("default", "webhooks", "hook");
+  Resp merged = api().Patch(hook_path, json::object{{"spec", {{"description", "merge"}}}});
+  ASSERT_EQ(merged.status, 200) << merged.raw;
+  Resp patched = api().Call("PATCH", hook_path,
+                            R"([{"op":"replace","path":"/spec/description","value":"json"}])",
+                            "application/json-patch+json");
+  ASSERT_EQ(patched.status, 200) << patched.raw;
+  Resp applied = api().Call("PATCH", hook_path + "?fieldManager=e2e&force=true",
+                            R"({"apiVersion":"paas.gantry.dev/v1","kind":"Webhook",)"
+                            R"("metadata":{"name":"hook"},"spec":{"description":"apply"}})",
+                            "application/apply-patch+yaml");
+  ASSERT_EQ(applied.status, 200) << applied.raw;
+  for (const Resp* r : {&merged, &patched, &applied}) {
+    EXPECT_EQ(Str(r->obj(), "spec.secret"), "<sensitive>") << r->raw;
+    EXPECT_EQ(r->raw.find("sealed:"), std::string::npos) << r->raw;
+  }
+  // Ciphertext that is not this webhook's own stored secret is refused, and not quoted.
+  json::object forged = api().Get(hook_path).obj();
+  forged["spec"].as_object()["secret"] = "sealed:v2:AAAAforgedAAAA";
+  Resp refused = api().Put(hook_path, forged);
+  EXPECT_TRUE(refused.IsStatus(422, "Invalid")) << refused.raw;
+  EXPECT_FALSE(refused.cause_message("spec.secret").empty()) << refused.raw;
+  EXPECT_EQ(refused.raw.find("forged"), std::string::npos) << refused.raw;
   DeployToSuccess("web");
   ASSERT_TRUE(receiver_.WaitFor([](const auto& got) { return Delivered(got, "web"); }));
   for (const auto& r : receiver_.received())
