@@ -24,6 +24,7 @@ import { AuditPage } from './pages/Audit';
 import { ApprovalsPage } from './pages/Approvals';
 import { AccountPage } from './pages/Account';
 import { UsersPage } from './pages/Users';
+import { WebhooksPage } from './pages/Webhooks';
 // The Usage page brings the chart library (victory, ~300 kB): loaded when it is first opened.
 const UsagePage = lazy(() => import('./pages/Usage').then((m) => ({ default: m.UsagePage })));
 
@@ -101,9 +102,11 @@ function Shell({ children }: { children: ReactNode }) {
             {isAdmin && current && item(`/p/${p}/serviceprofiles`, 'Service Profiles', `/p/${p}/serviceprofiles`)}
             {isAdmin && current && item(`/p/${p}/templates`, 'Environment Templates', `/p/${p}/templates`)}
             {current && (isAdmin || user?.projects?.[current] === 'project-admin') && item(`/p/${p}/approvals`, 'Approvals', `/p/${p}/approvals`)}
+            {current && (isOrgAdmin || user?.projects?.[current] === 'project-admin') && item(`/p/${p}/webhooks`, 'Webhooks', `/p/${p}/webhooks`)}
             {item('/usage', 'Usage', '/usage')}
             {canManageMembers && item('/projects', 'Projects & Members', '/projects')}
             {isOrgAdmin && item('/users', 'Users', '/users')}
+            {isOrgAdmin && item('/webhooks', 'Cluster Webhooks', '/webhooks')}
             {isAdmin && item('/audit', 'Audit Log', '/audit')}
             {!open && item('/account', 'My account', '/account')}
           </NavList>
@@ -171,6 +174,8 @@ export function App() {
         <Route path="/p/:project/templates/new" element={<AdminOnly><TemplateEditor /></AdminOnly>} />
         <Route path="/p/:project/templates/:name" element={<AdminOnly><TemplateEditor /></AdminOnly>} />
         <Route path="/p/:project/approvals" element={<ApprovalsPage />} />
+        <Route path="/p/:project/webhooks" element={<WebhooksPage />} />
+        <Route path="/webhooks" element={<OrgAdminOnly><WebhooksPage key="cluster" cluster /></OrgAdminOnly>} />
         <Route path="/projects" element={<ProjectsPage />} />
         <Route path="/projects/:name" element={<ProjectMembers />} />
         <Route path="/usage" element={<Suspense fallback={<Loading />}><UsagePage /></Suspense>} />

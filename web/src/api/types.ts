@@ -15,6 +15,9 @@ export type ComputeSelector = NonNullable<NonNullable<ServiceProfile['spec']>['c
 export type Run = Schemas['dev.gantry.paas.v1.Run'];
 export type GpuNode = Schemas['dev.gantry.paas.v1.Node'];
 export type UsageReport = Schemas['dev.gantry.paas.v1.UsageReport'];
+// A ClusterWebhook has the same spec and status (docs/webhooks.md): the screens use one type.
+export type Webhook = Schemas['dev.gantry.paas.v1.Webhook'];
+export type WebhookDelivery = Schemas['dev.gantry.paas.v1.WebhookDelivery'];
 export type UsageRow = NonNullable<NonNullable<UsageReport['status']>['rows']>[number];
 
 export type Sharing = NonNullable<ComputeProfile['spec']>['sharing'];

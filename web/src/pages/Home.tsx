@@ -1,8 +1,9 @@
 // Home: what is running, what needs attention (compute and service instances), GPU capacity.
-import { useEffect, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import { Link } from 'react-router-dom';
 import { Card, CardBody, CardTitle, Gallery, PageSection, Title, Text, DataList, DataListItem, DataListItemRow, DataListItemCells, DataListCell, Button, Flex, Label } from '@patternfly/react-core';
-import { collectionPath, get, watch } from '../api/client';
+import { collectionPath, get } from '../api/client';
+import { useLiveList } from '../components/liveList';
 import type { ComputeInstance, GpuNode, List, ServiceInstance } from '../api/types';
 import { useAuth } from '../auth';
 import { lastProject } from '../project';
@@ -10,6 +11,7 @@ import { Empty, ErrorAlert, Loading, PHASE_TEXT, StatusLabel } from '../componen
 
 type Instance = ComputeInstance | ServiceInstance;
 const isService = (i: Instance) => i.kind === 'ServiceInstance';
+const NO_SELECTORS = {};
 
 function link(i: Instance) {
   return `/p/${encodeURIComponent(i.metadata?.namespace ?? '')}/${isService(i) ? 'services' : 'instances'}/${encodeURIComponent(i.metadata?.name ?? '')}`;
@@ -18,24 +20,8 @@ function link(i: Instance) {
 // Every instance of `plural` across the projects the user may see; live (watch), so phases
 // move without reload. Watched objects carry their kind.
 function useLiveAll<T extends Instance>(plural: string, kind: T['kind'], setError: (e: unknown) => void): T[] | null {
-  const [items, setItems] = useState<T[] | null>(null);
-  useEffect(() => {
-    const ac = new AbortController();
-    const seen = new Map<string, T>();
-    const key = (i: T) => `${i.metadata?.namespace}/${i.metadata?.name}`;
-    let timer: number | undefined;
-    const flush = () => { timer = undefined; setItems([...seen.values()]); };
-    get<List<T>>(collectionPath(plural) + '?limit=500', ac.signal).then((l) => {
-      for (const i of l.items) seen.set(key(i), { ...i, kind });
-      flush();
-      return watch<T>(collectionPath(plural), {}, (e) => {
-        if (e.type === 'DELETED') seen.delete(key(e.object)); else seen.set(key(e.object), { ...e.object, kind });
-        if (timer === undefined) timer = window.setTimeout(flush, 100);
-      }, ac.signal, setError, l.metadata?.resourceVersion);
-    }).catch((e) => { if (!ac.signal.aborted) { setError(e); setItems([]); } });
-    return () => { ac.abort(); if (timer) window.clearTimeout(timer); };
-  }, [plural, kind, setError]);
-  return items;
+  const items = useLiveList<T>(collectionPath(plural), NO_SELECTORS, setError);
+  return useMemo(() => items && items.map((i) => ({ ...i, kind })), [items, kind]);
 }
 
 export function HomePage() {
