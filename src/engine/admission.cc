@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/dependencies.h"
+#include "engine/engine_internal.h"
 #include "model/codec.h"
 
 namespace gantry::engine {
@@ -222,6 +223,9 @@ std::string Ordinal(int64_t n) {
 // The GPUs of `type` on this host that compute instance `i` holds.
 int HeldHere(const AdmissionSnapshot& s, const model::Instance& i, const std::string& type) {
   if (!i.status.gpus) return 0;
+  // Several replicas: GPU indices are per host, and an instance bound to another host holds
+  // none of this host's (whose indices may have the same numbers).
+  if (!s.sole_owner && i.status.host && *i.status.host != s.host) return 0;
   int n = 0;
   for (const auto& index : *i.status.gpus)
     for (const auto& g : s.inventory.gpus)
@@ -336,8 +340,11 @@ std::string VictimNames(const std::vector<std::pair<std::string, std::string>>& 
 // within its project's guarantee that is first in line (`first`: no earlier deploy of the
 // pass waits for the type, which would take the freed GPUs first), the victims that make it
 // fit.
-void ExplainWait(const AdmissionSnapshot& s, const std::string& ns, const std::string& type,
+constexpr char kPreemptingWords[] = "; preempting ";
+
+void ExplainWait(const AdmissionSnapshot& s, const model::Run& run, const std::string& type,
                  int count, bool first, AdmissionPass* pass, Admission* a) {
+  const std::string& ns = run.metadata.ns;
   const int free_now = FreeOf(s, *pass, type);
   const int64_t used = UsageOf(s, pass, ns).Of(type), guarantee = s.GuaranteeOf(ns, type);
   std::string msg = Ordinal(a->queue_position) + " for " + (type.empty() ? "GPUs" : type) + ": " +
@@ -357,23 +364,28 @@ void ExplainWait(const AdmissionSnapshot& s, const std::string& ns, const std::s
     a->message = msg + " is within its guarantee; waiting for preempted instances to stop";
     return;
   }
+  if (std::string host = ReclaimingHost(s, run); !host.empty()) {
+    a->message =
+        msg + " is within its guarantee; waiting for the GPUs " + host + " is reclaiming for it";
+    return;
+  }
   a->victims = SelectVictims(s, pass, ns, type, need);
   for (const auto& v : a->victims) pass->preempting.insert(v);
-  a->message = msg + " is within its guarantee; " +
-               (a->victims.empty() ? "no borrowed GPUs can be reclaimed"
-                                   : "preempting " + VictimNames(a->victims));
+  a->message = msg + " is within its guarantee" +
+               (a->victims.empty() ? "; no borrowed GPUs can be reclaimed"
+                                   : kPreemptingWords + VictimNames(a->victims));
 }
 
 // Free GPUs, in queue order per type; on success `a` gets them.
-void TakeGpus(const AdmissionSnapshot& s, const std::string& type, int count, AdmissionPass* pass,
-              Admission* a) {
+void TakeGpus(const AdmissionSnapshot& s, const model::Run& run, const std::string& type, int count,
+              AdmissionPass* pass, Admission* a) {
   const std::string ns = a->owner.substr(0, a->owner.find('/'));
   if (pass->blocked_types.count(type)) {
     *a = Decided(Decision::kWait, "InsufficientCapacity",
                  "needs " + GpuWords(count, type) + "; queued behind earlier deploys waiting for " +
                      (type.empty() ? "" : type + " ") + "GPUs");
     a->queue_position = ++pass->waiting[type];
-    if (s.FairShare()) ExplainWait(s, ns, type, count, false, pass, a);
+    if (s.FairShare()) ExplainWait(s, run, type, count, false, pass, a);
     return;
   }
   bool held = false;
@@ -386,7 +398,7 @@ void TakeGpus(const AdmissionSnapshot& s, const std::string& type, int count, Ad
                  "needs " + GpuWords(count, type) + "; " + std::to_string(free_before) + " of " +
                      std::to_string(TotalOf(s, type)) + " are free");
     a->queue_position = ++pass->waiting[type];
-    if (s.FairShare()) ExplainWait(s, ns, type, count, true, pass, a);
+    if (s.FairShare()) ExplainWait(s, run, type, count, true, pass, a);
     return;
   }
   if (s.FairShare())
@@ -434,10 +446,25 @@ void AdmitDeploy(const AdmissionSnapshot& s, const model::Run& run, const Target
     *a = std::move(*refused);
     return;
   }
-  if (assigns) TakeGpus(s, type, count, pass, a);
+  if (assigns) TakeGpus(s, run, type, count, pass, a);
 }
 
 }  // namespace
+
+std::string ReclaimingHost(const AdmissionSnapshot& s, const model::Run& run) {
+  if (s.sole_owner || !run.reclaim || run.reclaim->host == s.host) return "";
+  auto renewed = internal::ParseRfc3339(run.reclaim->renew_time);
+  if (!renewed || s.now > *renewed + std::chrono::seconds(run.reclaim->duration_seconds))
+    return "";  // expired: its replica is gone or done
+  return run.reclaim->host;
+}
+
+void ForgoVictims(const std::string& host, Admission* a) {
+  a->victims.clear();
+  if (size_t at = a->message.find(kPreemptingWords); at != std::string::npos)
+    a->message = a->message.substr(0, at) + "; waiting for the GPUs " +
+                 (host.empty() ? "another replica" : host) + " is reclaiming for it";
+}
 
 const model::Instance* AdmissionSnapshot::Compute(const std::string& ns,
                                                   const std::string& name) const {

@@ -55,8 +55,9 @@ namespace gantry::engine {
 // What the dispatcher reads once per pass. It updates `computes` with each instance it
 // claims in the pass, so that later runs of the pass see it (quotas).
 struct AdmissionSnapshot {
-  bool sole_owner = true;  // EngineOptions::sole_owner
-  std::string host;        // this replica's host
+  bool sole_owner = true;                     // EngineOptions::sole_owner
+  std::string host;                           // this replica's host
+  std::chrono::system_clock::time_point now;  // when the pass read it (Run.reclaim expiry)
   std::map<std::pair<std::string, std::string>, model::Instance> computes;  // by (ns, name)
   std::vector<model::Instance> services;                                    // every project
   std::map<std::string, model::Quota> quotas;                               // by project
@@ -146,6 +147,14 @@ std::map<std::string, std::string> AdmissionLabels(const std::vector<model::Inst
 
 // The cause of a preemption's stop and start runs, and the reason of a preempted instance.
 inline constexpr char kPreempted[] = "Preempted";
+
+// Several replicas: the host of another replica whose unexpired Run.reclaim says it is
+// preempting for `run` ("" when none: this replica may reclaim for it).
+std::string ReclaimingHost(const AdmissionSnapshot& s, const model::Run& run);
+
+// `a` named victims, but another replica took the run's reclaim first (`host`: its host, ""
+// when not known): no victims here, and the message says who reclaims.
+void ForgoVictims(const std::string& host, Admission* a);
 
 // Decides on `queued` and records the GPUs it hands out in `pass`.
 Admission Admit(const AdmissionSnapshot& snapshot, const QueuedRun& queued, AdmissionPass* pass);

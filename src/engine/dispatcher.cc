@@ -92,6 +92,7 @@ bool Engine::DispatchPass(size_t free_slots) {
         }
         break;
       case Decision::kWait:
+        if (!a.victims.empty()) TakeReclaim(queued, *snapshot, &a);
         NoteWaiting(queued, a);
         if (!a.victims.empty()) Preempt(queued, a);
         break;
@@ -115,6 +116,7 @@ absl::StatusOr<AdmissionSnapshot> Engine::TakeSnapshot(const std::vector<model::
   AdmissionSnapshot s;
   s.sole_owner = options_.sole_owner;
   s.host = options_.host;
+  s.now = clock_.Now();
   store::ListOptions q;
   q.kind = "Project";
   ASSIGN_OR_RETURN(auto projects, internal::ListAll(store_, q));

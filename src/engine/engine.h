@@ -216,6 +216,10 @@ class Engine : public drivers::WorkloadObserver {
   // `queued`'s instance), queues a preempted instance's start once it is Stopped, and
   // recomputes status.admission in a project whose GPUs were released.
   void Preempt(const QueuedRun& queued, const Admission& a);
+  // Several replicas: takes `queued`'s Run.reclaim for this replica before it preempts for it
+  // (an optimistic commit: one replica wins), for the longest grace period of the victims
+  // plus a minute. A replica that loses forgoes its victims (ForgoVictims).
+  void TakeReclaim(const QueuedRun& queued, const AdmissionSnapshot& snapshot, Admission* a);
   void RestartPreempted(const model::Instance& instance);
   void RelabelAdmissions(const std::string& ns);
   // Records the GPUs `admission` hands out in the allocator; false when it cannot.

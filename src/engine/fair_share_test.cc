@@ -10,6 +10,7 @@
 
 #include "engine/admission.h"
 #include "engine/dependencies.h"
+#include "engine/engine_internal.h"
 #include "gtest/gtest.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -106,7 +107,9 @@ AdmissionSnapshot Fleet(const Case& c) {
 
 // One dispatcher pass: OrderQueue, then Admit each, an admitted run counting as held (as
 // Engine::Claim records it in the snapshot). Returns (name, decision) in decision order.
-std::vector<std::pair<std::string, Admission>> Pass(const Case& c, AdmissionSnapshot& s) {
+// `reclaim`: every queued run's status.reclaim (several replicas).
+std::vector<std::pair<std::string, Admission>> Pass(const Case& c, AdmissionSnapshot& s,
+                                                    std::optional<model::Lease> reclaim = {}) {
   std::vector<QueuedRun> queue;
   for (const Request& r : c.queue) {
     auto [it, added] =
@@ -117,6 +120,7 @@ std::vector<std::pair<std::string, Admission>> Pass(const Case& c, AdmissionSnap
     q.run.instance_kind = kComputeInstanceKind;
     q.run.instance_name = r.name;
     q.run.action = RunAction::kApply;
+    q.run.reclaim = reclaim;
     q.instance = &it->second;
     Target t;
     t.caps.host_bound = true;
@@ -316,6 +320,69 @@ std::vector<Case> Cases() {
 
 INSTANTIATE_TEST_SUITE_P(Table, FairShareTest, ::testing::ValuesIn(Cases()),
                          [](const auto& info) { return info.param.name; });
+
+// Several replicas (sole_owner false), this one on host "here" with 2 h100: a1 and a2 hold
+// them; t1, newer, holds GPU "0" of host "there" (GPU indices repeat across hosts). b1, within
+// its guarantee, needs one.
+Case TwoHosts() {
+  return {"", 2, {{"b", {{"h100", 1}}}}, {{"a", "a1"}, {"a", "a2"}, {"a", "t1"}}, {{"b", "b1"}},
+          {}};
+}
+
+AdmissionSnapshot TwoHostsFleet() {
+  AdmissionSnapshot s = Fleet(TwoHosts());
+  s.sole_owner = false;
+  s.host = "here";
+  for (const char* n : {"a1", "a2"}) s.computes.at({"a", n}).status.host = "here";
+  model::Instance& t1 = s.computes.at({"a", "t1"});
+  t1.status.host = "there";
+  t1.status.gpus = std::vector<std::string>{"0"};
+  s.gpu_owners.erase(2);  // this host's allocator knows only its own GPUs
+  s.now = *internal::ParseRfc3339("2026-01-01T00:01:00Z");
+  return s;
+}
+
+TEST(ReplicaReclaimTest, AnotherHostsInstanceIsNeverAVictimHere) {
+  AdmissionSnapshot s = TwoHostsFleet();
+  auto got = Pass(TwoHosts(), s);
+  ASSERT_EQ(got.size(), 1u);
+  const Admission& a = got[0].second;
+  EXPECT_EQ(a.decision, D::kWait) << a.message;
+  ASSERT_EQ(a.victims.size(), 1u) << a.message;
+  EXPECT_EQ(a.victims[0].second, "a2") << "the newest of this host, not t1 of host there";
+}
+
+TEST(ReplicaReclaimTest, NoVictimsWhileAnotherHostReclaimsForTheRun) {
+  AdmissionSnapshot s = TwoHostsFleet();
+  // Host "there" took the run's reclaim 10 s ago for 70 s: nothing is preempted here.
+  auto got = Pass(TwoHosts(), s, model::Lease{"r2", "there", "2026-01-01T00:00:50Z", 70});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].second.victims.empty());
+  EXPECT_EQ(got[0].second.message,
+            "1st for h100: 0 of 2 free, needs 1, project b is within its guarantee; waiting for "
+            "the GPUs there is reclaiming for it");
+  // Expired (its replica gone or done), or this host's own: this replica reclaims.
+  for (const model::Lease& l : {model::Lease{"r2", "there", "2026-01-01T00:00:30Z", 20},
+                                model::Lease{"r1", "here", "2026-01-01T00:00:50Z", 70}}) {
+    AdmissionSnapshot again = TwoHostsFleet();
+    auto retry = Pass(TwoHosts(), again, l);
+    ASSERT_EQ(retry.size(), 1u);
+    EXPECT_EQ(retry[0].second.victims.size(), 1u) << l.host << ": " << retry[0].second.message;
+  }
+}
+
+TEST(ReplicaReclaimTest, ForgoVictimsSaysWhoReclaims) {
+  Admission a;
+  a.victims = {{"a", "a2"}};
+  a.message =
+      "1st for h100: 0 of 2 free, needs 1, project b is within its guarantee; preempting "
+      "a/a2";
+  ForgoVictims("there", &a);
+  EXPECT_TRUE(a.victims.empty());
+  EXPECT_EQ(a.message,
+            "1st for h100: 0 of 2 free, needs 1, project b is within its guarantee; waiting for "
+            "the GPUs there is reclaiming for it");
+}
 
 TEST(AdmissionLabelsTest, BorrowedBecomesGuaranteedWhenTheProjectDropsBelowItsGuarantee) {
   std::vector<model::Instance> held;

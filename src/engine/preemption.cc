@@ -28,6 +28,28 @@ namespace gantry::engine {
 
 namespace json = boost::json;
 
+// How long a reclaim outlasts the longest grace period of its victims: their stops and the
+// claim of the deploy they make room for.
+constexpr std::chrono::seconds kReclaimSlack{60};
+
+void Engine::TakeReclaim(const QueuedRun& queued, const AdmissionSnapshot& snapshot, Admission* a) {
+  if (options_.sole_owner) return;
+  std::chrono::seconds longest{0};
+  for (const auto& key : a->victims)
+    if (auto it = snapshot.scheduling.find(key); it != snapshot.scheduling.end())
+      longest = std::max(longest, it->second.grace_period);
+  model::Run run = queued.run;
+  run.reclaim =
+      model::Lease{options_.holder, options_.host, Now(), (longest + kReclaimSlack).count()};
+  std::vector<store::Write> w;
+  w.push_back(internal::UpdateOf(run));
+  if (auto stored = store_.Commit(std::move(w)); stored.ok()) return;
+  // Another replica took it in the same moment (or the run moved on): it reclaims.
+  auto now = store_.Get(model::kRunKind, run.metadata.ns, run.metadata.name);
+  auto other = now.ok() ? model::DecodeRun(*now) : now.status();
+  ForgoVictims(other.ok() && other->reclaim ? other->reclaim->host : "", a);
+}
+
 void Engine::Preempt(const QueuedRun& queued, const Admission& a) {
   const std::string& ns = queued.run.metadata.ns;
   const std::string who = "instance " + queued.run.instance_name + " of project " + ns;

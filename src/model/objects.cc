@@ -62,8 +62,19 @@ void PutStrings(json::object& o, std::string_view key,
   o[key] = std::move(a);
 }
 
-std::optional<Lease> DecodeLease(const json::object& status) {
-  const json::value* v = status.if_contains("lease");
+void PutLease(json::object& status, const char* key, const std::optional<Lease>& lease) {
+  if (!lease) {
+    status.erase(key);
+    return;
+  }
+  status[key] = json::object{{"holder", lease->holder},
+                             {"host", lease->host},
+                             {"renewTime", lease->renew_time},
+                             {"durationSeconds", lease->duration_seconds}};
+}
+
+std::optional<Lease> DecodeLease(const json::object& status, const char* key = "lease") {
+  const json::value* v = status.if_contains(key);
   if (!v || !v->is_object()) return std::nullopt;
   const json::object& l = v->get_object();
   return Lease{GetString(l, "holder"), GetString(l, "host"), GetString(l, "renewTime"),
@@ -276,6 +287,7 @@ absl::StatusOr<Run> DecodeRun(const json::object& stored) {
   r.start_time = OptString(s, "startTime");
   r.completion_time = OptString(s, "completionTime");
   r.lease = DecodeLease(s);
+  r.reclaim = DecodeLease(s, "reclaim");
   r.gpus = OptStrings(s, "gpus");
   r.gpu_uuids = OptStrings(s, "gpuUuids");
   r.driver_state = OptObject(s, "driverState");
@@ -295,13 +307,8 @@ json::object EncodeRun(const Run& run) {
   Put(s, "message", run.message);
   Put(s, "startTime", run.start_time);
   Put(s, "completionTime", run.completion_time);
-  if (run.lease)
-    s["lease"] = json::object{{"holder", run.lease->holder},
-                              {"host", run.lease->host},
-                              {"renewTime", run.lease->renew_time},
-                              {"durationSeconds", run.lease->duration_seconds}};
-  else
-    s.erase("lease");
+  PutLease(s, "lease", run.lease);
+  PutLease(s, "reclaim", run.reclaim);
   PutStrings(s, "gpus", run.gpus);
   PutStrings(s, "gpuUuids", run.gpu_uuids);
   Put(s, "driverState", run.driver_state);

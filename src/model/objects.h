@@ -75,6 +75,9 @@ struct Run {
   int64_t attempt = 0;
   std::optional<std::string> reason, message, start_time, completion_time;
   std::optional<Lease> lease;
+  // status.reclaim, several replicas: the replica (holder, host) preempting borrowers of its
+  // host for this queued deploy, until renew_time + duration_seconds (engine/preemption.cc).
+  std::optional<Lease> reclaim;
   std::optional<std::vector<std::string>> gpus, gpu_uuids;  // indices held on this host
   std::optional<boost::json::object> driver_state, outputs;
 };

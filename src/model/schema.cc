@@ -548,15 +548,21 @@ std::vector<KindInfo> BuildKinds() {
            Int("profileRevision", ""), Int("templateRevision", ""),
            Str("previousPhase", "The instance phase before the run was queued."),
            Bool("deleteInstance", "Remove the instance record after a successful destroy.")});
-  run.status = Obj("status", "Progress of the run.",
-                   {Enum("phase", "", {"Queued", "Running", "Succeeded", "Failed", "Canceled"}),
-                    Str("reason", ""), Str("message", ""), Int("attempt", ""), Str("startTime", ""),
-                    Str("completionTime", ""), StrMap("outputs", ""),
-                    Obj("lease", "Which gantryd replica runs it, until when.",
-                        {Str("holder", ""), Str("renewTime", ""), Int("durationSeconds", "")}),
-                    Free("driverState", "What the driver needs to re-adopt or clean up the run."),
-                    Arr("gpus", "GPU indices assigned for the run.", Str("", "")),
-                    Arr("gpuUuids", "Their UUIDs, when known.", Str("", ""))});
+  run.status = Obj(
+      "status", "Progress of the run.",
+      {Enum("phase", "", {"Queued", "Running", "Succeeded", "Failed", "Canceled"}),
+       Str("reason", ""), Str("message", ""), Int("attempt", ""), Str("startTime", ""),
+       Str("completionTime", ""), StrMap("outputs", ""),
+       Obj("lease", "Which gantryd replica runs it, until when.",
+           {Str("holder", ""), Str("host", ""), Str("renewTime", ""), Int("durationSeconds", "")}),
+       Obj("reclaim",
+           "Several replicas: which replica preempts borrowing instances of its "
+           "host so that this queued deploy fits, until renewTime + "
+           "durationSeconds; meanwhile no other replica preempts for it.",
+           {Str("holder", ""), Str("host", ""), Str("renewTime", ""), Int("durationSeconds", "")}),
+       Free("driverState", "What the driver needs to re-adopt or clean up the run."),
+       Arr("gpus", "GPU indices assigned for the run.", Str("", "")),
+       Arr("gpuUuids", "Their UUIDs, when known.", Str("", ""))});
   run.field_selectors = {"status.phase", "spec.instanceRef.name", "spec.instanceRef.kind"};
   kinds.push_back(run);
 

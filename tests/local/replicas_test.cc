@@ -1,8 +1,12 @@
 // Host-bound runs with several replicas (PostgreSQL): two gantryd on one database with
 // different --host-id, each with its own (configured) GPUs. A local instance deployed by
 // replica A belongs to host-a: a destroy posted to replica B waits for a replica on host-a,
-// while B goes on claiming the runs it may run, and A's return finishes it.
+// while B goes on claiming the runs it may run, and A's return finishes it. Fair share with
+// both replicas up: one deploy within its guarantee that fits nowhere preempts the fewest
+// borrowing instances on one host only, each once (both replicas see the request).
 #include <gtest/gtest.h>
+
+#include <map>
 
 #include "gantryd_test.h"
 #include "local_fixture.h"
@@ -81,6 +85,87 @@ TEST_F(ReplicasLocalTest, ALocalInstanceStaysWithTheHostThatDeployedIt) {
     return Str(b.Get(NsPath("default", "computeinstances", "b1")).obj(), "status.phase") ==
            "NotDeployed";
   }));
+}
+
+// Both replicas run, each with its own two h100 (the same GPU indices 0 and 1 on both hosts).
+class ReplicasFairShareTest : public TwoReplicaTest<LocalTest> {
+ protected:
+  std::string Gpus() override { return "h100:2"; }
+  std::vector<std::string> OneReplicaArgs(int index) override {
+    return {"--host-id", index == 0 ? "host-a" : "host-b"};
+  }
+
+  // Project `ns` (at most 4 h100, `guaranteed` of them guaranteed) with a local template and
+  // a profile "p" of `gpus` h100, preemptible or not, with a 1 s grace period.
+  void CreateTeam(const std::string& ns, int guaranteed, int gpus, bool preemptible) {
+    json::object quota{{"gpus", {{"h100", 4}}}};
+    if (guaranteed > 0) quota["guaranteedGpus"] = {{"h100", guaranteed}};
+    api().MustCreate(ClusterPath("projects"),
+                     json::object{{"metadata", {{"name", ns}}}, {"spec", {{"quota", quota}}}});
+    CreateLocalTemplate("job", /*http=*/false, {}, ns);
+    api().MustCreate(
+        NsPath(ns, "computeprofiles"),
+        json::object{
+            {"metadata", {{"name", "p"}}},
+            {"spec",
+             {{"templateRef", {{"name", "job"}}},
+              {"resources", Gpu(gpus)},
+              {"scheduling", {{"preemptible", preemptible}, {"preemptionGracePeriod", "1s"}}}}}});
+  }
+
+  // gantry_preemptions_total of project `ns` on one replica (0 when never counted).
+  static int64_t Preemptions(Api& on, const std::string& ns) {
+    const std::string text = on.Get("/metrics").raw;
+    const std::string series =
+        "\ngantry_preemptions_total{project=\"" + ns + "\",gpu_type=\"h100\"} ";
+    const size_t at = text.find(series);
+    return at == std::string::npos ? 0 : std::stoll(text.substr(at + series.size()));
+  }
+};
+
+TEST_F(ReplicasFairShareTest, AReclaimPreemptsTheFewestOnOneHostEachOnce) {
+  CreateTeam("vision", 0, 1, /*preemptible=*/true);  // all it holds is borrowed
+  CreateTeam("nlp", 2, 2, /*preemptible=*/false);
+  // vision borrows all four GPUs: two on each host (each replica claims what fits its own).
+  const std::vector<std::string> borrowers = {"v1", "v2", "v3", "v4"};
+  for (const auto& n : borrowers) {
+    api().CreateInstance("vision", n, "p");
+    Deploy(n, "vision");
+  }
+  std::map<std::string, std::string> host_of;
+  for (const auto& n : borrowers)
+    host_of[n] = Str(WaitPhase(n, "Success", "vision"), "status.host");
+  std::map<std::string, int> per_host;
+  for (const auto& [n, host] : host_of) ++per_host[host];
+  ASSERT_EQ(per_host, (std::map<std::string, int>{{"host-a", 2}, {"host-b", 2}}));
+
+  // nlp asks for its guarantee, 2 GPUs on one host: both replicas see the request, and only
+  // the two borrowers of one host give their GPUs back.
+  api().CreateInstance("nlp", "n1", "p");
+  Deploy("n1", "nlp");
+  const std::string n1_host = Str(WaitPhase("n1", "Success", "nlp"), "status.host");
+  std::vector<std::string> preempted, running;
+  for (const auto& n : borrowers) {
+    json::object o = Get(n, "vision");
+    (Str(o, "status.reason") == "Preempted" ? preempted : running).push_back(n);
+    if (Str(o, "status.reason") == "Preempted") {
+      EXPECT_EQ(host_of[n], n1_host) << n << " was preempted on the other host";
+      EXPECT_EQ(Str(o, "status.phase"), "Waiting") << json::serialize(o);
+    } else {
+      EXPECT_EQ(Str(o, "status.phase"), "Success") << json::serialize(o);
+    }
+  }
+  EXPECT_EQ(preempted.size(), 2u) << "running: " << running.size();
+  // Counted once per victim, across both replicas; one Preempted event each.
+  Api b(second_->base_url());
+  EXPECT_EQ(Preemptions(api(), "vision") + Preemptions(b, "vision"), 2);
+  for (const auto& n : preempted) {
+    Resp r = api().Get("/api/v1/namespaces/vision/events?fieldSelector=involvedObject.name%3D" + n);
+    int events = 0;
+    for (const auto& e : r.obj().at("items").as_array())
+      events += Str(e.as_object(), "reason") == "Preempted";
+    EXPECT_EQ(events, 1) << n << ": " << r.raw;
+  }
 }
 
 }  // namespace

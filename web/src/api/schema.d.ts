@@ -1315,6 +1315,7 @@ export interface components {
                     /** Format: int64 */
                     durationSeconds?: number;
                     holder?: string;
+                    host?: string;
                     renewTime?: string;
                 };
                 message?: string;
@@ -1324,6 +1325,14 @@ export interface components {
                 /** @enum {string} */
                 phase?: "Queued" | "Running" | "Succeeded" | "Failed" | "Canceled";
                 reason?: string;
+                /** @description Several replicas: which replica preempts borrowing instances of its host so that this queued deploy fits, until renewTime + durationSeconds; meanwhile no other replica preempts for it. */
+                reclaim?: {
+                    /** Format: int64 */
+                    durationSeconds?: number;
+                    holder?: string;
+                    host?: string;
+                    renewTime?: string;
+                };
                 startTime?: string;
             };
         };
