@@ -1,0 +1,118 @@
+// OutboxStore on a real SqliteStore: an instance's phase change through the decorator is
+// told once per subscribed Webhook with the phase it had before, and two guarded changes from
+// the same resourceVersion at once (the decorator no longer serialises their commits) are one
+// success, one 409 and exactly one delivery naming the stored phase as before.
+#include "webhooks/outbox_store.h"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/test_process.h"
+#include "gtest/gtest.h"
+#include "model/codec.h"
+#include "store/sqlite/sqlite_store.h"
+#include "webhooks/webhook_spec.h"
+
+namespace gantry::webhooks {
+namespace {
+
+namespace json = boost::json;
+using store::Write;
+
+class OutboxStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = gantry::testing::MakeTempDir("gantry-outbox");
+    ASSERT_FALSE(dir_.empty());
+    store::SqliteOptions options;
+    options.path = dir_ + "/gantry.db";
+    auto s = store::SqliteStore::Open(options);
+    ASSERT_TRUE(s.ok()) << s.status();
+    outbox_ = std::make_unique<OutboxStore>(std::move(*s), clock_);
+    json::object hook{{"kind", kWebhookKind},
+                      {"metadata", {{"name", "chat"}, {"namespace", "ml"}}},
+                      {"spec", {{"url", "http://127.0.0.1:9/"}, {"events", {"PhaseChanged"}}}}};
+    ASSERT_TRUE(outbox_->Commit({{Write::Op::kCreate, kWebhookKind, hook, 0, 0}}).ok());
+    auto created =
+        outbox_->Commit({{Write::Op::kCreate, "ComputeInstance", Instance("NotDeployed"), 0, 0}});
+    ASSERT_TRUE(created.ok()) << created.status();
+    rv_ = std::stoll(model::GetString((*created)[0], "metadata.resourceVersion"));
+  }
+  void TearDown() override {
+    outbox_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  static json::object Instance(const std::string& phase) {
+    return {{"kind", "ComputeInstance"},
+            {"metadata", {{"name", "web"}, {"namespace", "ml"}, {"uid", "web-uid"}}},
+            {"spec", {{"profileRef", {{"name", "p"}}}}},
+            {"status", {{"phase", phase}}}};
+  }
+
+  std::vector<json::object> Deliveries() {
+    store::ListOptions q;
+    q.kind = kDeliveryKind;
+    q.ns = "ml";
+    auto l = outbox_->List(q);
+    EXPECT_TRUE(l.ok()) << l.status();
+    return l.ok() ? l->items : std::vector<json::object>{};
+  }
+
+  SystemClock clock_;
+  std::string dir_;
+  std::unique_ptr<OutboxStore> outbox_;
+  int64_t rv_ = 0;
+};
+
+TEST_F(OutboxStoreTest, APhaseChangeIsToldWithThePhaseBefore) {
+  ASSERT_TRUE(
+      outbox_->Commit({{Write::Op::kUpdate, "ComputeInstance", Instance("Waiting"), rv_, 0}}).ok());
+  auto ds = Deliveries();
+  ASSERT_EQ(ds.size(), 1u);
+  const std::string body = model::GetString(ds[0], "spec.body");
+  EXPECT_NE(body.find("\"phase\":\"Waiting\""), std::string::npos) << body;
+  EXPECT_NE(body.find("\"previousPhase\":\"NotDeployed\""), std::string::npos) << body;
+}
+
+TEST_F(OutboxStoreTest, ConcurrentGuardedChangesFromOneVersionTellOnlyTheOneThatLands) {
+  for (int round = 0; round < 20; ++round) {
+    auto stored = outbox_->Get("ComputeInstance", "ml", "web");
+    ASSERT_TRUE(stored.ok());
+    const int64_t rv = std::stoll(model::GetString(*stored, "metadata.resourceVersion"));
+    const std::string before = model::GetString(*stored, "status.phase");
+    const size_t told_before = Deliveries().size();
+    std::vector<absl::Status> results(2);
+    std::vector<std::thread> writers;
+    for (int k = 0; k < 2; ++k)
+      writers.emplace_back([&, k] {
+        const std::string phase = "Phase" + std::to_string(round) + "x" + std::to_string(k);
+        results[k] =
+            outbox_->Commit({{Write::Op::kUpdate, "ComputeInstance", Instance(phase), rv, 0}})
+                .status();
+      });
+    for (auto& t : writers) t.join();
+    ASSERT_NE(results[0].ok(), results[1].ok()) << results[0] << " / " << results[1];
+    for (const auto& r : results)
+      if (!r.ok()) EXPECT_TRUE(absl::IsAborted(r)) << r;
+    auto ds = Deliveries();
+    ASSERT_EQ(ds.size(), told_before + 1) << "round " << round;
+    auto after = outbox_->Get("ComputeInstance", "ml", "web");
+    ASSERT_TRUE(after.ok());
+    const std::string now = model::GetString(*after, "status.phase");
+    int matching = 0;
+    for (const auto& d : ds) {
+      const std::string body = model::GetString(d, "spec.body");
+      matching += body.find("\"phase\":\"" + now + "\"") != std::string::npos &&
+                  body.find("\"previousPhase\":\"" + before + "\"") != std::string::npos;
+    }
+    EXPECT_EQ(matching, 1) << "round " << round << ": " << before << " -> " << now;
+  }
+}
+
+}  // namespace
+}  // namespace gantry::webhooks
