@@ -305,7 +305,7 @@ TEST_F(CliTest, GetPrintsTablesAndDocuments) {
 }
 
 // The server's Warning headers are printed as kubectl prints them (client/warnings.h): a
-// project guaranteed more GPUs than this gantryd has is created, with the warning on stderr.
+// project guaranteed more GPUs than the fleet has is created, with the warning on stderr.
 TEST_F(CliTest, ApplyPrintsTheServersWarnings) {
   CliResult r =
       Gantry({"apply", "-f",
@@ -315,7 +315,7 @@ TEST_F(CliTest, ApplyPrintsTheServersWarnings) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("project/team-a created"));
   EXPECT_THAT(r.err, HasSubstr("Warning: spec.quota.guaranteedGpus: guaranteedGpus of h100 sum to "
-                               "64 over 1 project (team-a 64) but this gantryd has "))
+                               "64 over 1 project (team-a 64) but the fleet has "))
       << r.err;
   EXPECT_THAT(r.err, HasSubstr("not every guarantee can be kept at once"));
   // Nothing to warn about: nothing printed.

@@ -3,6 +3,7 @@
 #include "api/strategy_support.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
+#include "engine/fleet_gpus.h"
 #include "model/budget.h"
 #include "model/codec.h"
 #include "model/scheduling.h"
@@ -34,20 +35,22 @@ class ProjectStrategy : public KindStrategy {
     return InvalidError(t.kind->kind, model::GetString(next, "metadata.name"), std::move(causes));
   }
 
-  // Guarantees summed over the projects above this gantryd's GPUs of a type this project is
-  // guaranteed (model::OvercommittedGuarantees): allowed, and said.
+  // Guarantees summed over the projects above the fleet's GPUs of a type this project is
+  // guaranteed (model::OvercommittedGuarantees, engine::FleetGpus): allowed, and said.
   std::vector<std::string> WarningsOnWrite(const Target&,
                                            const json::object& written) const override {
     std::map<std::string, int64_t> own = model::DecodeGuaranteedGpus(written);
-    if (!ctx_.gpu_capacity || own.empty()) return {};
+    if (!ctx_.gpu_warnings || own.empty()) return {};
     store::ListOptions q;
     q.kind = "Project";
     auto projects = ctx_.store.List(q);
-    if (!projects.ok()) return {};  // a warning is not worth failing a write that happened
+    auto fleet = engine::FleetGpus(ctx_.store, ctx_.clock.Now());
+    // A warning is not worth failing a write that happened.
+    if (!projects.ok() || !fleet.ok()) return {};
     model::GuaranteesByProject guarantees = model::GuaranteesOf(projects->items);
     guarantees[model::GetString(written, "metadata.name")] = own;
     std::string words =
-        model::OvercommitWords(own, model::OvercommittedGuarantees(guarantees, *ctx_.gpu_capacity));
+        model::OvercommitWords(own, model::OvercommittedGuarantees(guarantees, *fleet));
     if (words.empty()) return {};
     return {"spec.quota.guaranteedGpus: " + words};
   }

@@ -92,11 +92,9 @@ class ResourceService {
   // Keeps user passwords (spec.password of Users is hashed there, never stored in the User)
   // and forgets a deleted user's credentials. Without one, passwords are refused.
   void SetCredentials(auth::Authenticator* credentials) { context_.credentials = credentials; }
-  // This gantryd's GPUs by type: a Project write whose guarantees sum above them is warned
-  // about (KindStrategy::WarningsOnWrite). Not set with several replicas. Before serving.
-  void SetGpuCapacity(std::map<std::string, int64_t> gpus) {
-    context_.gpu_capacity = std::move(gpus);
-  }
+  // A Project write whose guarantees sum above the fleet's GPUs (every replica's host,
+  // engine/fleet_gpus.h) is warned about (KindStrategy::WarningsOnWrite). Before serving.
+  void SetGpuWarnings(bool on) { context_.gpu_warnings = on; }
   // What the client that wrote `written` (create, replace, patch, apply) should be told.
   std::vector<std::string> WarningsOnWrite(const Target& t,
                                            const boost::json::object& written) const {

@@ -51,10 +51,9 @@ struct StrategyContext {
   const drivers::DriverRegistry& drivers;
   // Keeps user passwords; null: passwords are refused (ResourceService::SetCredentials).
   auth::Authenticator* credentials = nullptr;
-  // This gantryd's GPUs by type, which writes are warned against (overcommitted guarantees);
-  // unset: no such warnings, as with several replicas on hosts of their own
-  // (ResourceService::SetGpuCapacity).
-  std::optional<std::map<std::string, int64_t>> gpu_capacity;
+  // Warn about Project writes whose guarantees sum above the fleet's GPUs
+  // (engine/fleet_gpus.h; ResourceService::SetGpuWarnings).
+  bool gpu_warnings = false;
 
   // The clock's time as stored in objects (RFC 3339).
   std::string Now() const;

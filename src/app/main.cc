@@ -45,6 +45,7 @@
 #include "engine/approvals.h"
 #include "engine/budget_monitor.h"
 #include "engine/engine.h"
+#include "engine/fleet_gpus.h"
 #include "engine/gpu_sampler.h"
 #include "engine/inventory.h"
 #include "engine/lifecycle_controller.h"
@@ -604,7 +605,14 @@ int main(int argc, char** argv) {
       });
   gantry::api::ResourceService resources(*store, hub, clock, **secrets, drivers);
   resources.SetPageSize(list_page_size);
-  if (!postgres) resources.SetGpuCapacity(gpus_per_type);  // several replicas: hosts of their own
+  // This host in the fleet's GPUs before the first write is served (the share monitor renews
+  // it): the overcommit warning and condition sum every replica's host.
+  if (auto s = gantry::engine::PublishHostGpus(*store, host_id, gpus_per_type, clock.Now());
+      !s.ok()) {
+    spdlog::critical("cannot record this host's GPUs: {}", std::string(s.message()));
+    return 1;
+  }
+  resources.SetGpuWarnings(true);
   resources.SetInstanceDeleteHook(
       [&engine](const gantry::api::Target& t, bool cascade, bool* accepted) {
         return engine.Delete(t.kind->kind, t.ns, t.name, cascade, accepted);
@@ -680,7 +688,7 @@ int main(int argc, char** argv) {
   gantry::engine::BudgetMonitor budgets(*store, clock, metrics, *budget_interval);
   budgets.Start();
   // gantry_project_gpus and GuaranteesOvercommitted (engine/share_monitor.h).
-  gantry::engine::ShareMonitor shares(*store, clock, metrics, allocator, !postgres);
+  gantry::engine::ShareMonitor shares(*store, clock, metrics, allocator, host_id);
   shares.Start();
   gantry::webhooks::DeliveryOptions webhook_options;
   webhook_options.holder = engine_options.holder;

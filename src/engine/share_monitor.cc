@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "engine/engine_internal.h"
+#include "engine/fleet_gpus.h"
 #include "model/codec.h"
 #include "model/objects.h"
 #include "model/scheduling.h"
@@ -51,7 +52,7 @@ std::optional<json::array> OvercommitConditions(const json::object& project,
   if (words.empty() && !had) return std::nullopt;
   if (words.empty())
     model::SetCondition(conditions, model::kGuaranteesOvercommitted, false, "WithinCapacity",
-                        "the guarantees of this project's GPU types fit this gantryd's GPUs", now);
+                        "the guarantees of this project's GPU types fit the fleet's GPUs", now);
   else
     model::SetCondition(conditions, model::kGuaranteesOvercommitted, true, "Overcommitted", words,
                         now);
@@ -60,12 +61,12 @@ std::optional<json::array> OvercommitConditions(const json::object& project,
 }
 
 ShareMonitor::ShareMonitor(store::Store& store, const Clock& clock, Metrics& metrics,
-                           GpuAllocator& gpus, bool sole_owner, std::chrono::seconds interval)
+                           GpuAllocator& gpus, std::string host, std::chrono::seconds interval)
     : store_(store),
       clock_(clock),
       metrics_(metrics),
       gpus_(gpus),
-      sole_owner_(sole_owner),
+      host_(std::move(host)),
       interval_(interval) {
   metrics_.Describe("gantry_project_gpus", "gauge",
                     "A project's GPUs per type: kind guaranteed (spec.quota.guaranteedGpus), "
@@ -94,7 +95,21 @@ void ShareMonitor::Pass() {
       samples.push_back(
           {{{"project", g.project}, {"gpu_type", g.type}, {"kind", kind}}, static_cast<double>(n)});
   metrics_.Replace("gantry_project_gpus", samples);
-  if (sole_owner_) KeepConditions(*projects);
+  PublishWhenDue();
+  KeepConditions(*projects);
+}
+
+void ShareMonitor::PublishWhenDue() {
+  const auto now = clock_.Now();
+  if (published_ != std::chrono::system_clock::time_point{} && now < published_ + kFleetRenew)
+    return;
+  GpusByType mine;
+  for (const Gpu& g : gpus_.inventory().gpus) ++mine[g.type];
+  if (auto s = PublishHostGpus(store_, host_, mine, now); !s.ok()) {
+    spdlog::warn("shares: cannot publish this host's GPUs: {}", std::string(s.message()));
+    return;
+  }
+  published_ = now;
 }
 
 std::vector<HeldGpus> ShareMonitor::HeldOnThisHost() {
@@ -118,9 +133,12 @@ std::vector<HeldGpus> ShareMonitor::HeldOnThisHost() {
 
 void ShareMonitor::KeepConditions(const std::vector<json::object>& projects) {
   model::GuaranteesByProject guarantees = model::GuaranteesOf(projects);
-  std::map<std::string, int64_t> capacity;
-  for (const Gpu& g : gpus_.inventory().gpus) ++capacity[g.type];
-  const auto over = model::OvercommittedGuarantees(guarantees, capacity);
+  auto fleet = FleetGpus(store_, clock_.Now());
+  if (!fleet.ok()) {
+    spdlog::warn("shares: cannot read the fleet's GPUs: {}", std::string(fleet.status().message()));
+    return;
+  }
+  const auto over = model::OvercommittedGuarantees(guarantees, *fleet);
   const std::string now = FormatRfc3339(clock_.Now());
   for (const json::object& p : projects) {
     const std::string ns = model::GetString(p, "metadata.name");

@@ -6,11 +6,14 @@
 //     (spec.quota.guaranteedGpus), `used` (GPUs of this host its compute instances hold) and
 //     `borrowed` (those of them admitted Borrowed), for every project and type with a quota,
 //     a guarantee or GPUs held (a deleted project's series go);
-//   - with one replica (`sole_owner`), keeps the Project condition GuaranteesOvercommitted:
-//     True (reason Overcommitted, model::OvercommitWords) while the guarantees of one of its
-//     GPU types sum above this host's GPUs of the type, False (reason WithinCapacity) once
-//     they fit again; absent while it never was. With several replicas each may run on a
-//     host of its own and none knows the whole fleet, so none writes it.
+//   - publishes this host's GPUs for the fleet (engine/fleet_gpus.h) at its first look and
+//     every kFleetRenew;
+//   - keeps the Project condition GuaranteesOvercommitted: True (reason Overcommitted,
+//     model::OvercommitWords) while the guarantees of one of its GPU types sum above the
+//     fleet's GPUs of the type (every replica's host, FleetGpus), False (reason
+//     WithinCapacity) once they fit again; absent while it never was. With several replicas
+//     each computes the same and writes it only when it changes (a lost race is the same
+//     write by another).
 //
 // It only reports: admission (engine/admission.h) decides with the same numbers on its own.
 //
@@ -60,15 +63,16 @@ std::optional<boost::json::array> OvercommitConditions(const boost::json::object
 
 class ShareMonitor {
  public:
+  // `host`: this replica's --host-id, the name of its GpuHost record.
   ShareMonitor(store::Store& store, const Clock& clock, Metrics& metrics, GpuAllocator& gpus,
-               bool sole_owner, std::chrono::seconds interval = std::chrono::seconds(5));
+               std::string host, std::chrono::seconds interval = std::chrono::seconds(5));
   ShareMonitor(const ShareMonitor&) = delete;
   ShareMonitor& operator=(const ShareMonitor&) = delete;
 
   // Starts the loop; its first look is at once. Stop ends it (idempotent).
   void Start();
   void Stop();
-  // One look: the gauges, and (sole owner) the conditions.
+  // One look: this host's GpuHost when due, the gauges, and the conditions.
   void Pass();
 
  private:
@@ -80,8 +84,10 @@ class ShareMonitor {
   const Clock& clock_;
   Metrics& metrics_;
   GpuAllocator& gpus_;
-  const bool sole_owner_;
+  const std::string host_;
   const std::chrono::seconds interval_;
+  std::chrono::system_clock::time_point published_{};  // the last PublishHostGpus
+  void PublishWhenDue();
   LoopThread thread_;  // last: stopped before the rest goes
 };
 

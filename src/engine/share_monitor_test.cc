@@ -4,6 +4,7 @@
 #include "engine/share_monitor.h"
 
 #include "common/fake_clock.h"
+#include "engine/fleet_gpus.h"
 #include "engine/store_test_fixture.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -102,7 +103,7 @@ TEST_F(ShareMonitorTest, GaugesCountWhatThisHostsGpusHoldAndAProjectDeletedLeave
   Put(borrowed);
   ASSERT_TRUE(gpus_.Assign("vision/nb/u1", "h100", 1));
   ASSERT_TRUE(gpus_.Assign("speech/big/u2", "h100", 2));
-  ShareMonitor monitor(*store_, clock_, metrics_, gpus_, /*sole_owner=*/true);
+  ShareMonitor monitor(*store_, clock_, metrics_, gpus_, "host-a");
   monitor.Pass();
   const std::string text = metrics_.Render();
   for (const char* line :
@@ -131,13 +132,13 @@ TEST_F(ShareMonitorTest, OvercommittedGuaranteesGetAConditionThatClearsOnceTheyF
   Put(ProjectObject("vision", {{"gpus", {{"h100", 4}}}, {"guaranteedGpus", {{"h100", 3}}}}));
   Put(ProjectObject("speech", {{"gpus", {{"h100", 4}}}, {"guaranteedGpus", {{"h100", 3}}}}));
   Put(ProjectObject("other", {}));
-  ShareMonitor monitor(*store_, clock_, metrics_, gpus_, /*sole_owner=*/true);
+  ShareMonitor monitor(*store_, clock_, metrics_, gpus_, "host-a");
   monitor.Pass();
   json::object c = Condition("vision");
   EXPECT_EQ(model::GetString(c, "status"), "True");
   EXPECT_EQ(model::GetString(c, "message"),
-            "guaranteedGpus of h100 sum to 6 over 2 projects (speech 3, vision 3) but this "
-            "gantryd has 4 h100 GPUs: not every guarantee can be kept at once");
+            "guaranteedGpus of h100 sum to 6 over 2 projects (speech 3, vision 3) but the "
+            "fleet has 4 h100 GPUs: not every guarantee can be kept at once");
   EXPECT_EQ(model::GetString(Condition("speech"), "status"), "True");
   EXPECT_TRUE(Condition("other").empty());
   const std::string rv =
@@ -153,14 +154,31 @@ TEST_F(ShareMonitorTest, OvercommittedGuaranteesGetAConditionThatClearsOnceTheyF
   EXPECT_EQ(model::GetString(Condition("speech"), "status"), "False");
 }
 
-TEST_F(ShareMonitorTest, SeveralReplicasWriteNoCondition) {
+// Several replicas: the condition compares with every host that published recently.
+TEST_F(ShareMonitorTest, TheConditionSumsEveryFreshHostOfTheFleet) {
   Put(ProjectObject("vision", {{"gpus", {{"h100", 8}}}, {"guaranteedGpus", {{"h100", 8}}}}));
-  ShareMonitor monitor(*store_, clock_, metrics_, gpus_, /*sole_owner=*/false);
+  // host-b, another replica's, has 4 h100 too: 8 guaranteed of 4 + 4 fit.
+  ASSERT_TRUE(PublishHostGpus(*store_, "host-b", {{"h100", 4}}, clock_.Now()).ok());
+  ShareMonitor monitor(*store_, clock_, metrics_, gpus_, "host-a");
   monitor.Pass();
   EXPECT_TRUE(Condition("vision").empty());
+  auto fleet = FleetGpus(*store_, clock_.Now());
+  ASSERT_TRUE(fleet.ok());
+  EXPECT_EQ(*fleet, (GpusByType{{"h100", 8}}));
   EXPECT_THAT(metrics_.Render(),
               HasSubstr("gantry_project_gpus{project=\"vision\",gpu_type=\"h100\","
                         "kind=\"guaranteed\"} 8"));
+  // host-b's replica stops renewing; this one goes on (every kFleetRenew): once host-b is
+  // stale, 8 are guaranteed of 4.
+  for (int k = 0; k < 4; ++k) {
+    clock_.Advance(kFleetRenew);
+    monitor.Pass();
+  }
+  fleet = FleetGpus(*store_, clock_.Now());
+  ASSERT_TRUE(fleet.ok());
+  EXPECT_EQ(*fleet, (GpusByType{{"h100", 4}}));
+  EXPECT_EQ(model::GetString(Condition("vision"), "status"), "True");
+  EXPECT_THAT(model::GetString(Condition("vision"), "message"), HasSubstr("the fleet has 4 h100"));
 }
 
 }  // namespace

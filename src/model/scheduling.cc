@@ -121,7 +121,7 @@ std::map<std::string, std::string> OvercommittedGuarantees(
     if (sum.gpus <= have) continue;
     out[type] = "guaranteedGpus of " + type + " sum to " + std::to_string(sum.gpus) + " over " +
                 std::to_string(sum.projects) + (sum.projects == 1 ? " project (" : " projects (") +
-                sum.who + ") but this gantryd has " + std::to_string(have) + " " + type +
+                sum.who + ") but the fleet has " + std::to_string(have) + " " + type +
                 (have == 1 ? " GPU" : " GPUs") + ": not every guarantee can be kept at once";
   }
   return out;

@@ -48,7 +48,7 @@ void ValidateGuarantees(const boost::json::object& project_spec, std::vector<Fie
 // Guarantees summed over the projects may be above the GPUs of a type: allowed, since not
 // every project uses its guarantee at once, but then they cannot all be kept together. By
 // GPU type (only the overcommitted ones), the words that say so: "guaranteedGpus of h100 sum
-// to 6 over 2 projects (a 3, b 3) but this gantryd has 4 h100 GPUs: not every guarantee can
+// to 6 over 2 projects (a 3, b 3) but the fleet has 4 h100 GPUs: not every guarantee can
 // be kept at once". `guarantees`: project -> DecodeGuaranteedGpus; `capacity`: GPUs by type.
 using GuaranteesByProject = std::map<std::string, std::map<std::string, int64_t>>;
 std::map<std::string, std::string> OvercommittedGuarantees(

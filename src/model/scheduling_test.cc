@@ -15,10 +15,10 @@ TEST(OvercommittedGuaranteesTest, NamesEachTypeThatSumsAboveTheGpus) {
       {{"a", {{"h100", 3}}}, {"b", {{"h100", 3}, {"a100", 1}}}, {"c", {{"h100", 0}}}}, four_h100);
   ASSERT_EQ(over.size(), 2u);
   EXPECT_EQ(over["h100"],
-            "guaranteedGpus of h100 sum to 6 over 2 projects (a 3, b 3) but this gantryd has 4 "
+            "guaranteedGpus of h100 sum to 6 over 2 projects (a 3, b 3) but the fleet has 4 "
             "h100 GPUs: not every guarantee can be kept at once");
   EXPECT_EQ(over["a100"],
-            "guaranteedGpus of a100 sum to 1 over 1 project (b 1) but this gantryd has 0 a100 "
+            "guaranteedGpus of a100 sum to 1 over 1 project (b 1) but the fleet has 0 a100 "
             "GPUs: not every guarantee can be kept at once");
   EXPECT_TRUE(OvercommittedGuarantees({}, {}).empty());
 }

@@ -979,7 +979,7 @@ TEST_P(KubectlFairShareTest, OvercommittedGuaranteesAreAllowedWithAWarningAndACo
   EXPECT_THAT(a.output, Not(HasSubstr("Warning")));
   // 3 + 3 guaranteed of 4 GPUs: allowed, and said.
   const std::string words =
-      "guaranteedGpus of h100 sum to 6 over 2 projects (team-a 3, team-b 3) but this gantryd has "
+      "guaranteedGpus of h100 sum to 6 over 2 projects (team-a 3, team-b 3) but the fleet has "
       "4 h100 GPUs: not every guarantee can be kept at once";
   Result b = ApplyProject("team-b", 3);
   EXPECT_EQ(b.code, 0) << b.output;

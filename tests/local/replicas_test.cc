@@ -168,5 +168,35 @@ TEST_F(ReplicasFairShareTest, AReclaimPreemptsTheFewestOnOneHostEachOnce) {
   }
 }
 
+// The overcommit condition sums both hosts (engine/fleet_gpus.h): 2 + 2 h100.
+TEST_F(ReplicasFairShareTest, GuaranteesAreComparedWithEveryReplicasGpus) {
+  auto condition = [&](const std::string& want_status) {
+    json::object c;
+    EXPECT_TRUE(PollUntil([&] {
+      Resp r = api().Get(ClusterPath("projects", "nlp"));
+      const json::value cs = At(r.obj(), "status.conditions");
+      if (!cs.is_array()) return false;
+      for (const auto& v : cs.get_array())
+        if (Str(v.as_object(), "type") == "GuaranteesOvercommitted") c = v.as_object();
+      return Str(c, "status") == want_status;
+    })) << json::serialize(c);
+    return c;
+  };
+  CreateTeam("nlp", 3, 1, /*preemptible=*/false);
+  CreateTeam("vision", 2, 1, /*preemptible=*/false);
+  json::object over = condition("True");
+  EXPECT_NE(Str(over, "message")
+                .find("sum to 5 over 2 projects (nlp 3, vision 2) but the fleet "
+                      "has 4 h100 GPUs"),
+            std::string::npos)
+      << Str(over, "message");
+  // 3 + 1 fit the fleet (not one host's 2): the condition clears.
+  Resp patched =
+      api().Patch(ClusterPath("projects", "vision"),
+                  json::object{{"spec", {{"quota", {{"guaranteedGpus", {{"h100", 1}}}}}}}});
+  ASSERT_EQ(patched.status, 200) << patched.raw;
+  EXPECT_EQ(Str(condition("False"), "reason"), "WithinCapacity");
+}
+
 }  // namespace
 }  // namespace gantry::testing
