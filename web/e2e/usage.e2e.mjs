@@ -11,7 +11,8 @@
 //   Projects › alpha: the share bar says 2 in use, 1 borrowed, 1 guaranteed; a guarantee above
 //   the quota and a negative budget are refused with the server's message on their fields; a
 //   valid edit (guarantee 2, instances 10, per user 5, budget 500 Block) round-trips through the
-//   API and a reload → Instances: Admission Guaranteed/Borrowed in alpha, gamma's instance is
+//   API and a reload; project delta guaranteed 3 more (5 of the fleet's 4) → alpha's page says
+//   the guarantees are overcommitted, in the condition's words → Instances: Admission Guaranteed/Borrowed in alpha, gamma's instance is
 //   "1st in the queue · Waiting for free GPUs", omega's says the budget is spent (list and
 //   overview) → carol, a member of beta who deployed c1 there, sees on Usage only beta's series
 //   and her own row (the report leaves other users' usage out).
@@ -174,6 +175,19 @@ await runE2e({
   for (const [id, v] of [['#gpu-guaranteed-0', '2'], ['#gpu-max-0', '4'], ['#budget-monthly', '500'], ['#quota-instances', '10'], ['#quota-per-user', '5'], ['#budget-action', 'Block']])
     if (await page.inputValue(id) !== v) fail(`${id} shows ${await page.inputValue(id)} after a reload, not ${v}`);
   await shot('project-quota');
+
+  step('guarantees above the fleet: alpha\'s page says so (the share monitor\'s condition)');
+  await api('POST', `${G}/projects`, { metadata: { name: 'delta' }, spec: { quota: { gpus: { 'demo-gpu': 4 }, guaranteedGpus: { 'demo-gpu': 3 } } } });
+  for (let i = 0; ; i++) {
+    const conditions = (await api('GET', `${G}/projects/alpha`)).status?.conditions ?? [];
+    if (conditions.some((c) => c.type === 'GuaranteesOvercommitted' && c.status === 'True')) break;
+    if (i > 300) fail(`alpha never got GuaranteesOvercommitted: ${JSON.stringify(conditions)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await page.reload();
+  await page.getByText('Guarantees are overcommitted').waitFor();
+  await page.getByText(/sum to 5 over 2 projects \(alpha 2, delta 3\) but the fleet has 4 demo-gpu GPUs/).waitFor();
+  await api('DELETE', `${G}/projects/delta`);
 
   step('instances: admission, queue position and the reason in words');
   await page.goto(`${base}/p/alpha/instances`);
