@@ -98,7 +98,7 @@ await runE2e({
   await row.getByText('HTTP 200').waitFor();
 
   step('Deliveries lists them live: Delivered, the first with 2 attempts');
-  await page.getByRole('button', { name: 'Actions for chat' }).click();
+  await row.getByRole('button', { name: 'Kebab toggle' }).click();
   await page.getByRole('menuitem', { name: 'Deliveries' }).click();
   const firstRow = page.getByTestId(`delivery-${first.id}`);
   await firstRow.getByText('Delivered').waitFor();
@@ -108,7 +108,7 @@ await runE2e({
   await page.getByRole('dialog').getByRole('button', { name: 'Close' }).first().click();
 
   step('Edit to Slack with the secret left empty: the old secret still signs');
-  await page.getByRole('button', { name: 'Actions for chat' }).click();
+  await row.getByRole('button', { name: 'Kebab toggle' }).click();
   await page.getByRole('menuitem', { name: 'Edit' }).click();
   await modal.locator('#webhook-format').selectOption('slack');
   await modal.getByRole('button', { name: 'Save' }).click();
@@ -122,7 +122,7 @@ await runE2e({
   await shot('webhooks');
 
   step('typed-name Delete');
-  await page.getByRole('button', { name: 'Actions for chat' }).click();
+  await row.getByRole('button', { name: 'Kebab toggle' }).click();
   await page.getByRole('menuitem', { name: 'Delete' }).click();
   await page.getByLabel('Unique name to confirm').fill('chat');
   await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();

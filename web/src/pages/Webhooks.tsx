@@ -6,11 +6,10 @@
 // write: its 422 (with the field) and 403 are shown as they come.
 import { useState } from 'react';
 import {
-  Button, Checkbox, Dropdown, DropdownItem, DropdownList, Form, FormGroup, FormSelect, FormSelectOption, HelperText,
-  HelperTextItem, Label, MenuToggle, Modal, PageSection, Text, TextInput, Title, Toolbar, ToolbarContent, ToolbarItem,
+  Button, Checkbox, Form, FormGroup, FormSelect, FormSelectOption, HelperText, HelperTextItem, Label, Modal, PageSection,
+  Text, TextInput, Title, Toolbar, ToolbarContent, ToolbarItem,
 } from '@patternfly/react-core';
-import EllipsisVIcon from '@patternfly/react-icons/dist/esm/icons/ellipsis-v-icon';
-import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
+import { ActionsColumn, Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import { collectionPath, del, objectPath, patch, post } from '../api/client';
 import type { Webhook, WebhookDelivery } from '../api/types';
 import { useCurrentProject } from '../project';
@@ -104,7 +103,12 @@ function HooksTable({ hooks, onEdit, onDelete, onHistory }: {
             <Td>{(h.spec?.events ?? []).map((e) => <Label key={e} isCompact style={{ marginRight: 4 }}>{e}</Label>)}</Td>
             <Td>{h.spec?.format === 'slack' ? 'Slack' : 'JSON'}</Td>
             <Td><LastDelivery hook={h} /></Td>
-            <Td isActionCell><HookActions name={name} onEdit={() => onEdit(h)} onDelete={() => onDelete(name)} onHistory={() => onHistory(name)} /></Td>
+            <Td isActionCell><ActionsColumn items={[
+              { title: 'Deliveries', onClick: () => onHistory(name) },
+              { title: 'Edit', onClick: () => onEdit(h) },
+              { isSeparator: true },
+              { title: 'Delete', onClick: () => onDelete(name), isDanger: true },
+            ]} /></Td>
           </Tr>
         );
       })}</Tbody>
@@ -122,21 +126,6 @@ function LastDelivery({ hook }: { hook: Webhook }) {
       {formatDate(d.time)}
       {d.error ? <div className="gantry-muted">{d.error}</div> : null}
     </span>
-  );
-}
-
-function HookActions({ name, onEdit, onDelete, onHistory }: { name: string; onEdit: () => void; onDelete: () => void; onHistory: () => void }) {
-  const [open, setOpen] = useState(false);
-  const pick = (f: () => void) => () => { setOpen(false); f(); };
-  return (
-    <Dropdown isOpen={open} onOpenChange={setOpen} popperProps={{ position: 'right' }}
-      toggle={(ref) => <MenuToggle ref={ref} variant="plain" aria-label={`Actions for ${name}`} onClick={() => setOpen(!open)}><EllipsisVIcon /></MenuToggle>}>
-      <DropdownList>
-        <DropdownItem onClick={pick(onHistory)}>Deliveries</DropdownItem>
-        <DropdownItem onClick={pick(onEdit)}>Edit</DropdownItem>
-        <DropdownItem onClick={pick(onDelete)}>Delete</DropdownItem>
-      </DropdownList>
-    </Dropdown>
   );
 }
 
