@@ -342,6 +342,11 @@ std::string VictimNames(const std::vector<std::pair<std::string, std::string>>& 
 // fit.
 constexpr char kPreemptingWords[] = "; preempting ";
 
+// The end of the waiting message while `host`'s replica preempts for the deploy.
+std::string ReclaimWords(const std::string& host) {
+  return "; waiting for the GPUs " + host + " is reclaiming for it";
+}
+
 void ExplainWait(const AdmissionSnapshot& s, const model::Run& run, const std::string& type,
                  int count, bool first, AdmissionPass* pass, Admission* a) {
   const std::string& ns = run.metadata.ns;
@@ -365,8 +370,7 @@ void ExplainWait(const AdmissionSnapshot& s, const model::Run& run, const std::s
     return;
   }
   if (std::string host = ReclaimingHost(s, run); !host.empty()) {
-    a->message =
-        msg + " is within its guarantee; waiting for the GPUs " + host + " is reclaiming for it";
+    a->message = msg + " is within its guarantee" + ReclaimWords(host);
     return;
   }
   a->victims = SelectVictims(s, pass, ns, type, need);
@@ -462,8 +466,7 @@ std::string ReclaimingHost(const AdmissionSnapshot& s, const model::Run& run) {
 void ForgoVictims(const std::string& host, Admission* a) {
   a->victims.clear();
   if (size_t at = a->message.find(kPreemptingWords); at != std::string::npos)
-    a->message = a->message.substr(0, at) + "; waiting for the GPUs " +
-                 (host.empty() ? "another replica" : host) + " is reclaiming for it";
+    a->message = a->message.substr(0, at) + ReclaimWords(host.empty() ? "another replica" : host);
 }
 
 const model::Instance* AdmissionSnapshot::Compute(const std::string& ns,

@@ -4,17 +4,15 @@
 // success, one 409 and exactly one delivery naming the stored phase as before.
 #include "webhooks/outbox_store.h"
 
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/clock.h"
-#include "common/test_process.h"
+#include "engine/store_test_fixture.h"
 #include "gtest/gtest.h"
 #include "model/codec.h"
-#include "store/sqlite/sqlite_store.h"
 #include "webhooks/webhook_spec.h"
 
 namespace gantry::webhooks {
@@ -23,16 +21,13 @@ namespace {
 namespace json = boost::json;
 using store::Write;
 
-class OutboxStoreTest : public ::testing::Test {
+// The store of engine::StoreFixture (a real SQLite in a temporary directory), wrapped.
+class OutboxStoreTest : public engine::StoreFixture {
  protected:
   void SetUp() override {
-    dir_ = gantry::testing::MakeTempDir("gantry-outbox");
-    ASSERT_FALSE(dir_.empty());
-    store::SqliteOptions options;
-    options.path = dir_ + "/gantry.db";
-    auto s = store::SqliteStore::Open(options);
-    ASSERT_TRUE(s.ok()) << s.status();
-    outbox_ = std::make_unique<OutboxStore>(std::move(*s), clock_);
+    OpenStore();
+    if (HasFatalFailure()) return;
+    outbox_ = std::make_unique<OutboxStore>(std::move(store_), clock_);
     json::object hook{{"kind", kWebhookKind},
                       {"metadata", {{"name", "chat"}, {"namespace", "ml"}}},
                       {"spec", {{"url", "http://127.0.0.1:9/"}, {"events", {"PhaseChanged"}}}}};
@@ -44,7 +39,7 @@ class OutboxStoreTest : public ::testing::Test {
   }
   void TearDown() override {
     outbox_.reset();
-    std::filesystem::remove_all(dir_);
+    CloseStore();
   }
 
   static json::object Instance(const std::string& phase) {
@@ -64,7 +59,6 @@ class OutboxStoreTest : public ::testing::Test {
   }
 
   SystemClock clock_;
-  std::string dir_;
   std::unique_ptr<OutboxStore> outbox_;
   int64_t rv_ = 0;
 };
