@@ -49,6 +49,7 @@ TEST_PACKAGES=(
   # LemonLDAP::NG's portal under its FastCGI server, behind nginx. The Perl modules are what the
   # portal loads at start but Debian only recommends (this script installs no recommends).
   lemonldap-ng lemonldap-ng-fastcgi-server nginx-light
+  libnet-ldap-perl  # its LDAP backend (tests/auth/oidc_refresh_test.cc: users in slapd)
   libgd-securityimage-perl libimage-magick-perl libcrypt-openssl-bignum-perl
   libstring-random-perl libio-string-perl libconvert-base32-perl libipc-run-perl
   libmime-tools-perl libio-socket-timeout-perl libunicode-string-perl fonts-urw-base35

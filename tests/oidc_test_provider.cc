@@ -14,6 +14,7 @@
 
 #include "client/http_client.h"
 #include "common/test_process.h"
+#include "ldap_test_server.h"
 
 namespace gantry::testing {
 namespace {
@@ -74,6 +75,7 @@ json::object RelyingParty(const std::string& redirect_uri) {
                       {"oidcRPMetaDataOptionsIDTokenSignAlg", "RS256"},
                       {"oidcRPMetaDataOptionsIDTokenForceClaims", 1},
                       {"oidcRPMetaDataOptionsRequirePKCE", 1},
+                      {"oidcRPMetaDataOptionsAllowOffline", 1},  // scope offline_access
                       {"oidcRPMetaDataOptionsIDTokenExpiration", 3600},
                       {"oidcRPMetaDataOptionsAccessTokenExpiration", 3600}};
 }
@@ -96,7 +98,18 @@ bool OidcRequired() {
 }
 
 absl::StatusOr<std::unique_ptr<OidcTestProvider>> OidcTestProvider::Create() {
+  return Start(std::unique_ptr<OidcTestProvider>(new OidcTestProvider()));
+}
+
+absl::StatusOr<std::unique_ptr<OidcTestProvider>> OidcTestProvider::OnDirectory(
+    const std::string& ldap_url) {
   std::unique_ptr<OidcTestProvider> p(new OidcTestProvider());
+  p->ldap_url_ = ldap_url;
+  return Start(std::move(p));
+}
+
+absl::StatusOr<std::unique_ptr<OidcTestProvider>> OidcTestProvider::Start(
+    std::unique_ptr<OidcTestProvider> p) {
   if (absl::Status s = p->Prepare(); !s.ok()) return s;
   if (absl::Status s = p->StartPortal(); !s.ok()) return s;
   if (absl::Status s = p->StartNginx(); !s.ok()) return s;
@@ -148,9 +161,21 @@ absl::Status OidcTestProvider::WriteConfig() {
     c.erase(k);
   c["locationRules"] = json::object{};  // the demo's rules are for its example.com hosts
   c["exportedHeaders"] = json::object{};
-  c["authentication"] = "Demo";  // the demo users above; password = login
+  if (ldap_url_.empty()) {
+    c["authentication"] = "Demo";  // the demo users above; password = login
+    c["passwordDB"] = "Demo";
+  } else {
+    c["authentication"] = "LDAP";  // the LdapTestServer's people and groups
+    c["passwordDB"] = "LDAP";
+    c["ldapServer"] = ldap_url_;
+    c["ldapBase"] = LdapTestServer::kPeople;
+    c["managerDn"] = LdapTestServer::kServiceDn;
+    c["managerPassword"] = LdapTestServer::kServicePassword;
+    c["ldapGroupBase"] = LdapTestServer::kGroups;
+    c["ldapUsePasswordResetAttribute"] = 0;
+    c["ldapPpolicyControl"] = 0;
+  }
   c["userDB"] = "Same";
-  c["passwordDB"] = "Demo";
   c["registerDB"] = "Null";  // no self-registration (it would need an SMTP library)
   c["portal"] = issuer();
   c["domain"] = "127.0.0.1";

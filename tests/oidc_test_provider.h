@@ -15,6 +15,11 @@
 //   dwho    "Doctor Who"    dwho@badwolf.org    groups timelords, users
 //   rtyler  "Rose Tyler"    rtyler@badwolf.org  groups earthlings, users
 //   msmith  "Mickey Smith"  msmith@badwolf.org  groups earthlings, users
+// or, with OnDirectory, the users and groups of an LdapTestServer (tests/ldap_test_server.h:
+// the portal binds as its service account, checks passwords by binding as the user, and
+// reads groupOfNames groups), so that a test can change or delete a user at the provider.
+// The relying party may ask for offline_access: its refresh tokens then outlive the portal
+// session, and each refresh looks the user up in the backend again.
 //
 // The issuer is http://127.0.0.1:PORT/ (with the trailing slash LemonLDAP::NG gives it). A
 // relying party's redirect URI must be registered: SetRedirectUri, once gantryd's port is
@@ -39,6 +44,9 @@ class OidcTestProvider {
   // A running provider; UNAVAILABLE (with the reason and the servers' output) when the
   // packages are not installed or the provider does not start.
   static absl::StatusOr<std::unique_ptr<OidcTestProvider>> Create();
+  // The same provider with an LDAP backend instead of the Demo one: `ldap_url` is an
+  // LdapTestServer's url().
+  static absl::StatusOr<std::unique_ptr<OidcTestProvider>> OnDirectory(const std::string& ldap_url);
   ~OidcTestProvider();
 
   std::string issuer() const;  // http://127.0.0.1:PORT/
@@ -55,18 +63,22 @@ class OidcTestProvider {
   absl::Status RotateKey();
   // The portal's log (for a failing test's message).
   std::string Log() const;
+  // Stops the portal (the provider is down: nginx answers 502) and starts it again.
+  absl::Status StopPortal();
+  absl::Status StartPortal();
 
  private:
   OidcTestProvider() = default;
   absl::Status Prepare();
   absl::Status WriteConfig();
   absl::Status NewKey();
-  absl::Status StartPortal();
-  absl::Status StopPortal();
+  static absl::StatusOr<std::unique_ptr<OidcTestProvider>> Start(
+      std::unique_ptr<OidcTestProvider> p);
   absl::Status StartNginx();
   absl::Status WaitForDiscovery();
 
   std::string dir_;
+  std::string ldap_url_;  // "" for the Demo backend
   int port_ = 0;
   int key_number_ = 0;
   std::string redirect_uri_;

@@ -140,8 +140,7 @@ Response Router::SsoCallback(const Request& request, const Query& query, Call& c
   const auth::SsoIdentity& who = finished->identity;
   call.entry.user = who.user;
   call.entry.name = who.user;
-  auto login =
-      authn_.SsoLogin(who, sso_->options().allowed_group, request.remote, !finished->for_cli);
+  auto login = authn_.SsoLogin(*finished, request.remote, !finished->for_cli);
   if (!login.ok()) return Refused(request, login.status(), call);
   call.entry.authenticated = true;
   if (finished->for_cli) return SsoCliToken(request, who.user, call);

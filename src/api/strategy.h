@@ -70,7 +70,7 @@ struct KindTraits {
   bool engine_deletes = false;
   // The one field where the kind keeps a sealed secret of its own ("spec.secret" of a
   // webhook), which a patch or apply carries as stored; empty: none.
-  std::string_view sealed_field;
+  std::string_view sealed_field = {};
 };
 
 class KindStrategy {

@@ -218,9 +218,7 @@ absl::StatusOr<std::unique_ptr<gantry::auth::LdapDirectory>> MakeDirectory(
            (o.bind_password.back() == '\n' || o.bind_password.back() == '\r'))
       o.bind_password.pop_back();
   }
-  // ParseDuration takes positive durations only; 0 (every request) is for tests.
-  bool zero = f.recheck == "0" || f.recheck == "0s";
-  auto recheck = zero ? std::chrono::seconds(0) : gantry::model::ParseDuration(f.recheck);
+  auto recheck = gantry::model::ParseDurationOrZero(f.recheck);  // 0: every request (tests)
   if (!recheck.ok())
     return absl::InvalidArgumentError("--ldap-recheck: " + std::string(recheck.status().message()) +
                                       " (or 0s: every request)");
@@ -659,6 +657,8 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", std::string(sso.status().message()));
     return 2;
   }
+  auth_options.sso = sso->get();
+  auth_options.secrets = secrets->get();
   if (!auth_options.org_admin_group.empty() && !*directory && !*sso) {
     spdlog::critical("--org-admin-group needs --ldap-url or --oidc-issuer");
     return 2;

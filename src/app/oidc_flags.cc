@@ -39,6 +39,11 @@ void AddOidcFlags(CLI::App& app, OidcFlags& f) {
                  "Each call to the provider (discovery, token, keys) must be answered within "
                  "this long (a duration, at most 5m); a login that waits longer fails with 503")
       ->capture_default_str();
+  app.add_option("--oidc-recheck", f.recheck,
+                 "Sessions and tokens of single sign-on users are checked at the provider again "
+                 "(their login's refresh token) once this long has passed since it was last "
+                 "asked (a duration; 0: every request)")
+      ->capture_default_str();
 }
 
 absl::StatusOr<std::unique_ptr<auth::OidcProvider>> MakeOidc(OidcFlags f, const Clock& clock) {
@@ -73,6 +78,11 @@ absl::StatusOr<std::unique_ptr<auth::OidcProvider>> MakeOidc(OidcFlags f, const 
   if (*timeout > std::chrono::minutes(5))
     return absl::InvalidArgumentError("--oidc-timeout: at most 5m");
   o.timeout = *timeout;
+  auto recheck = model::ParseDurationOrZero(f.recheck);
+  if (!recheck.ok())
+    return absl::InvalidArgumentError("--oidc-recheck: " + std::string(recheck.status().message()) +
+                                      " (or 0s: every request)");
+  o.recheck = *recheck;
   if (o.scopes.find("openid") == std::string::npos)
     return absl::InvalidArgumentError("--oidc-scopes must include openid");
   if (o.issuer.rfind("http://", 0) == 0)

@@ -19,6 +19,7 @@ struct OidcFlags {
   auth::OidcOptions options;
   std::string secret_file;
   std::string timeout = "10s";  // --oidc-timeout, a duration
+  std::string recheck = "5m";   // --oidc-recheck, a duration ("0": every request)
 };
 
 void AddOidcFlags(CLI::App& app, OidcFlags& f);

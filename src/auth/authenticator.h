@@ -8,6 +8,9 @@
 //                   lastUsed (written at most once a minute: the record's only update)
 //   Session         name = "ses-" + hash prefix; spec.user, hash, csrf, expiresAt, lastSeen,
 //                   source (the address it was opened from)
+//   OidcGrant       name = user; spec.userUid, refreshToken (sealed for that User's uid),
+//                   subject, nonce: what the user's last SSO login left for re-checks;
+//                   status.checkedAt, the last refresh begun (oidc_login.cc)
 // Secrets themselves are never stored (credentials.h). A revoked token or a deleted session is
 // a deleted record, so the next request with it fails at once.
 //
@@ -19,6 +22,13 @@
 // user asks the directory again; a user gone from it (or from the allowed group) gets
 // status.directoryRefusal, and every session and token of theirs is refused until a login
 // succeeds again. A local user with a local password never depends on the directory.
+//
+// With single sign-on (AuthOptions::sso, gantryd --oidc-issuer; oidc_login.cc) the same
+// holds for users the provider created (spec.source "oidc"): every --oidc-recheck at most, a
+// request of theirs refreshes their last login's grant at the provider (the refresh token it
+// gave, kept sealed), which says again whether they may sign in and what their groups are.
+// A provider that refuses the grant gets them status.directoryRefusal. Without a refresh
+// token (the provider gave none: ask for scope offline_access) nothing is re-checked.
 //
 // Thread-safety: safe from any thread (state is in the Store, plus the login limiter, which
 // has its own mutex).
@@ -38,6 +48,7 @@
 #include "auth/ldap_directory.h"
 #include "auth/oidc_provider.h"
 #include "common/clock.h"
+#include "common/secrets.h"
 #include "store/store.h"
 
 namespace gantry::auth {
@@ -45,6 +56,7 @@ namespace gantry::auth {
 inline constexpr char kUserCredential[] = "UserCredential";
 inline constexpr char kApiToken[] = "ApiToken";
 inline constexpr char kSession[] = "Session";
+inline constexpr char kOidcGrant[] = "OidcGrant";
 inline constexpr char kSessionCookie[] = "gantry_session";
 inline constexpr char kCsrfHeader[] = "X-Gantry-CSRF";
 inline constexpr char kBootstrapUser[] = "system:bootstrap";
@@ -73,6 +85,10 @@ struct AuthOptions {
   // --ldap-recheck: how stale what the directory said about a user may get before one of their
   // requests asks again (0: every request).
   std::chrono::seconds directory_recheck{5 * 60};
+  // Single sign-on (gantryd --oidc-issuer): null without. Not owned; outlives this.
+  OidcProvider* sso = nullptr;
+  // Seals the refresh tokens of SSO logins (OidcGrant); required with `sso`. Not owned.
+  const SecretBox* secrets = nullptr;
 };
 
 // The User spec.source of users the directory created, and of those single sign-on created.
@@ -122,9 +138,10 @@ class Authenticator {
   // (created at the first login with spec.source oidc; groups in status.groups, org-admin
   // from --org-admin-group), refuses a user outside `allowed_group` (and marks an existing
   // one refused, so their tokens stop), or one of another source ("user X is a local user");
+  // keeps the login's `grant` for re-checks (OidcGrant; none when it has no refresh token);
   // then opens a session (`open_session`) or only returns the subject. Every refusal is 401.
-  absl::StatusOr<LoginResult> SsoLogin(const SsoIdentity& who, const std::string& allowed_group,
-                                       std::string_view source, bool open_session);
+  absl::StatusOr<LoginResult> SsoLogin(const OidcProvider::Finished& login, std::string_view source,
+                                       bool open_session);
 
   // Issues a token for `user` ({name, token (shown once), description, expiresAt,
   // creationTimestamp}). `ttl` nullopt: never expires.
@@ -216,6 +233,14 @@ class Authenticator {
   // Asks the directory about an LDAP user when what it said last is older than
   // directory_recheck. A directory that cannot be reached leaves the user as they were.
   absl::Status RecheckDirectory(const std::string& user);
+  // oidc_login.cc. The user's last login's grant (sealed), replacing the one before; a login
+  // without a refresh token deletes it.
+  absl::Status KeepGrant(const boost::json::object& user, const SsoGrant& grant);
+  // Refreshes the grant of SSO `user` (its User object) at the provider, unless another
+  // request or replica did within --oidc-recheck (status.checkedAt, claimed with a
+  // resourceVersion-guarded write), and records the answer as ApplyDirectory does. Returns
+  // when to ask next (time_point::max(): never, there is no grant).
+  absl::StatusOr<std::chrono::system_clock::time_point> RecheckSso(const boost::json::object& user);
   // The project roles `groups` are bound to (RoleBinding spec.group), into `s`.
   absl::Status AddGroupRoles(const std::vector<std::string>& groups, Subject& s);
 
@@ -237,6 +262,8 @@ class Authenticator {
     std::chrono::system_clock::time_point last_used;  // the epoch for never
   };
   static constexpr size_t kMaxCached = 10000;
+  // How soon a re-check that could not reach the directory or provider is tried again (at most).
+  static constexpr std::chrono::seconds kRetryUnreachable{30};
   std::mutex cache_mu_;
   uint64_t generation_ ABSL_GUARDED_BY(cache_mu_) = 0;
   std::map<std::string, CachedToken> tokens_ ABSL_GUARDED_BY(cache_mu_);  // by token hash

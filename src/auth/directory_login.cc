@@ -19,8 +19,6 @@ namespace json = boost::json;
 using model::GetString;
 
 constexpr char kInvalid[] = "invalid username or password";
-// How soon a re-check that could not reach the directory is tried again (at most).
-constexpr std::chrono::seconds kRetryUnreachable{30};
 // What is copied from the directory into a User, at most.
 constexpr size_t kMaxText = 256;
 constexpr size_t kMaxGroups = 256;
@@ -146,7 +144,8 @@ absl::StatusOr<std::string> Authenticator::ApplyDirectory(
 }
 
 absl::Status Authenticator::RecheckDirectory(const std::string& user) {
-  if (options_.directory == nullptr || user == kBootstrapUser) return absl::OkStatus();
+  if ((options_.directory == nullptr && options_.sso == nullptr) || user == kBootstrapUser)
+    return absl::OkStatus();
   const auto now = clock_.Now();
   {
     std::lock_guard lock(cache_mu_);
@@ -156,7 +155,10 @@ absl::Status Authenticator::RecheckDirectory(const std::string& user) {
   auto obj = store_.Get("User", "", user);
   if (!obj.ok()) return absl::IsNotFound(obj.status()) ? absl::OkStatus() : obj.status();
   auto due = std::chrono::system_clock::time_point::max();  // not a directory user
-  if (GetString(*obj, "spec.source") == kSourceLdap) {
+  const std::string source = GetString(*obj, "spec.source");
+  if (source == kSourceOidc && options_.sso != nullptr) {
+    ASSIGN_OR_RETURN(due, RecheckSso(*obj));
+  } else if (source == kSourceLdap && options_.directory != nullptr) {
     auto entry = options_.directory->Lookup(user);
     if (entry.ok()) {
       RETURN_IF_ERROR(ApplyDirectory(user, *entry, kSourceLdap, options_.allowed_group).status());

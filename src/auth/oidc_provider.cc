@@ -172,11 +172,8 @@ absl::StatusOr<OidcProvider::Pending> OidcProvider::TakePending(const std::strin
   return p;
 }
 
-absl::StatusOr<std::string> OidcProvider::ExchangeCode(const Metadata& m, const std::string& code,
-                                                       const std::string& verifier) {
-  std::string form = "grant_type=authorization_code&code=" + FormEscape(code) +
-                     "&redirect_uri=" + FormEscape(options_.redirect_url) +
-                     "&code_verifier=" + FormEscape(verifier);
+absl::StatusOr<OidcProvider::TokenAnswer> OidcProvider::PostToken(const Metadata& m,
+                                                                  const std::string& form) {
   std::string basic = FormEscape(options_.client_id) + ":" + FormEscape(options_.client_secret);
   std::string encoded(sodium_base64_ENCODED_LEN(basic.size(), sodium_base64_VARIANT_ORIGINAL),
                       '\0');
@@ -188,23 +185,34 @@ absl::StatusOr<std::string> OidcProvider::ExchangeCode(const Metadata& m, const 
                 {{"Authorization", "Basic " + encoded}, {"Accept", "application/json"}}, form,
                 "application/x-www-form-urlencoded");
   sodium_memzero(basic.data(), basic.size());
+  sodium_memzero(encoded.data(), encoded.size());
   if (!r.ok()) return r.status();
   auto body = JsonBody(*r, "token endpoint");
   if (!body.ok()) return body.status();
-  const std::string error = Str(*body, "error");
-  if (r->status == 401 || error == "invalid_client") {
+  if (r->status == 401 || Str(*body, "error") == "invalid_client") {
     spdlog::warn("OIDC: the token endpoint refused gantryd's client credentials ({})", r->status);
     return UnauthorizedError(
         "the identity provider refused gantryd's client credentials (a wrong "
         "--oidc-client-secret-file?); an administrator must correct them");
   }
-  if (!error.empty() || r->status != 200)
+  return TokenAnswer{r->status, *std::move(body)};
+}
+
+absl::StatusOr<OidcProvider::CodeTokens> OidcProvider::ExchangeCode(const Metadata& m,
+                                                                    const std::string& code,
+                                                                    const std::string& verifier) {
+  auto answer = PostToken(m, "grant_type=authorization_code&code=" + FormEscape(code) +
+                                 "&redirect_uri=" + FormEscape(options_.redirect_url) +
+                                 "&code_verifier=" + FormEscape(verifier));
+  if (!answer.ok()) return answer.status();
+  const std::string error = Str(answer->body, "error");
+  if (!error.empty() || answer->status != 200)
     return UnauthorizedError("the identity provider refused the login code (" +
                              error.substr(0, 64) +
                              "): it was used already or has expired; start the login again");
-  std::string id_token = Str(*body, "id_token");
-  if (id_token.empty()) return UnauthorizedError("the identity provider sent no ID token");
-  return id_token;
+  CodeTokens out{Str(answer->body, "id_token"), Str(answer->body, "refresh_token")};
+  if (out.id_token.empty()) return UnauthorizedError("the identity provider sent no ID token");
+  return out;
 }
 
 absl::StatusOr<std::shared_ptr<const OidcKeySet>> OidcProvider::Keys(const Metadata& m,
@@ -231,8 +239,8 @@ absl::StatusOr<std::shared_ptr<const OidcKeySet>> OidcProvider::Keys(const Metad
 }
 
 absl::StatusOr<json::object> OidcProvider::Verify(const Metadata& m, const std::string& id_token,
-                                                  const std::string& nonce) {
-  IdTokenExpectations expect{options_.issuer, options_.client_id, nonce, clock_.Now()};
+                                                  const std::string& nonce, bool refreshed) {
+  IdTokenExpectations expect{options_.issuer, options_.client_id, nonce, clock_.Now(), refreshed};
   auto kid = IdTokenKeyId(id_token);
   if (!kid.ok())
     return UnauthorizedError("the identity provider sent an ID token that is not a JWT");
@@ -279,13 +287,43 @@ absl::StatusOr<OidcProvider::Finished> OidcProvider::Finish(const std::string& c
   if (code.empty()) return UnauthorizedError("the identity provider sent no code back");
   auto m = Discovered();
   if (!m.ok()) return m.status();
-  auto id_token = ExchangeCode(*m, code, pending->verifier);
-  if (!id_token.ok()) return id_token.status();
-  auto claims = Verify(*m, *id_token, pending->nonce);
+  auto tokens = ExchangeCode(*m, code, pending->verifier);
+  if (!tokens.ok()) return tokens.status();
+  auto claims = Verify(*m, tokens->id_token, pending->nonce, /*refreshed=*/false);
   if (!claims.ok()) return claims.status();
   auto identity = IdentityFrom(*claims);
   if (!identity.ok()) return identity.status();
-  return Finished{*std::move(identity), pending->for_cli};
+  SsoGrant grant{tokens->refresh_token, Str(*claims, "sub"), pending->nonce};
+  return Finished{*std::move(identity), std::move(grant), pending->for_cli};
+}
+
+absl::StatusOr<OidcProvider::Refreshed> OidcProvider::Refresh(const SsoGrant& grant) {
+  auto m = Discovered();
+  if (!m.ok()) return m.status();
+  auto answer =
+      PostToken(*m, "grant_type=refresh_token&refresh_token=" + FormEscape(grant.refresh_token));
+  if (!answer.ok()) return answer.status();
+  if (answer->status >= 500) {
+    spdlog::warn("OIDC: the token endpoint answered a refresh with {}", answer->status);
+    return absl::UnavailableError("the identity provider failed; try again later");
+  }
+  const std::string error = Str(answer->body, "error");
+  if (!error.empty() || answer->status != 200)
+    return absl::NotFoundError(
+        "the identity provider no longer accepts the sign-in (" +
+        (error.empty() ? std::to_string(answer->status) : error.substr(0, 64)) + ")");
+  Refreshed out;
+  out.refresh_token = Str(answer->body, "refresh_token");
+  const std::string id_token = Str(answer->body, "id_token");
+  if (id_token.empty()) return out;
+  auto claims = Verify(*m, id_token, grant.nonce, /*refreshed=*/true);
+  if (!claims.ok()) return claims.status();
+  if (Str(*claims, "sub") != grant.subject)
+    return absl::NotFoundError("the identity provider's refreshed ID token names another subject");
+  auto identity = IdentityFrom(*claims);
+  if (!identity.ok()) return identity.status();
+  out.identity = *std::move(identity);
+  return out;
 }
 
 }  // namespace gantry::auth

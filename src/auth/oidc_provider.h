@@ -9,7 +9,14 @@
 //             secret by HTTP Basic, the PKCE verifier); the ID token is verified
 //             (oidc_token.h) against the provider's JWKS, fetched again once when the token
 //             names an unknown kid (the provider rotated its keys); the claims configured
-//             (--oidc-username-claim, ...) become an SsoIdentity.
+//             (--oidc-username-claim, ...) become an SsoIdentity. The token endpoint's
+//             refresh token (with scope offline_access, or where the provider gives one
+//             anyway) is kept as the login's SsoGrant.
+//   Refresh   later (Authenticator, every --oidc-recheck): grant_type=refresh_token with the
+//             grant, so the provider says again whether the user may still sign in and what
+//             their groups are now (a new ID token, checked as at the login, with the same
+//             sub). A provider that refuses the grant (the user deleted or disabled there,
+//             the grant revoked or expired) is NOT_FOUND.
 //
 // Discovery (/.well-known/openid-configuration under the issuer, whose "issuer" must equal
 // --oidc-issuer) happens at the first login and again after a failure, so gantryd starts
@@ -29,6 +36,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +62,9 @@ struct OidcOptions {
   // --oidc-timeout: each call to the provider (discovery, token, keys) is answered within
   // this long or fails, so a provider that hangs holds a login for no longer.
   std::chrono::seconds timeout{10};
+  // --oidc-recheck: how stale what the provider said about a user may get before one of their
+  // requests refreshes their grant (Authenticator; 0: every request).
+  std::chrono::seconds recheck{5 * 60};
   std::chrono::seconds pending_ttl{10 * 60};
 };
 
@@ -63,6 +74,16 @@ struct SsoIdentity {
   std::string display_name;
   std::string email;
   std::vector<std::string> groups;  // sorted
+};
+
+// What a login leaves for re-asking the provider later: its refresh token ("" when the
+// provider gave none), the ID token's sub and the login's nonce (a refreshed ID token must
+// name the same sub and may repeat only that nonce). The refresh token is a credential: it is
+// kept sealed (auth/authenticator.h, OidcGrant) and never logged.
+struct SsoGrant {
+  std::string refresh_token;
+  std::string subject;
+  std::string nonce;
 };
 
 class OidcProvider {
@@ -78,11 +99,22 @@ class OidcProvider {
 
   struct Finished {
     SsoIdentity identity;
+    SsoGrant grant;
     bool for_cli = false;
   };
   // `cookie_state`: the state cookie the browser sent ("" when none).
   absl::StatusOr<Finished> Finish(const std::string& code, const std::string& state,
                                   const std::string& cookie_state);
+
+  struct Refreshed {
+    std::optional<SsoIdentity> identity;  // nullopt: the provider sent no new ID token
+    std::string refresh_token;            // a new one when the provider rotates them, else ""
+  };
+  // Asks the provider about `grant`'s user again. NOT_FOUND (with the provider's error code in
+  // the message) when it refuses the grant or names another subject; UNAVAILABLE when it
+  // cannot be reached or answers nonsense; UNAUTHENTICATED when it refuses gantryd's client
+  // credentials or its ID token fails a check.
+  absl::StatusOr<Refreshed> Refresh(const SsoGrant& grant);
 
   const OidcOptions& options() const { return options_; }
 
@@ -100,13 +132,25 @@ class OidcProvider {
   };
   absl::StatusOr<Metadata> Discovered();
   absl::StatusOr<Pending> TakePending(const std::string& state, const std::string& cookie_state);
-  absl::StatusOr<std::string> ExchangeCode(const Metadata& m, const std::string& code,
-                                           const std::string& verifier);
+  struct TokenAnswer {
+    int status = 0;
+    boost::json::object body;
+  };
+  // POSTs `form` to the token endpoint with gantryd's client credentials (HTTP Basic).
+  // UNAUTHENTICATED when the provider refuses those credentials.
+  absl::StatusOr<TokenAnswer> PostToken(const Metadata& m, const std::string& form);
+  struct CodeTokens {
+    std::string id_token;
+    std::string refresh_token;  // "" when none
+  };
+  absl::StatusOr<CodeTokens> ExchangeCode(const Metadata& m, const std::string& code,
+                                          const std::string& verifier);
   // The key set; fetched again when `unknown_kid` is not "" (a token named a kid it lacks).
   absl::StatusOr<std::shared_ptr<const OidcKeySet>> Keys(const Metadata& m,
                                                          const std::string& unknown_kid);
+  // `refreshed`: from a refresh, so the nonce may be absent (oidc_token.h).
   absl::StatusOr<boost::json::object> Verify(const Metadata& m, const std::string& id_token,
-                                             const std::string& nonce);
+                                             const std::string& nonce, bool refreshed);
   absl::StatusOr<SsoIdentity> IdentityFrom(const boost::json::object& claims) const;
 
   const OidcOptions options_;

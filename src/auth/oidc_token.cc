@@ -80,7 +80,8 @@ absl::Status CheckClaims(const json::object& claims, const IdTokenExpectations& 
     return UnauthorizedError("the ID token has expired; log in again");
   if (int64_t iat = NumericDate(claims, "iat"); iat > now + kSkew.count())
     return UnauthorizedError("the ID token was issued in the future (iat): check the clocks");
-  if (e.nonce.empty() || Str(claims, "nonce") != e.nonce)
+  const std::string nonce = Str(claims, "nonce");
+  if (e.refreshed ? (!nonce.empty() && nonce != e.nonce) : (e.nonce.empty() || nonce != e.nonce))
     return UnauthorizedError(
         "the ID token does not belong to this login (nonce mismatch): it was replayed or "
         "mixed up; log in again");

@@ -8,7 +8,8 @@
 // set knows (the caller refetches the JWKS once on an unknown kid: keys rotate); the
 // signature; iss equal to the issuer; aud containing the client id (and azp equal to it when
 // there are several audiences); exp in the future and iat not in the future (60 s of clock
-// skew allowed both ways); nonce equal to the login's.
+// skew allowed both ways); nonce equal to the login's. A token from a refresh (OpenID Connect
+// Core 1.0, 12.2) may lack the nonce; when it has one, it must be the login's.
 //
 // Errors are UNAUTHENTICATED with a message for a person ("the ID token has expired", ...),
 // except NOT_FOUND for an unknown kid (the caller's cue to refetch). Nothing of the token is
@@ -53,6 +54,7 @@ struct IdTokenExpectations {
   std::string client_id;
   std::string nonce;
   std::chrono::system_clock::time_point now;
+  bool refreshed = false;  // from grant_type=refresh_token: the nonce may be absent
 };
 
 // The verified token's claims. NOT_FOUND when the token's kid is not in `keys`.

@@ -45,6 +45,11 @@ absl::StatusOr<seconds> ParseDuration(std::string_view text) {
   return seconds(n * unit);
 }
 
+absl::StatusOr<seconds> ParseDurationOrZero(std::string_view text) {
+  if (text == "0" || text == "0s") return seconds(0);
+  return ParseDuration(text);
+}
+
 std::string FormatDuration(seconds d) {
   int64_t s = d.count();
   if (s > 0 && s % 86400 == 0) return std::to_string(s / 86400) + "d";

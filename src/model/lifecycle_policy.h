@@ -34,6 +34,8 @@ namespace gantry::model {
 // "90s" -> 90 s. INVALID_ARGUMENT (message names the accepted forms) for anything else,
 // including 0, negative values, fractions and several units ("1h30m").
 absl::StatusOr<std::chrono::seconds> ParseDuration(std::string_view text);
+// ParseDuration, and also "0" or "0s" -> 0 s (flags where 0 means "every time").
+absl::StatusOr<std::chrono::seconds> ParseDurationOrZero(std::string_view text);
 // The shortest exact form: 5400 s -> "90m", 7200 s -> "2h", 90 s -> "90s".
 std::string FormatDuration(std::chrono::seconds d);
 

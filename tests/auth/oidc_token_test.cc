@@ -148,6 +148,16 @@ TEST_F(OidcTokenTest, ATokenReplayedIntoAnotherLoginIsRefused) {
   EXPECT_THAT(Refusal(token_, other), HasSubstr("nonce mismatch"));
 }
 
+// OpenID Connect Core 12.2: a refreshed ID token may leave the nonce out, but one it carries
+// must be the login's.
+TEST_F(OidcTokenTest, ARefreshedTokenMayOnlyRepeatTheLoginsNonce) {
+  auth::IdTokenExpectations refreshed = Expect();
+  refreshed.refreshed = true;
+  EXPECT_TRUE(auth::VerifyIdToken(token_, *keys_, refreshed).ok());
+  refreshed.nonce = "the-nonce-of-another-login";
+  EXPECT_THAT(Refusal(token_, refreshed), HasSubstr("nonce mismatch"));
+}
+
 TEST_F(OidcTokenTest, AnotherAudienceOrIssuerIsRefused) {
   auth::IdTokenExpectations aud = Expect();
   aud.client_id = "another-client";
