@@ -1,7 +1,9 @@
 // Integration tests of what someone on the network can make gantryd hold (issue 15, item 6):
 // junk methods and paths add no metric series; audit records of unauthenticated callers are
 // bounded and rate-limited per address; audit events are pruned after --audit-retention;
-// --max-connections caps open connections; accept() backs off when out of file descriptors.
+// --max-connections caps open connections; accept() backs off when out of file descriptors;
+// writes waiting for the database hold no I/O thread (reads are still answered) and are
+// committed together.
 // Each runs against a real gantryd; nothing sleeps to synchronise (waits poll a condition
 // with PollUntil, whose deadline only bounds a failure).
 #include <arpa/inet.h>
@@ -17,6 +19,9 @@
 #include <filesystem>
 #include <set>
 #include <sstream>
+#include <thread>
+
+#include <sqlite3.h>
 
 #include "engine_fixture.h"  // PollUntil
 #include "gantryd_test.h"
@@ -307,6 +312,56 @@ TEST_F(AcceptBackoffTest, AcceptBacksOffWhenOutOfFileDescriptors) {
                              "to 1000 ms)"));
   EXPECT_GE(Count(log, "accept failed: "), 1) << log;
   EXPECT_EQ(Count(log, "accept failed: "), Count(log, "accepting connections again")) << log;
+}
+
+// One I/O thread: a write handled on it would hold it for as long as its commit waits.
+class WritePathTest : public GantrydTest {
+ protected:
+  static constexpr int kWrites = 16;
+  std::vector<std::string> Args() override { return {"--threads", "1"}; }
+};
+
+// Another process holds SQLite's write lock (as a slow disk or a long checkpoint would make
+// the writer wait): 16 creates sent at once all wait in the store's queue, with one I/O
+// thread, and GETs are answered meanwhile. Once the lock is gone, the waiting creates are
+// committed together: 16 calls in at most 2 transactions (the leader's own, then the rest).
+TEST_F(WritePathTest, WritesWaitingForTheDatabaseHoldNoIoThreadAndCommitTogether) {
+  if (TestStoreIsPostgres()) GTEST_SKIP() << "holds the SQLite file's write lock";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((gantryd_->data_dir() + "/gantry.db").c_str(), &db), SQLITE_OK);
+  sqlite3_busy_timeout(db, 30000);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  const std::string before = api().Get("/metrics").raw;
+  std::vector<int> codes(kWrites, 0);
+  std::vector<std::thread> writers;
+  for (int i = 0; i < kWrites; ++i)
+    writers.emplace_back([&, i] {
+      Api own(gantryd_->base_url());
+      codes[i] = own.Post("/apis/paas.gantry.dev/v1/projects",
+                          json::object{{"apiVersion", "paas.gantry.dev/v1"},
+                                       {"kind", "Project"},
+                                       {"metadata", {{"name", "queued-" + std::to_string(i)}}}})
+                     .status;
+    });
+  // Served on the one I/O thread while every create waits for the writer.
+  std::string during;
+  EXPECT_TRUE(PollUntil([&] {
+    during = api().Get("/metrics").raw;
+    return ValueOf(during, "gantry_store_commits_waiting") >= kWrites;
+  })) << during;
+  EXPECT_EQ(api().Get("/apis/paas.gantry.dev/v1/projects").status, 200);
+  ASSERT_EQ(sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  for (auto& t : writers) t.join();
+  for (int i = 0; i < kWrites; ++i) EXPECT_EQ(codes[i], 201) << "create " << i;
+  const std::string after = api().Get("/metrics").raw;
+  const double calls = ValueOf(after, "gantry_store_commits_total") -
+                       ValueOf(before, "gantry_store_commits_total");
+  const double transactions = ValueOf(after, "gantry_store_transactions_total") -
+                              ValueOf(before, "gantry_store_transactions_total");
+  // Writes after the creates (their audit records, the engine's) add a call and at most
+  // one transaction each; the creates add 16 calls in at most 2.
+  EXPECT_GE(calls - transactions, kWrites - 2) << before << "\n----\n" << after;
 }
 
 }  // namespace

@@ -55,6 +55,8 @@ struct Server::Impl {
   template <class Stream>
   awaitable<bool> WritePieces(Stream& stream, const Response& response, unsigned version,
                               bool keep_alive);
+  // The router's answer to `r`: handled here for reads, on write_pool for writes.
+  awaitable<Response> Handle(const Request& r);
   void BeginShutdown();
   void PollDrain();
 
@@ -66,6 +68,9 @@ struct Server::Impl {
   std::atomic<int> open_connections{0};
   std::atomic<bool> at_cap{false};  // logged that the cap was reached; cleared below it
   net::io_context ioc;
+  // After ioc: destroyed (stopped and joined) first. Run joins it before returning, so no
+  // handler is still running when the sessions and the router go away.
+  net::thread_pool write_pool;
   tcp::acceptor acceptor;
   tcp::acceptor tls_acceptor;
   std::unique_ptr<net::ssl::context> ssl;
@@ -104,7 +109,12 @@ http::response<http::string_body> ToBeast(const Response& r, unsigned version, b
 }  // namespace
 
 Server::Impl::Impl(Router& r, ServerOptions o, Metrics& m)
-    : router(r), options(std::move(o)), metrics(m), acceptor(ioc), tls_acceptor(ioc) {
+    : router(r),
+      options(std::move(o)),
+      metrics(m),
+      write_pool(static_cast<size_t>(std::max(1, options.write_threads))),  // 0: never used
+      acceptor(ioc),
+      tls_acceptor(ioc) {
   auto res = ToBeast(
       ErrorResponse(absl::UnavailableError("the server has the most open connections it allows (" +
                                            std::to_string(options.max_connections) +
@@ -184,6 +194,9 @@ void Server::Run(std::function<void()> on_shutdown) {
     threads.emplace_back([this] { impl_->ioc.run(); });
   impl_->ioc.run();
   for (auto& t : threads) t.join();
+  // Writes still running past the drain finish before the router can go away; what they
+  // answer goes nowhere (the stopped io_context never resumes their sessions).
+  impl_->write_pool.join();
 }
 
 void Server::Shutdown() {
@@ -394,7 +407,18 @@ std::string RemoteOf(const tcp::socket& socket) {
   return ec ? "" : ep.address().to_string() + ":" + std::to_string(ep.port());
 }
 
+bool IsRead(const std::string& method) {
+  return method == "GET" || method == "HEAD" || method == "OPTIONS";
+}
+
 }  // namespace
+
+awaitable<Response> Server::Impl::Handle(const Request& r) {
+  if (IsRead(r.method) || options.write_threads == 0) co_return router.Handle(r);
+  co_return co_await net::co_spawn(
+      write_pool, [this, &r]() -> awaitable<Response> { co_return router.Handle(r); },
+      use_awaitable);
+}
 
 awaitable<void> Server::Impl::Session(tcp::socket socket) {
   SlotGuard slot{[this] { ReleaseSlot(); }};
@@ -460,7 +484,7 @@ awaitable<void> Server::Impl::Serve(Stream& stream, const std::string& remote) {
     r.remote = remote;
     ++in_flight;
     auto start = std::chrono::steady_clock::now();
-    Response response = router.Handle(r);
+    Response response = co_await Handle(r);
     auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                       std::chrono::steady_clock::now() - start)
                       .count();

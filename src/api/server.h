@@ -4,6 +4,10 @@
 // graceful drain on SIGTERM/SIGINT: stop accepting, end streams, let in-flight requests
 // finish, then return from Run. All Beast/Asio code of gantryd lives in server.cc.
 //
+// Reads are handled on the I/O threads; writes are handed to a pool of their own
+// (ServerOptions::write_threads) and the connection's coroutine resumes on its strand
+// when the answer is ready, so a write blocked on fsync never holds an I/O thread.
+//
 // Open connections are capped (ServerOptions::max_connections): a connection beyond the cap
 // is answered 503 with a Kubernetes Status (plain HTTP; a TLS one is just closed) and closed
 // at once, counted in gantry_http_connections_refused_total; gantry_http_open_connections
@@ -28,7 +32,13 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;                 // 0: pick a free port
   size_t body_limit = 3 * 1024 * 1024;  // bytes; larger bodies get 413
-  int threads = 4;                      // handler threads (handlers may block on the store)
+  int threads = 4;                      // I/O threads; reads (GET, HEAD) are handled on them
+  // Threads that handle requests which write (every method but GET, HEAD and OPTIONS).
+  // A write waits for its commit to be durable; while it waits, the I/O threads go on
+  // reading and serving other connections, and the writes waiting together are committed
+  // together (the stores' group commit), so 16 connections writing at once make batches
+  // of up to 16 rather than of `threads`. 0: writes are handled on the I/O threads too.
+  int write_threads = 32;
   int drain_seconds = 10;               // how long shutdown waits for in-flight requests
   int max_connections = 1024;           // open connections (both listeners) at most
 };

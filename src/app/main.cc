@@ -244,6 +244,7 @@ int main(int argc, char** argv) {
   std::string sync = "FULL";
   size_t body_limit = 3 * 1024 * 1024;
   int threads = 4;
+  int write_threads = 32;
   int64_t event_retention = 100000;
   int workers = 4;
   int drain_seconds = 10;
@@ -283,8 +284,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-body-bytes", body_limit, "Larger request bodies get 413")
       ->capture_default_str();
-  app.add_option("--threads", threads, "HTTP handler threads")
+  app.add_option("--threads", threads, "HTTP I/O threads; reads are handled on them")
       ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--write-threads", write_threads,
+                 "Threads for requests that write (they wait for the commit; writes waiting "
+                 "together are committed together); 0: on the I/O threads")
+      ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   app.add_option("--event-retention", event_retention,
                  "Changes kept for watch resumption; older resourceVersions get 410 Expired")
@@ -403,6 +409,7 @@ int main(int argc, char** argv) {
     return 2;
   server_options.body_limit = body_limit;
   server_options.threads = threads;
+  server_options.write_threads = write_threads;
   server_options.drain_seconds = drain_seconds;
   server_options.max_connections = max_connections;
   gantry::auth::AuditOptions audit_options;
@@ -450,6 +457,7 @@ int main(int argc, char** argv) {
     spdlog::critical("another gantryd is using {} (lock {})", data_dir, lock_path);
     return 1;
   }
+  gantry::Metrics metrics;
   const bool postgres = !store_url.empty() && store_url != "sqlite";
   std::unique_ptr<gantry::store::Store> store;
   std::string store_where;
@@ -469,6 +477,7 @@ int main(int argc, char** argv) {
     store_options.path = (std::filesystem::path(data_dir) / "gantry.db").string();
     store_options.synchronous = sync;
     store_options.event_retention = event_retention;
+    store_options.metrics = &metrics;
     auto sqlite = gantry::store::SqliteStore::Open(store_options);
     if (!sqlite.ok()) {
       spdlog::critical("{}", std::string(sqlite.status().message()));
@@ -491,7 +500,6 @@ int main(int argc, char** argv) {
     spdlog::critical("--webhook-ca-file: {}", std::string(trust.message()));
     return 1;
   }
-  gantry::Metrics metrics;
   gantry::api::WatchHub hub;
   hub.StartBookmarks(std::chrono::milliseconds(static_cast<int64_t>(bookmark_seconds * 1000)));
   gantry::engine::RunLogs logs((std::filesystem::path(data_dir) / "runs").string());

@@ -116,7 +116,27 @@ struct SqliteStore::Current {
   std::string labels;
 };
 
-SqliteStore::SqliteStore(SqliteOptions options) : options_(std::move(options)) {}
+constexpr char kTransactions[] = "gantry_store_transactions_total";
+constexpr char kCommits[] = "gantry_store_commits_total";
+constexpr char kWaiting[] = "gantry_store_commits_waiting";
+
+SqliteStore::SqliteStore(SqliteOptions options) : options_(std::move(options)) {
+  if (!options_.metrics) return;
+  Metrics& m = *options_.metrics;
+  m.Describe(kTransactions, "counter",
+             "Transactions the store committed; a group commit of several calls is one.");
+  m.Describe(kCommits, "counter",
+             "Commit calls committed; per transaction: divided by " + std::string(kTransactions));
+  m.Describe(kWaiting, "gauge",
+             "Commit calls queued for the writer now, the one being committed included.");
+  m.Add(kTransactions, {}, 0);
+  m.Add(kCommits, {}, 0);
+  m.Set(kWaiting, {}, 0);
+}
+
+void SqliteStore::SetWaiting() {
+  if (options_.metrics) options_.metrics->Set(kWaiting, {}, static_cast<double>(queue_.size()));
+}
 
 SqliteStore::~SqliteStore() {
   std::lock_guard<std::mutex> r(readers_mu_);
@@ -413,6 +433,7 @@ absl::StatusOr<std::vector<json::object>> SqliteStore::Commit(std::vector<Write>
   Pending me(std::move(writes), durability);
   std::unique_lock<std::mutex> lock(queue_mu_);
   queue_.push_back(&me);
+  SetWaiting();
   me.cv.wait(lock, [&] { return me.done || queue_.front() == &me; });
   if (me.done) return std::move(me.result);
   // The leader: commits itself and the calls queued behind it, in queue order.
@@ -429,6 +450,7 @@ absl::StatusOr<std::vector<json::object>> SqliteStore::Commit(std::vector<Write>
     call->done = true;
     if (call != &me) call->cv.notify_one();
   }
+  SetWaiting();
   if (!queue_.empty()) queue_.front()->cv.notify_one();  // the next leader
   return std::move(me.result);
 }
@@ -523,6 +545,10 @@ void SqliteStore::CommitBatch(const std::vector<Pending*>& batch) {
   current_rv_ = rv;
   ++transactions_;
   committed_calls_ += static_cast<int64_t>(applied.size());
+  if (options_.metrics) {
+    options_.metrics->Add(kTransactions, {});
+    options_.metrics->Add(kCommits, {}, static_cast<double>(applied.size()));
+  }
   commits_since_compaction_ += static_cast<int64_t>(applied.size());
   if (commits_since_compaction_ >= kCompactEvery) MaybeCompact();
   if (!observer_) return;

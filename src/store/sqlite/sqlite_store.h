@@ -19,6 +19,11 @@
 // after the WAL is flushed). The batch is flushed unless every call in it is relaxed.
 // The commit observer gets each call's events, in resourceVersion order, after the commit.
 //
+// Metrics (when SqliteOptions::metrics is set): gantry_store_transactions_total (batches
+// committed), gantry_store_commits_total (Commit calls they committed: the two divided are
+// the calls per transaction, how well the group commit batches) and the gauge
+// gantry_store_commits_waiting (calls queued now, the one being committed included).
+//
 // Durability: with synchronous=FULL an acknowledged write survives power loss, with NORMAL
 // it survives a crash of gantryd.
 //
@@ -36,6 +41,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "common/metrics.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/store.h"
 
@@ -45,6 +51,7 @@ struct SqliteOptions {
   std::string path;                  // the database file
   std::string synchronous = "FULL";  // FULL or NORMAL
   int64_t event_retention = 100000;  // events kept for watch resumption
+  Metrics* metrics = nullptr;        // the group commit's figures; must outlive the store
 };
 
 // What the group commit did so far (for tests and diagnostics).
@@ -95,6 +102,8 @@ class SqliteStore final : public Store {
   void ReleaseReader(sqlite::Connection* conn);
 
   void CommitBatch(const std::vector<Pending*>& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // The queue's length on the gauge (no-op without metrics).
+  void SetWaiting() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_);
   absl::Status ApplyCall(Pending& call, int64_t* rv, bool* broken)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   void FailBatch(const std::vector<Pending*>& batch, const absl::Status& status)
