@@ -12,6 +12,10 @@
 #               replicas on one database (8 connections to each, the sum)
 #   deploys/s   BENCH_DEPLOYS no-op exec deploys at once: one replica; two replicas (half the
 #               deploys posted to each; each client watches its half through its replica)
+#   list        one page of 100 instances with a labelSelector (none, env=prod 50 %,
+#               team=t3 10 %, shard=s7 0.1 %) over BENCH_LIST_INSTANCES instances, one replica:
+#               p50/p99 of sequential GETs; reference: the page query of the selector on the
+#               jsonb column (what gantryd ran before the label index), alone, with pgbench
 #   pgbench     16 clients for BENCH_SECONDS, one transaction each:
 #                 row:   INSERT of one row the size of a stored instance (same columns and
 #                        indexes as the objects table)
@@ -20,7 +24,9 @@
 #
 # Knobs: GANTRYD (default build-bench/src/app/gantryd, built Release if missing),
 # BENCH_THREADS (gantryd --threads, default 2), BENCH_WORKERS (--workers, default 16),
-# BENCH_SECONDS (default 10), BENCH_DEPLOYS (default 500), GANTRY_PG_BIN (initdb, postgres,
+# BENCH_SECONDS (default 10), BENCH_DEPLOYS (default 500), BENCH_LIST_INSTANCES (default
+# 20000; 0 skips the list section), GANTRYD_EXTRA (more gantryd flags, e.g. --write-threads 0
+# for the old request path), GANTRY_PG_BIN (initdb, postgres,
 # pg_ctl, psql, pgbench; default: the newest /usr/lib/postgresql/*/bin).
 set -euo pipefail
 
@@ -31,6 +37,7 @@ THREADS=${BENCH_THREADS:-2}
 WORKERS=${BENCH_WORKERS:-16}
 SECS=${BENCH_SECONDS:-10}
 N_DEPLOYS=${BENCH_DEPLOYS:-500}
+N_LIST=${BENCH_LIST_INSTANCES:-20000}
 API=/apis/paas.gantry.dev/v1/namespaces/default
 TOOLS=$BUILD/bench-tools
 
@@ -99,7 +106,7 @@ start_replica() {  # NAME DB [KEY_FROM]: gantryd on database DB; sets PORT[NAME]
   [[ -n ${3:-} ]] && cp "$TMP/$3/data/secret.key" "$dir/data/secret.key"
   GANTRY_BOOTSTRAP_TOKEN=$GANTRY_TOKEN \
   "$GANTRYD" --listen 127.0.0.1:0 --data-dir "$dir/data" --store "$(url "$2")" \
-    --threads "$THREADS" --workers "$WORKERS" --log-level info 2>"$dir/gantryd.log" &
+    --threads "$THREADS" --workers "$WORKERS" --log-level info ${GANTRYD_EXTRA:-} 2>"$dir/gantryd.log" &
   PIDS+=($!)
   local p=''
   for _ in $(seq 200); do
@@ -184,6 +191,38 @@ d2=$(awk -v n="$done2" -v a="$(field seconds "$(cat "$TMP/da")")" -v b="$(field 
 stop_replicas
 
 # ---------------------------------------------------------------------------------------------
+LIST_ROWS=()
+if ((N_LIST > 0)); then
+  log "6. list one page of 100 with a labelSelector over $N_LIST instances, one replica"
+  psql -c "CREATE DATABASE list"
+  start_replica rl list
+  setup_profile "${PORT[rl]}"
+  line=$("$LG" create --port "${PORT[rl]}" --prefix i --count "$N_LIST" --connections 16)
+  echo "   load: $line" >&2
+  [[ $(field creates "$line") == "$N_LIST" ]] || die "loading $N_LIST instances failed"
+  psql -d list -c "ANALYZE"
+  for sel in "none:100%::" "broad:50%:env:prod" "medium:10%:team:t3" "selective:0.1%:shard:s7"; do
+    IFS=: read -r name share key value <<<"$sel"
+    path="$API/computeinstances?limit=100"
+    [[ -n $key ]] && path+="&labelSelector=$key%3D$value"
+    line=$("$LG" list --port "${PORT[rl]}" --path "$path" --count 300 --seconds 20)
+    echo "   $name (${key:-no selector}${key:+=$value}, $share match): $line" >&2
+    ref=-
+    if [[ -n $key ]]; then
+      # The page query on the jsonb column, as gantryd ran it before the label index.
+      printf "SELECT id, body FROM objects WHERE kind = 'ComputeInstance' AND labels->>'%s' = '%s' ORDER BY id DESC LIMIT 101;\n" \
+        "$key" "$value" >"$TMP/page.sql"
+      chmod 644 "$TMP/page.sql"
+      out=$("$PGBIN/pgbench" -h "$TMP/pg" -p "$PGPORT" -U postgres -n -c 1 -T 5 -f "$TMP/page.sql" list 2>&1)
+      ref=$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' <<<"$out" | head -1)
+    fi
+    LIST_ROWS+=("$(printf '%s (%s)\t%s\t%s\t%s' "$name" "$share" "$(field p50_ms "$line")" \
+      "$(field p99_ms "$line")" "$ref")")
+  done
+  stop_replicas
+fi
+
+# ---------------------------------------------------------------------------------------------
 log "5. pgbench, 16 clients, ${SECS}s, one transaction each"
 size=$(psql -d one -At -c "SELECT avg(length(body))::int FROM objects WHERE kind = 'ComputeInstance'")
 labels=$(psql -d one -At -c "SELECT labels::text FROM objects WHERE kind = 'ComputeInstance' LIMIT 1")
@@ -233,3 +272,8 @@ printf 'creates vs pgbench shape\t%s\t%s\t-\t-\n' "$(ratio "$c1" "$rshape")" "$(
 printf 'deploys/s (%s at once)\t%s\t%s\t-\t-\n' "$N_DEPLOYS" "$d1" "$d2" >>"$RESULTS"
 log "results (instance body $size bytes; $(nproc) CPUs; gantryd --threads $THREADS --workers $WORKERS per replica)"
 column -t -s $'\t' "$RESULTS" || cat "$RESULTS"
+if ((${#LIST_ROWS[@]} > 0)); then
+  log "list, one page of 100 over $N_LIST instances (ms)"
+  { printf 'selector\tp50\tp99\tjsonb page query alone, mean\n'; printf '%s\n' "${LIST_ROWS[@]}"; } |
+    column -t -s $'\t'
+fi

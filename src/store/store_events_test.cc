@@ -340,7 +340,7 @@ TEST_P(PostgresStoreTest, NewerSchemaVersionIsRefused) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(StatusText(s.status()),
-              HasSubstr(" has schema version 7, newer than this gantryd understands (2); run a "
+              HasSubstr(" has schema version 7, newer than this gantryd understands (3); run a "
                         "newer gantryd"));
 }
 
@@ -348,23 +348,87 @@ TEST_P(PostgresStoreTest, MigrationsAreRecordedAndAnOlderSchemaIsMigrated) {
   PGconn* c = Raw();
   PGresult* r = PQexec(c, "SELECT version FROM schema_version");
   ASSERT_EQ(PQntuples(r), 1);
-  EXPECT_STREQ(PQgetvalue(r, 0, 0), "2");
+  EXPECT_STREQ(PQgetvalue(r, 0, 0), "3");
   PQclear(r);
   MustCreate(Named("kept"));
-  // A database of the previous release (schema version 1: no flushes table) is migrated at
-  // start, its data kept.
+  // A database of the first release (schema version 1: no flushes table, no label index)
+  // is migrated at start, its data kept.
   store_.reset();
   ASSERT_TRUE(Sql(c, "DROP TABLE flushes"));
+  ASSERT_TRUE(Sql(c, "DROP TABLE object_labels"));
   ASSERT_TRUE(Sql(c, "UPDATE schema_version SET version = 1"));
   Reopen();
   EXPECT_TRUE(store_->Get(kInstance, "ml-research", "kept").ok());
   EXPECT_EQ(Rv(MustCreate(Named("new"))), "2");
   r = PQexec(c, "SELECT version, (SELECT COUNT(*) FROM flushes) > 0 FROM schema_version");
   ASSERT_EQ(PQntuples(r), 1);
-  EXPECT_STREQ(PQgetvalue(r, 0, 0), "2");
+  EXPECT_STREQ(PQgetvalue(r, 0, 0), "3");
   EXPECT_STREQ(PQgetvalue(r, 0, 1), "t");  // the durable create flushed through it
   PQclear(r);
   PQfinish(c);
+}
+
+// The label index (object_labels) against the labels of every stored object, both ways:
+// "+ID key=value" is in the index only, "-ID key=value" is missing from it.
+std::vector<std::string> LabelIndexDrift(PGconn* c) {
+  PGresult* r = PQexec(c, R"sql(
+    WITH truth AS (SELECT o.id, o.kind, l.key, l.value FROM objects o, jsonb_each_text(o.labels) l),
+         idx AS (SELECT object_id AS id, kind, key, value FROM object_labels)
+    SELECT '+' || id || ' ' || key || '=' || value FROM (SELECT * FROM idx EXCEPT
+                                                         SELECT * FROM truth) a
+    UNION ALL
+    SELECT '-' || id || ' ' || key || '=' || value FROM (SELECT * FROM truth EXCEPT
+                                                         SELECT * FROM idx) b)sql");
+  EXPECT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQerrorMessage(c);
+  std::vector<std::string> out;
+  for (int i = 0; i < PQntuples(r); ++i) out.push_back(PQgetvalue(r, i, 0));
+  PQclear(r);
+  return out;
+}
+
+TEST_P(PostgresStoreTest, TheLabelIndexFollowsCreatesLabelChangesDeletesAndFailedCommits) {
+  MustCreate(Make({.name = "a", .labels = {{"tier", "gold"}, {"zone", "z1"}}}));
+  json::object b = MustCreate(Make({.name = "b", .labels = {{"tier", "silver"}}}));
+  json::object c = MustCreate(Make({.name = "c", .labels = {{"tier", "gold"}}}));
+  // b changes a value and gains a key, c loses its only label, a is deleted.
+  b["metadata"].as_object()["labels"] = json::object{{"tier", "gold"}, {"zone", "z2"}};
+  MustCommit(Update(b, std::stoll(Rv(b))));
+  c["metadata"].as_object().erase("labels");
+  MustCommit(Update(c, std::stoll(Rv(c))));
+  MustCommit(Delete("a"));
+  // Two writes in one commit, the second refused: the first one's label change is undone.
+  json::object changed = *store_->Get(kInstance, "ml-research", "b");
+  changed["metadata"].as_object()["labels"] = json::object{{"tier", "copper"}};
+  std::vector<Write> writes;
+  writes.push_back(Update(changed, std::stoll(Rv(changed))));
+  writes.push_back(Create(Make({.name = "c", .labels = {{"tier", "copper"}}})));
+  ASSERT_FALSE(store_->Commit(std::move(writes)).ok());
+  EXPECT_THAT(Selected("tier=gold"), ElementsAre("b"));
+  EXPECT_THAT(Selected("tier in (copper,silver)"), IsEmpty());
+  EXPECT_THAT(Selected("zone=z2"), ElementsAre("b"));
+  PGconn* raw = Raw();
+  EXPECT_THAT(LabelIndexDrift(raw), IsEmpty());
+  PQfinish(raw);
+}
+
+TEST_P(PostgresStoreTest, ADatabaseWithoutTheLabelIndexIsIndexedByItsMigration) {
+  MustCreate(Make({.name = "old-1", .labels = {{"tier", "gold"}, {"zone", "z1"}}}));
+  MustCreate(Make({.name = "old-2", .labels = {{"tier", "silver"}}}));
+  MustCreate(Named("old-3"));
+  store_.reset();
+  PGconn* c = Raw();
+  ASSERT_TRUE(Sql(c, "DROP TABLE object_labels"));
+  ASSERT_TRUE(Sql(c, "UPDATE schema_version SET version = 2"));
+  Reopen();
+  PGresult* r = PQexec(c, "SELECT COUNT(*) FROM object_labels");
+  ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK);
+  EXPECT_STREQ(PQgetvalue(r, 0, 0), "3");
+  PQclear(r);
+  EXPECT_THAT(LabelIndexDrift(c), IsEmpty());
+  PQfinish(c);
+  EXPECT_THAT(Selected("tier in (gold,silver)"), ElementsAre("old-2", "old-1"));
+  MustCreate(Make({.name = "new", .labels = {{"zone", "z1"}}}));
+  EXPECT_THAT(Selected("zone=z1"), ElementsAre("new", "old-1"));
 }
 
 TEST_P(PostgresStoreTest, BadUrlAndUnreachableServer) {

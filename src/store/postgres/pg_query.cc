@@ -4,9 +4,8 @@
 
 namespace gantry::store {
 
-// Appends SQL for the label selector (labels is jsonb) to `sql`, parameters into `params`.
-void AppendSelector(const model::LabelSelector& sel, std::string* sql,
-                    std::vector<std::string>* params) {
+void AppendSelector(const model::LabelSelector& sel, const std::string& kind_param,
+                    std::string* sql, std::vector<std::string>* params) {
   auto param = [&](const std::string& v) {
     params->push_back(v);
     return "$" + std::to_string(params->size()) + "::text";
@@ -19,16 +18,23 @@ void AppendSelector(const model::LabelSelector& sel, std::string* sql,
       for (const auto& v : r.values) list += (list.empty() ? "" : ",") + param(v);
       return list;
     };
+    // Equality and `in`: the objects the label index names (object_labels, written in the
+    // transaction that writes each object), so that a selective selector reads only the
+    // rows it matches.
+    auto indexed = [&](const std::string& values) {
+      *sql += " AND id IN (SELECT object_id FROM object_labels WHERE kind = " + kind_param +
+              " AND key = " + key + " AND value " + values + ")";
+    };
     switch (r.op) {
       case model::SelectorOp::kEquals:
-        *sql += " AND " + value + " = " + param(r.values.empty() ? "" : r.values[0]);
+        indexed("= " + param(r.values.empty() ? "" : r.values[0]));
         break;
       case model::SelectorOp::kNotEquals:
         *sql += " AND (" + value + " IS NULL OR " + value + " <> " +
                 param(r.values.empty() ? "" : r.values[0]) + ")";
         break;
       case model::SelectorOp::kIn:
-        *sql += " AND " + value + " IN (" + in_list() + ")";
+        indexed("IN (" + in_list() + ")");
         break;
       case model::SelectorOp::kNotIn:
         *sql += " AND (" + value + " IS NULL OR " + value + " NOT IN (" + in_list() + "))";

@@ -22,7 +22,7 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 constexpr int64_t kCompactEvery = 100;
 constexpr int64_t kDeliverWindow = 1000;
 // pg_advisory_xact_lock key of schema migrations ("gantry" in ASCII).
@@ -77,6 +77,19 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL);
     // 2: one row per connection for Flush (see there).
     R"sql(
 CREATE TABLE flushes (pid INTEGER PRIMARY KEY, n BIGINT NOT NULL);
+)sql",
+    // 3: the label index (one row per label of an object), filled from existing objects.
+    R"sql(
+CREATE TABLE object_labels (
+  object_id BIGINT NOT NULL,
+  kind      TEXT NOT NULL,
+  key       TEXT NOT NULL,
+  value     TEXT NOT NULL,
+  PRIMARY KEY (object_id, key)
+);
+CREATE INDEX object_labels_by_value ON object_labels (kind, key, value, object_id);
+INSERT INTO object_labels (object_id, kind, key, value)
+  SELECT o.id, o.kind, l.key, l.value FROM objects o, jsonb_each_text(o.labels) l;
 )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
@@ -335,7 +348,7 @@ absl::StatusOr<ListResult> PostgresStore::List(const ListOptions& options) {
     inner += std::string(" AND id ") + (options.oldest_first ? ">" : "<") + " $" +
              std::to_string(params.size()) + "::bigint";
   }
-  AppendSelector(options.labels, &inner, &params);
+  AppendSelector(options.labels, "$1::text", &inner, &params);
   RETURN_IF_ERROR(AppendFields(options.fields, &inner, &params));
   if (!options.search.empty()) {
     params.push_back(LowerAscii(options.search));
@@ -433,7 +446,9 @@ absl::Status PostgresStore::ApplyWrite(Conn& c, Write& w, int64_t rv, int64_t co
         Result r = c.Run(
             "WITH i AS (INSERT INTO objects (kind, namespace, name, rv, labels, phase, ref_name, "
             "search, body) VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::jsonb, $6::text, "
-            "$7::text, $8::text, $9::text) RETURNING 1) "
+            "$7::text, $8::text, $9::text) RETURNING id), "
+            "l AS (INSERT INTO object_labels (object_id, kind, key, value) SELECT i.id, $1::text, "
+            "e.key, e.value FROM i, jsonb_each_text($5::jsonb) e) "
             "INSERT INTO events (rv, commit_rv, type, kind, namespace, name, body) "
             "SELECT $4::bigint, $10::bigint, 'ADDED', $1::text, $2::text, $3::text, $9::text FROM "
             "i",
@@ -448,7 +463,15 @@ absl::Status PostgresStore::ApplyWrite(Conn& c, Write& w, int64_t rv, int64_t co
             "WITH u AS (UPDATE objects SET rv = $4::bigint, labels = $5::jsonb, phase = $6::text, "
             "ref_name = $7::text, search = $8::text, body = $9::text WHERE kind = $1::text AND "
             "namespace = $2::text AND name = $3::text AND ($11::bigint = 0 OR rv = $11::bigint) "
-            "RETURNING 1) "
+            "RETURNING id), "
+            // The label index: drop the keys the object no longer has, add or change the
+            // others (nothing is written for labels that stay as they were).
+            "ld AS (DELETE FROM object_labels x USING u WHERE x.object_id = u.id AND "
+            "NOT ($5::jsonb ? x.key)), "
+            "la AS (INSERT INTO object_labels (object_id, kind, key, value) SELECT u.id, $1::text, "
+            "e.key, e.value FROM u, jsonb_each_text($5::jsonb) e WHERE NOT EXISTS (SELECT 1 FROM "
+            "object_labels x WHERE x.object_id = u.id AND x.key = e.key AND x.value = e.value) "
+            "ON CONFLICT (object_id, key) DO UPDATE SET value = excluded.value) "
             "INSERT INTO events (rv, commit_rv, type, kind, namespace, name, body) "
             "SELECT $4::bigint, $10::bigint, 'MODIFIED', $1::text, $2::text, $3::text, $9::text "
             "FROM u",
@@ -465,7 +488,8 @@ absl::Status PostgresStore::ApplyWrite(Conn& c, Write& w, int64_t rv, int64_t co
       if (skipped_lock) return why_not();
       Result d = c.Run(
           "WITH d AS (DELETE FROM objects WHERE kind = $1::text AND namespace = $2::text AND "
-          "name = $3::text AND ($4::bigint = 0 OR rv = $4::bigint) RETURNING body), "
+          "name = $3::text AND ($4::bigint = 0 OR rv = $4::bigint) RETURNING id, body), "
+          "l AS (DELETE FROM object_labels WHERE object_id IN (SELECT id FROM d)), "
           "r AS (DELETE FROM revisions WHERE kind = $1::text AND namespace = $2::text AND "
           "name = $3::text AND EXISTS (SELECT 1 FROM d)) "
           "SELECT body FROM d",

@@ -7,6 +7,10 @@
 //                               and advances this row, so commits of all replicas are
 //                               serialised, numbered without gaps and visible in rv order
 //   objects(id, kind, namespace, name, rv, labels jsonb, phase, ref_name, search, body)
+//   object_labels(object_id, kind, key, value)   the label index: one row per label of an
+//                               object, written in the statement that writes the object;
+//                               List answers `key=value` and `key in (...)` from it (the
+//                               other selector forms read the labels column)
 //   events(rv, commit_rv, type, kind, namespace, name, body)   ordered history for watch;
 //                               commit_rv (the commit's last rv) groups a commit's events
 //   revisions(kind, namespace, name, revision, created, spec)
