@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -20,8 +21,6 @@
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <sqlite3.h>
 
 #include "engine_fixture.h"  // PollUntil
 #include "gantryd_test.h"
@@ -355,8 +354,8 @@ TEST_F(WritePathTest, WritesWaitingForTheDatabaseHoldNoIoThreadAndCommitTogether
   for (auto& t : writers) t.join();
   for (int i = 0; i < kWrites; ++i) EXPECT_EQ(codes[i], 201) << "create " << i;
   const std::string after = api().Get("/metrics").raw;
-  const double calls = ValueOf(after, "gantry_store_commits_total") -
-                       ValueOf(before, "gantry_store_commits_total");
+  const double calls =
+      ValueOf(after, "gantry_store_commits_total") - ValueOf(before, "gantry_store_commits_total");
   const double transactions = ValueOf(after, "gantry_store_transactions_total") -
                               ValueOf(before, "gantry_store_transactions_total");
   // Writes after the creates (their audit records, the engine's) add a call and at most

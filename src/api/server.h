@@ -39,8 +39,8 @@ struct ServerOptions {
   // together (the stores' group commit), so 16 connections writing at once make batches
   // of up to 16 rather than of `threads`. 0: writes are handled on the I/O threads too.
   int write_threads = 32;
-  int drain_seconds = 10;               // how long shutdown waits for in-flight requests
-  int max_connections = 1024;           // open connections (both listeners) at most
+  int drain_seconds = 10;      // how long shutdown waits for in-flight requests
+  int max_connections = 1024;  // open connections (both listeners) at most
 };
 
 class Server {

@@ -242,9 +242,8 @@ int main(int argc, char** argv) {
   std::string log_format = "text";
   std::string log_level = "info";
   std::string sync = "FULL";
-  size_t body_limit = 3 * 1024 * 1024;
-  int threads = 4;
-  int write_threads = 32;
+  // The HTTP server's flags are bound to its options (api/server.h has the defaults).
+  gantry::api::ServerOptions server_options;
   int64_t event_retention = 100000;
   int workers = 4;
   int drain_seconds = 10;
@@ -282,12 +281,12 @@ int main(int argc, char** argv) {
                  "FULL: acknowledged writes survive power loss; NORMAL: survive a crash of gantryd")
       ->check(CLI::IsMember({"FULL", "NORMAL"}))
       ->capture_default_str();
-  app.add_option("--max-body-bytes", body_limit, "Larger request bodies get 413")
+  app.add_option("--max-body-bytes", server_options.body_limit, "Larger request bodies get 413")
       ->capture_default_str();
-  app.add_option("--threads", threads, "HTTP I/O threads; reads are handled on them")
+  app.add_option("--threads", server_options.threads, "HTTP I/O threads; reads are handled on them")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  app.add_option("--write-threads", write_threads,
+  app.add_option("--write-threads", server_options.write_threads,
                  "Threads for requests that write (they wait for the commit; writes waiting "
                  "together are committed together); 0: on the I/O threads")
       ->check(CLI::Range(0, 1024))
@@ -381,8 +380,7 @@ int main(int argc, char** argv) {
   app.add_option("--audit-retention", audit_retention,
                  "Audit events older than this are deleted (a duration such as 90d or 12h)")
       ->capture_default_str();
-  int max_connections = 1024;
-  app.add_option("--max-connections", max_connections,
+  app.add_option("--max-connections", server_options.max_connections,
                  "Open HTTP connections at most; more are answered 503 and closed")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
@@ -401,17 +399,12 @@ int main(int argc, char** argv) {
     spdlog::critical("libsodium failed to initialise");
     return 1;
   }
-  gantry::api::ServerOptions server_options;
   if (!ParseHostPort("--listen", listen, &server_options.host, &server_options.port)) return 2;
   std::string tls_host;
   uint16_t tls_port = 0;
   if (!tls_listen.empty() && !ParseHostPort("--tls-listen", tls_listen, &tls_host, &tls_port))
     return 2;
-  server_options.body_limit = body_limit;
-  server_options.threads = threads;
-  server_options.write_threads = write_threads;
   server_options.drain_seconds = drain_seconds;
-  server_options.max_connections = max_connections;
   gantry::auth::AuditOptions audit_options;
   if (auto r = gantry::model::ParseDuration(audit_retention); r.ok()) {
     audit_options.retention = *r;
