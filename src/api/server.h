@@ -32,7 +32,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;                 // 0: pick a free port
   size_t body_limit = 3 * 1024 * 1024;  // bytes; larger bodies get 413
-  int threads = 4;                      // I/O threads; reads (GET, HEAD) are handled on them
+  int threads = 4;                      // I/O threads; reads (GET, HEAD, OPTIONS) run on them
   // Threads that handle requests which write (every method but GET, HEAD and OPTIONS).
   // A write waits for its commit to be durable; while it waits, the I/O threads go on
   // reading and serving other connections, and the writes waiting together are committed

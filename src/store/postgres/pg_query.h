@@ -1,7 +1,7 @@
 // The WHERE clauses of PostgreSQL list queries: a label selector over the label index and
-// the jsonb `labels` column, and field selectors over the indexed columns (or the stored JSON), as
-// numbered text parameters ($1::text, ...) so that no value is ever spliced into SQL. Pure
-// functions, thread-safe.
+// the jsonb `labels` column, and field selectors over the indexed columns (or the stored
+// JSON), as numbered text parameters ($1::text, ...) so that no value is ever spliced into
+// SQL. Pure functions, thread-safe.
 #pragma once
 
 #include <string>
