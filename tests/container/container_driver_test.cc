@@ -1,11 +1,11 @@
 // The container driver end to end (issue 23): a real gantryd deploys real Podman containers
 // from an image built in the test from local files (container_fixture.h). Deploy: the
 // endpoint answers, the container has its label, GPU, limits and env; stop: the container
-// stopped, its GPU free; start: the same container on its volume (data kept); destroy: no
-// container and no volume left. A missing image fails with Podman's words, a container that
-// exits before it is ready with its log (streamed into the run log). kill -9 of gantryd:
-// the container runs on and is adopted again. Isolation: the workload cannot see gantryd's
-// data directory or environment, and root inside is not root on the host.
+// removed, its volume kept, its GPU free; start: a new container on that volume (data kept);
+// destroy: no container and no volume left. A missing image fails with Podman's words, a container
+// that exits before it is ready with its log (streamed into the run log). kill -9 of gantryd: the
+// container runs on and is adopted again. Isolation: the workload cannot see gantryd's data
+// directory or environment, and root inside is not root on the host.
 #include <gtest/gtest.h>
 
 #include "container_fixture.h"
@@ -86,26 +86,27 @@ TEST_F(ContainerDriverTest, DeployStopStartDestroy) {
   EXPECT_EQ(Joined(HttpGet(port, "/starts.txt").second), "start\n");
   EXPECT_EQ(VolumesOf(uid), std::vector<std::string>{container + "-data"});
 
-  // Stop: the container is there but stopped, the GPU free.
+  // Stop: the container is gone, its volume kept, the GPU free.
+  const std::string id = Inspect(container, "{{.Id}}");
   ASSERT_EQ(Action("nb", "stop").status, 202);
   o = WaitPhase("nb", "Stopped");
-  EXPECT_EQ(Inspect(container, "{{.State.Status}}"), "exited");
+  EXPECT_EQ(Inspect(container, "{{.State.Status}}"), "");
+  EXPECT_EQ(VolumesOf(uid), std::vector<std::string>{container + "-data"});
   EXPECT_TRUE(At(o, "status.gpus").is_null()) << json::serialize(o);
   for (const auto& [index, owner] : Assignments(GetNode(api())))
     EXPECT_EQ(owner, "") << "GPU " << index;
 
-  // Start on the same GPU: the same container again (podman start), its data kept.
-  const std::string id = Inspect(container, "{{.Id}}");
+  // Start: a new container of the same name on the same volume, what it wrote there kept.
   ASSERT_EQ(Action("nb", "start").status, 202);
   o = WaitPhase("nb", "Success");
   EXPECT_EQ(Inspect(container, "{{.State.Status}}"), "running");
-  EXPECT_EQ(Inspect(container, "{{.Id}}"), id);
+  EXPECT_NE(Inspect(container, "{{.Id}}"), id);
   EXPECT_EQ(local_test::JoinStrings(At(o, "status.gpus")), gpu);
   const int again = PortOf(Str(o, "status.outputs.endpoint"));
   EXPECT_EQ(Joined(HttpGet(again, "/starts.txt").second), "start\nstart\n");
 
-  // Stopped again while another instance takes its GPU: the start gets another GPU, so a new
-  // container on the same volume (what it wrote there kept).
+  // Stopped again while another instance takes its GPU: the start gets another GPU, and
+  // its container sees that one.
   ASSERT_EQ(Action("nb", "stop").status, 202);
   WaitPhase("nb", "Stopped");
   json::object other = DeployOk("other", "web-1gpu");
@@ -114,7 +115,6 @@ TEST_F(ContainerDriverTest, DeployStopStartDestroy) {
   o = WaitPhase("nb", "Success");
   const std::string moved = local_test::JoinStrings(At(o, "status.gpus"));
   EXPECT_NE(moved, gpu);
-  EXPECT_NE(Inspect(container, "{{.Id}}"), id);
   const int third = PortOf(Str(o, "status.outputs.endpoint"));
   EXPECT_EQ(Joined(HttpGet(third, "/starts.txt").second), "start\nstart\nstart\n");
   EXPECT_EQ(EnvValue(Joined(HttpGet(third, "/env.txt").second), "NVIDIA_VISIBLE_DEVICES"), moved);

@@ -344,52 +344,21 @@ absl::Status ContainerDriver::Destroy(const DeployRequest& request, RunContext& 
 }
 
 absl::Status ContainerDriver::Stop(const DeployRequest& request, RunContext& context) {
+  // The container goes, its volumes stay: Start runs a new one on them (see the header for
+  // why a stopped container is not started again).
   const std::string container = ContainerName(request);
   Unwatch(container);
-  if (!ContainerState(container).empty()) {
-    context.Log("stopping container " + container + " (its data is kept)");
-    Outcome o =
-        Podman({"stop", "-i", "-t", std::to_string(options_.stop_grace.count()), container});
-    if (!o.ok()) return absl::UnavailableError("podman stop " + container + " failed: " + o.Why());
-  } else {
-    context.Log("no container of this instance is there to stop");
-  }
+  context.Log("stopping container " + container + " (its volumes are kept)");
+  if (absl::Status s = RemoveContainer(container, &context); !s.ok()) return s;
   ports_.Release(Str(request.instance, "uid"));
+  RemoveStateFile(request.state_dir, kStateFile);
   return absl::OkStatus();
 }
 
 absl::StatusOr<json::object> ContainerDriver::Start(const DeployRequest& request,
                                                     RunContext& context) {
-  auto config = ParseContainerConfig(request.config);
-  if (!config.ok()) return config.status();
-  const std::string container = ContainerName(request), uid = Str(request.instance, "uid");
-  json::object state = ReadStateFile(request.state_dir, kStateFile);
-  std::map<std::string, int> ports = StatePorts(state);
-  bool reusable = !ContainerState(container).empty() && StateGpus(state) == request.gpu_indices &&
-                  ports.size() == config->ports.size();
-  for (const auto& [name, port] : ports)
-    reusable = reusable && local::PortAllocator::PortIsFree(port);
-  if (!reusable) {
-    context.Log("the container is gone or its GPUs or ports changed: a new one on its volumes");
-    return Apply(request, context);
-  }
-  ports_.Reserve(uid, ports);
-  context.Log("starting container " + container + " again");
-  Outcome o = Podman({"start", container});
-  absl::Status s =
-      o.ok() ? absl::OkStatus() : absl::UnavailableError("podman start failed: " + o.Why());
-  const int port = config->readiness.kind == local::Readiness::Kind::kNone ? 0
-                   : ports.count(config->readiness.port) ? ports.at(config->readiness.port)
-                                                         : 0;
-  if (s.ok()) s = AwaitReady(*config, request, port, container, context);
-  if (!s.ok()) {
-    context.Log(std::string(s.message()) + "; trying a new container");
-    ports_.Release(uid);
-    return Apply(request, context);
-  }
-  context.SaveDriverState(state);
-  Watch(request, state);
-  return RunOutputs(*config, options_.advertise_host, ports, container, request.gpu_indices);
+  context.Log("a new container on the instance's volumes");
+  return Apply(request, context);
 }
 
 bool ContainerDriver::Recover(const json::object& state) {

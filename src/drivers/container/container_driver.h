@@ -26,10 +26,13 @@
 //   http://ADVERTISE_HOST:HOSTPORT/ (the readiness path when it probes the first port).
 //   Output: Podman's k8s-file log in STATE_DIR/workload.log, streamed into the run log while
 //   Apply waits for readiness (as the local driver: HTTP or TCP on 127.0.0.1:HOSTPORT).
-// Destroy removes the container and every volume labelled with the instance; Stop is
-// `podman stop` (GPUs and ports released; the container and its data kept); Start is
-// `podman start` when the container is there with the same GPUs and its ports are free,
-// else a new container on the volumes (Apply).
+// Destroy removes the container and every volume labelled with the instance. Stop removes
+// the container (`podman rm -f -t GRACE`: SIGTERM, then SIGKILL after the grace; GPUs and
+// ports released) and keeps its volumes; Start is Apply: a new container on those volumes,
+// on the GPUs and host ports given now. A stopped container is not `podman start`ed again:
+// rootful Podman 4 can leave the DNAT rule of the container's previous address in place, and
+// its published port then leads nowhere after the restart (podman#23832, #27516; seen in CI
+// as a readiness timeout). Kubernetes and Coder do the same: what is kept is the volumes.
 //
 // Supervision: one thread lists this gantryd's containers (`podman ps -a`, label
 // gantry.owner) every options.supervise_interval and reports a supervised container that

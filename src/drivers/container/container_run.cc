@@ -263,14 +263,6 @@ std::map<std::string, int> StatePorts(const json::object& state) {
   return out;
 }
 
-std::vector<std::string> StateGpus(const json::object& state) {
-  std::vector<std::string> out;
-  if (const json::value* g = state.if_contains("gpus"); g && g->is_array())
-    for (const auto& e : g->get_array())
-      if (e.is_string()) out.emplace_back(e.get_string());
-  return out;
-}
-
 namespace {
 
 // "2026-12-02T04:38:34.1+00:00 stdout F message" -> "message".

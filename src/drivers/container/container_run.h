@@ -51,12 +51,11 @@ boost::json::object RunOutputs(const ContainerConfig& c, const std::string& adve
                                const std::map<std::string, int>& ports,
                                const std::string& container, const std::vector<std::string>& gpus);
 
-// The driver state {container, id, ports, gpus} and its parts back.
+// The driver state {container, id, ports, gpus}, and its ports back (Adopt).
 boost::json::object StateJson(const std::string& container, const std::string& id,
                               const std::map<std::string, int>& ports,
                               const std::vector<std::string>& gpus);
 std::map<std::string, int> StatePorts(const boost::json::object& state);
-std::vector<std::string> StateGpus(const boost::json::object& state);
 
 // Follows Podman's k8s-file log ("TIME STREAM F|P MESSAGE" per line) from `pos`.
 class LogFollower {
