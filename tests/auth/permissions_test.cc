@@ -47,6 +47,7 @@ class PermissionMatrix : public ::testing::Test {
       a.CreateInstance(p, "inst", "prof");
       a.MustCreate(NsPath(p, "serviceprofiles"), Fresh("serviceprofiles", "sprof"));
       a.MustCreate(NsPath(p, "serviceinstances"), Fresh("serviceinstances", "sinst"));
+      a.MustCreate(NsPath(p, "webhooks"), Fresh("webhooks", "hook"));
     }
     json::object shared{
         {"spec", json::object{{"sharing", json::object{{"mode", "Selected"},
@@ -109,6 +110,11 @@ class PermissionMatrix : public ::testing::Test {
     if (plural == "rolebindings")
       return json::object{{"metadata", json::object{{"name", name}}},
                           {"spec", json::object{{"user", "extra"}, {"role", "viewer"}}}};
+    if (plural == "webhooks" || plural == "clusterwebhooks")  // a public host: no flag needed
+      return json::object{{"metadata", json::object{{"name", name}}},
+                          {"spec", json::object{{"url", "https://hooks.example.com/gantry"},
+                                                {"events", json::array{"ApprovalRequested"}},
+                                                {"secret", "hmac-key-" + name}}}};
     if (plural == "projects") return json::object{{"metadata", json::object{{"name", name}}}};
     if (plural == "users")
       return json::object{{"metadata", json::object{{"name", name}}},
@@ -123,6 +129,7 @@ class PermissionMatrix : public ::testing::Test {
            : plural == "computeinstances"   ? "inst"
            : plural == "serviceprofiles"    ? "sprof"
            : plural == "serviceinstances"   ? "sinst"
+           : plural == "webhooks"           ? "hook"
                                             : "extra-viewer";
   }
 
@@ -180,6 +187,12 @@ const std::vector<Row> kNamespaced = {
     {"rolebindings", "create", "OA", "O", "O"},
     {"rolebindings", "update", "OA", "O", "O"},
     {"rolebindings", "delete", "OA", "O", "O"},
+    {"webhooks", "get", "OA", "O", "O"},
+    {"webhooks", "list", "OA", "O", "O"},
+    {"webhooks", "create", "OA", "O", "O"},
+    {"webhooks", "update", "OA", "O", "O"},
+    {"webhooks", "delete", "OA", "O", "O"},
+    {"webhookdeliveries", "list", "OA", "O", "O"},
     {"runs", "list", "OPAMV", "OP", "OP"},
     {"runs", "create", "OPAMV", "OP", "OP"},  // allowed callers get 405: runs are read-only
 };
@@ -295,7 +308,8 @@ TEST_F(PermissionMatrix, ClusterScopedKinds) {
       {"delete user", "O"},           {"list tokens self", "OPAMVN"},
       {"list tokens other", "O"},     {"create token self", "OPAMVN"},
       {"create token other", "O"},    {"list nodes", "OP"},
-      {"list auditevents", "OP"},
+      {"list auditevents", "OP"},     {"list clusterwebhooks", "O"},
+      {"create clusterwebhook", "O"},
   };
   for (const ClusterRow& row : rows) {
     for (char role : std::string(kRoles)) {
@@ -348,6 +362,10 @@ TEST_F(PermissionMatrix, ClusterScopedKinds) {
         r = api.Get(ClusterPath("nodes"));
       else if (w == "list auditevents")
         r = api.Get(ClusterPath("auditevents"));
+      else if (w == "list clusterwebhooks")
+        r = api.Get(ClusterPath("clusterwebhooks"));
+      else if (w == "create clusterwebhook")
+        r = api.Post(ClusterPath("clusterwebhooks"), Fresh("clusterwebhooks", name));
       bool want = row.allowed.find(role) != std::string::npos;
       bool ok = want ? r.status / 100 == 2 : r.IsStatus(403, "Forbidden");
       if (!ok)

@@ -1,10 +1,13 @@
 // Signed webhooks from the durable outbox (issue 20, docs/webhooks.md), through a real
 // gantryd and a real HTTP receiver on 127.0.0.1 (receiver.h): bad input, secrecy of the
-// secret, signatures, retries after 500s and after a hang (same X-Gantry-Delivery), a
-// stopped receiver, and kill -9 of gantryd with undelivered entries.
+// secret, signatures, retries after 500s and after a hang (same X-Gantry-Delivery), a hung
+// receiver that holds up nothing else, a stopped receiver, kill -9 of gantryd with
+// undelivered entries, and two replicas that send each delivery once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "common/test_process.h"
@@ -244,6 +247,19 @@ TEST_F(WebhooksTest, AHungReceiverTimesOutAndIsRetried) {
   }));
 }
 
+// Every attempt hangs until --webhook-timeout-ms: meanwhile the API answers and the engine
+// deploys, while no delivery has been answered yet (the senders are threads of their own).
+TEST_F(WebhooksTest, AHungReceiverHoldsNeitherTheApiNorTheEngine) {
+  CreateHook();
+  receiver_.HangNext(1000);
+  DeployToSuccess("first");
+  ASSERT_TRUE(receiver_.WaitFor([](const auto& got) { return !got.empty(); }));
+  for (int i = 0; i < 3; ++i) DeployToSuccess("more-" + std::to_string(i));
+  for (int i = 0; i < 20; ++i) api().CreateInstance("default", "idle-" + std::to_string(i), "std");
+  for (const auto& r : receiver_.received()) EXPECT_EQ(r.answered, 0) << r.delivery;
+  for (const auto& d : Deliveries()) EXPECT_NE(Str(d, "status.phase"), "Delivered");
+}
+
 TEST_F(WebhooksTest, AStoppedReceiverGetsEverythingWhenItIsBack) {
   CreateHook();
   receiver_.Stop();
@@ -285,6 +301,28 @@ TEST_F(WebhooksTest, Kill9LosesNoneAndARestartSendsWithTheSameIds) {
   }));
   for (const auto& r : receiver_.received())
     EXPECT_EQ(r.signature, ExpectedSignature(kSecret, r.body));
+}
+
+// Two gantryd replicas on one PostgreSQL database send each delivery once: the one that
+// leases it (docs/webhooks.md, "Several replicas").
+class TwoReplicaWebhooksTest : public TwoReplicaTest<WebhooksTest> {};
+
+TEST_F(TwoReplicaWebhooksTest, EachDeliveryIsSentOnce) {
+  CreateHook("hook");
+  CreateHook("chat", "slack");
+  for (int i = 0; i < 4; ++i) DeployToSuccess("web-" + std::to_string(i));
+  std::vector<json::object> deliveries;
+  ASSERT_TRUE(PollUntil([&] {
+    deliveries = Deliveries();
+    return !deliveries.empty() &&
+           std::all_of(deliveries.begin(), deliveries.end(),
+                       [](const auto& d) { return Str(d, "status.phase") == "Delivered"; });
+  }));
+  std::map<std::string, int> sent;
+  for (const auto& r : receiver_.received()) ++sent[r.delivery];
+  EXPECT_EQ(sent.size(), deliveries.size());
+  for (const auto& d : deliveries)
+    EXPECT_EQ(sent[Str(d, "metadata.name")], 1) << json::serialize(d);
 }
 
 // --webhook-delivery-retention: ended deliveries are deleted once older than it.
