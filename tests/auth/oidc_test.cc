@@ -240,6 +240,7 @@ TEST_F(OidcLoginTest, TheProvidersOwnErrorIsShown) {
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->status, 401);
   EXPECT_THAT(page->body, HasSubstr("access_denied"));
+  EXPECT_THAT(SsoAudit(), HasSubstr("the identity provider refused the login: access_denied"));
 }
 
 TEST_F(OidcLoginTest, NoSecretReachesTheLogTheAuditLogOrTheUser) {
@@ -267,6 +268,7 @@ TEST_F(OidcAllowedGroupTest, AUserOutsideTheAllowedGroupIsRefusedWithAClearMessa
   EXPECT_THAT(refused.body, HasSubstr("not in the directory group that may use Gantry"));
   EXPECT_TRUE(rose.Cookie(origin_, "gantry_session").empty());
   EXPECT_EQ(api().Get(ClusterPath("users", "rtyler")).status, 404);
+  EXPECT_THAT(SsoAudit(), HasSubstr("not in the directory group that may use Gantry"));
   Browser doctor;
   EXPECT_EQ(LogIn(doctor, "dwho").status, 303);
 }
@@ -283,6 +285,9 @@ TEST_F(OidcWrongSecretTest, AWrongClientSecretIsExplained) {
   EXPECT_THAT(refused.body, HasSubstr("client credentials (a wrong --oidc-client-secret-file?)"));
   EXPECT_TRUE(b.Cookie(origin_, "gantry_session").empty());
   EXPECT_THAT(gantryd_->Log(), Not(HasSubstr("not-the-client-secret")));
+  const std::string audit = SsoAudit();
+  EXPECT_THAT(audit, HasSubstr("a wrong --oidc-client-secret-file?"));
+  EXPECT_THAT(audit, Not(HasSubstr("not-the-client-secret")));
 }
 
 // A provider that accepts connections and never answers (a port nobody accepts on: the
