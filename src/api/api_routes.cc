@@ -413,7 +413,21 @@ Response Router::Create(ApiCall& c) {
     return ErrorResponse(BadRequestError("create " + c.t.kind->plural +
                                          " in a project: POST /apis/" + model::kApiVersion +
                                          "/namespaces/PROJECT/" + c.t.kind->plural));
-  return Written(c, resources_.Create(c.t, c.request.body), 201);
+  // The audit record of a successful create goes into the create's own transaction; a
+  // refused or failed one is recorded by Handle as before.
+  auto record = [&](const json::object& created) {
+    auth::AuditEntry e = c.call.entry;
+    e.name = model::GetString(created, "metadata.name");
+    e.code = 201;
+    e.result = "Allowed";
+    e.source = c.request.remote;
+    return audit_.AsWrite(e);
+  };
+  const bool with_record = c.call.audit && c.call.entry.authenticated && !c.t.dry_run;
+  auto created =
+      resources_.Create(c.t, c.request.body, with_record ? record : ResourceService::AlsoCommit());
+  c.call.audit_committed = with_record && created.ok();
+  return Written(c, std::move(created), 201);
 }
 
 Response Router::Written(const ApiCall& c, absl::StatusOr<json::object> result, int ok_status) {

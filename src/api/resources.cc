@@ -153,15 +153,17 @@ absl::Status ResourceService::ValidateIncoming(const Target& t, json::object& ob
   return absl::OkStatus();
 }
 
-absl::StatusOr<json::object> ResourceService::Create(const Target& t, std::string_view body) {
+absl::StatusOr<json::object> ResourceService::Create(const Target& t, std::string_view body,
+                                                     const AlsoCommit& also) {
   if (t.kind->read_only)
     return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");
   ASSIGN_OR_RETURN(json::object incoming, model::ParseObjectJson(body));
-  return CreateObject(t, std::move(incoming), nullptr);
+  return CreateObject(t, std::move(incoming), nullptr, also);
 }
 
 absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json::object incoming,
-                                                           const ApplyInfo* apply) {
+                                                           const ApplyInfo* apply,
+                                                           const AlsoCommit& also) {
   Target target = t;
   target.name.clear();
   RETURN_IF_ERROR(ValidateIncoming(target, incoming, /*for_create=*/true));
@@ -193,6 +195,7 @@ absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json
     RETURN_IF_ERROR(strategy.Admit(t, nullptr, next, &writes));
     RETURN_IF_ERROR(model::ForgetAbsentFields(next));  // e.g. spec.password, now a credential
     if (t.dry_run) return next;  // as Kubernetes: no resourceVersion, nothing stored
+    if (also) writes.push_back(also(next));
     writes[0].object = std::move(next);
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) return std::move((*stored)[0]);

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -56,7 +57,11 @@ class ResourceService {
   store::Store& store() const { return store_; }
   const Clock& clock() const { return context_.clock; }
 
-  absl::StatusOr<boost::json::object> Create(const Target& t, std::string_view body);
+  // What a create commits with the object, made from the object as it is stored: the
+  // request's audit record (Router::Create), so that one transaction holds both.
+  using AlsoCommit = std::function<store::Write(const boost::json::object& created)>;
+  absl::StatusOr<boost::json::object> Create(const Target& t, std::string_view body,
+                                             const AlsoCommit& also = nullptr);
   absl::StatusOr<boost::json::object> Get(const Target& t);
   // A list in a project also holds the objects of other projects shared into it (templates,
   // profiles, instances), marked status.sharedFrom, after the project's own.
@@ -122,7 +127,8 @@ class ResourceService {
     bool force = false;
   };
   absl::StatusOr<boost::json::object> CreateObject(const Target& t, boost::json::object incoming,
-                                                   const ApplyInfo* apply);
+                                                   const ApplyInfo* apply,
+                                                   const AlsoCommit& also = nullptr);
   absl::StatusOr<boost::json::object> UpdateFrom(const Target& t, boost::json::object incoming,
                                                  int64_t expected_rv,
                                                  const ApplyInfo* apply = nullptr);

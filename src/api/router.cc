@@ -132,7 +132,7 @@ Response Router::Handle(const Request& request) {
                                               {"method", MethodLabel(request.method)},
                                               {"code", std::to_string(response.status)}});
   metrics_.Observe("gantry_http_request_duration_seconds", {{"route", call.route}}, secs);
-  if (call.audit) {
+  if (call.audit && !call.audit_committed) {
     auth::AuditEntry& e = call.entry;
     e.code = response.status;
     bool ok = response.status >= 200 && response.status < 300;

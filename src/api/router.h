@@ -46,6 +46,8 @@ class Router {
   struct Call {
     std::string route = "other";
     bool audit = false;  // a mutation (or an attempt at one)
+    // The record was committed with the change it records (Router::Create): Handle skips it.
+    bool audit_committed = false;
     auth::AuditEntry entry;
   };
 

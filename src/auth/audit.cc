@@ -156,7 +156,7 @@ void AuditLog::WriteSummary(const std::string& address, int64_t dropped) {
   Write(s);
 }
 
-void AuditLog::Write(const AuditEntry& e) {
+store::Write AuditLog::AsWrite(const AuditEntry& e) const {
   std::string now = FormatRfc3339(clock_.Now());
   std::string uid = NewUid();
   json::object ref{{"resource", BoundedText(e.resource, Limits::kResource)},
@@ -177,9 +177,11 @@ void AuditLog::Write(const AuditEntry& e) {
       {"code", e.code},
       {"message", BoundedText(e.message, Limits::kMessage)},
       {"sourceAddress", BoundedText(e.source, Limits::kSource)}};
-  auto out =
-      store_.Commit({store::Write{store::Write::Op::kCreate, kAuditEvent, std::move(obj), 0, 0}},
-                    store::Durability::kRelaxed);
+  return store::Write{store::Write::Op::kCreate, kAuditEvent, std::move(obj), 0, 0};
+}
+
+void AuditLog::Write(const AuditEntry& e) {
+  auto out = store_.Commit({AsWrite(e)}, store::Durability::kRelaxed);
   if (!out.ok())
     spdlog::error("could not record an audit event ({} {} {}): {}", BoundedText(e.user, 64),
                   BoundedText(e.verb, 32), BoundedText(e.resource, 64), out.status().ToString());

@@ -18,7 +18,9 @@
 // - events older than the retention are deleted (Prune; StartPruning runs it at once and
 //   then periodically), counted in gantry_audit_events_pruned_total.
 //
-// Records are committed with relaxed durability, after the answer is decided: a crash of
+// The record of a successful create is committed in the create's own transaction (AsWrite,
+// api::Router::Create): durable with the object, and one commit instead of two. Every other
+// record is committed with relaxed durability, after the answer is decided: a crash of
 // gantryd keeps them (WAL), a power loss may lose the last ones together with other
 // unsynced bookkeeping.
 //
@@ -117,6 +119,10 @@ class AuditLog {
   // Best effort: a failure to record is logged, never turned into the request's answer.
   // Records of unauthenticated callers may be dropped (see above).
   void Record(const AuditEntry& entry);
+  // The record of `entry` as a store write, for a caller that commits it in the transaction
+  // of the change it records (a create: one commit instead of two, docs/performance.md).
+  // Only for authenticated callers, which are never rate-limited.
+  store::Write AsWrite(const AuditEntry& entry) const;
 
   // Deletes the audit events older than the retention, oldest first, in batches. Returns how
   // many it deleted. Several replicas may prune at once: a batch that lost the race to
