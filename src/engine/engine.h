@@ -244,6 +244,8 @@ class Engine : public drivers::WorkloadObserver {
 
   // recovery.cc: restarts, leases, long-running workloads.
   absl::Status RebuildGpuAssignments();
+  // Gives instance `i`'s GPUs back to the allocator when it holds some on this host.
+  void RestoreGpus(const model::Instance& i);
   void AdoptWorkloads();
   void AdoptWorkload(const model::Instance& instance);
   // The request Adopt gets for deployed `instance` (nullopt when it cannot be resolved).

@@ -63,10 +63,18 @@ std::vector<model::Instance> DecodeInstances(const std::vector<boost::json::obje
 absl::StatusOr<std::vector<boost::json::object>> ListAll(store::Store& store,
                                                          store::ListOptions q) {
   std::vector<boost::json::object> out;
+  RETURN_IF_ERROR(ForEachPage(store, std::move(q), [&](std::vector<boost::json::object>& page) {
+    for (auto& o : page) out.push_back(std::move(o));
+  }));
+  return out;
+}
+
+absl::Status ForEachPage(store::Store& store, store::ListOptions q,
+                         const std::function<void(std::vector<boost::json::object>& page)>& each) {
   while (true) {
     ASSIGN_OR_RETURN(auto page, store.List(q));
-    for (auto& o : page.items) out.push_back(std::move(o));
-    if (page.continue_token.empty()) return out;
+    each(page.items);
+    if (page.continue_token.empty()) return absl::OkStatus();
     q.continue_token = page.continue_token;
   }
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,10 @@ absl::Status CommitRelaxed(store::Store& store, std::vector<store::Write> writes
 std::vector<model::Instance> DecodeInstances(const std::vector<boost::json::object>& objects);
 // Every object of `q`'s listing, all pages.
 absl::StatusOr<std::vector<boost::json::object>> ListAll(store::Store& store, store::ListOptions q);
+// Calls `each` with every page of `q`'s listing (q.limit objects at most), one page in memory
+// at a time: for passes over every object of a kind, whose count has no bound.
+absl::Status ForEachPage(store::Store& store, store::ListOptions q,
+                         const std::function<void(std::vector<boost::json::object>& page)>& each);
 
 // `text` with every sensitive value (3 characters or more) replaced by ******.
 std::string Scrub(std::string text, const std::vector<std::string>& secrets);

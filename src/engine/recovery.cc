@@ -21,22 +21,26 @@ using internal::kMaxRetries;
 using model::Phase;
 
 absl::Status Engine::RebuildGpuAssignments() {
+  // Page by page: every instance is read, and a whole listing of 100,000 decoded at once
+  // left gantryd at 400 MiB after a restart (docs/performance.md, section 4).
   store::ListOptions q;
   q.kind = kComputeInstanceKind;
   q.limit = 1000;
-  ASSIGN_OR_RETURN(auto listed, internal::ListAll(store_, q));
-  for (const model::Instance& i : internal::DecodeInstances(listed)) {
-    if (!options_.sole_owner && i.status.host.value_or("") != options_.host) continue;
-    if (!i.status.gpus || i.status.gpus->empty()) continue;
-    std::vector<int> indices;
-    for (const auto& g : *i.status.gpus) indices.push_back(std::atoi(g.c_str()));
-    const std::string owner = i.metadata.OwnerKey();
-    auto rejected = gpus_.Restore(owner, indices);
-    if (!rejected.empty())
-      spdlog::warn("instance {} holds GPUs this host does not have (any more) or another holds",
-                   owner);
-  }
-  return absl::OkStatus();
+  return internal::ForEachPage(store_, q, [this](std::vector<json::object>& page) {
+    for (const model::Instance& i : internal::DecodeInstances(page)) RestoreGpus(i);
+  });
+}
+
+void Engine::RestoreGpus(const model::Instance& i) {
+  if (!options_.sole_owner && i.status.host.value_or("") != options_.host) return;
+  if (!i.status.gpus || i.status.gpus->empty()) return;
+  std::vector<int> indices;
+  for (const auto& g : *i.status.gpus) indices.push_back(std::atoi(g.c_str()));
+  const std::string owner = i.metadata.OwnerKey();
+  auto rejected = gpus_.Restore(owner, indices);
+  if (!rejected.empty())
+    spdlog::warn("instance {} holds GPUs this host does not have (any more) or another holds",
+                 owner);
 }
 
 void Engine::AdoptWorkloads() {
