@@ -418,9 +418,7 @@ Response Router::Create(ApiCall& c) {
   auto record = [&](const json::object& created) {
     auth::AuditEntry e = c.call.entry;
     e.name = model::GetString(created, "metadata.name");
-    e.code = 201;
-    e.result = "Allowed";
-    e.source = c.request.remote;
+    Answered(e, 201, c.request.remote);
     return audit_.AsWrite(e);
   };
   const bool with_record = c.call.audit && c.call.entry.authenticated && !c.t.dry_run;

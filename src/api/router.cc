@@ -134,12 +134,8 @@ Response Router::Handle(const Request& request) {
   metrics_.Observe("gantry_http_request_duration_seconds", {{"route", call.route}}, secs);
   if (call.audit && !call.audit_committed) {
     auth::AuditEntry& e = call.entry;
-    e.code = response.status;
-    bool ok = response.status >= 200 && response.status < 300;
-    e.result = ok ? "Allowed"
-               : (response.status == 401 || response.status == 403 || response.status == 429)
-                   ? "Denied"
-                   : "Failed";
+    Answered(e, response.status, request.remote);
+    const bool ok = e.result == "Allowed";
     if (!ok || e.name.empty()) {
       boost::system::error_code ec;
       json::value body = json::parse(response.body, ec);
@@ -150,10 +146,17 @@ Response Router::Handle(const Request& request) {
           e.name = model::GetString(body.as_object(), "metadata.name");
       }
     }
-    e.source = request.remote;
     audit_.Record(e);
   }
   return response;
+}
+
+void Router::Answered(auth::AuditEntry& e, int code, const std::string& source) {
+  e.code = code;
+  e.result = code >= 200 && code < 300                   ? "Allowed"
+             : code == 401 || code == 403 || code == 429 ? "Denied"
+                                                         : "Failed";
+  e.source = source;
 }
 
 Response Router::Events(const auth::Subject& subject, const std::string& ns, const Query& query) {

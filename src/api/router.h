@@ -69,6 +69,9 @@ class Router {
 
  private:
   Response Route(const Request& request, Call& call);
+  // The audit entry's code, result (Allowed, Denied or Failed, from the code) and source
+  // address, once the answer is decided.
+  static void Answered(auth::AuditEntry& e, int code, const std::string& source);
   Response HandleAuth(const Request& request, const std::string& path, Call& call);
   // The resources API (api_routes.cc): resolves the path into a Target, authorizes it,
   // then dispatches by the route table.

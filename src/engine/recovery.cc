@@ -22,7 +22,7 @@ using model::Phase;
 
 absl::Status Engine::RebuildGpuAssignments() {
   // Page by page: every instance is read, and a whole listing of 100,000 decoded at once
-  // left gantryd at 400 MiB after a restart (docs/performance.md, section 4).
+  // left gantryd at 400 MiB after a restart (docs/performance.md, 2026-12-04).
   store::ListOptions q;
   q.kind = kComputeInstanceKind;
   q.limit = 1000;
