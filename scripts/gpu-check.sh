@@ -4,7 +4,9 @@
 # and CUDA itself through PyTorch when present), a second one waits for capacity and starts
 # by itself when the first is destroyed, and one asking for more GPUs than exist fails at once
 # with Unschedulable; the GPU sampler (docs/gpu-sampling.md) reports the utilisation of the
-# deployed instance's GPU from the real nvidia-smi. Each of these is asserted: the script prints every finding and ends with
+# deployed instance's GPU from the real nvidia-smi; an instance whose profile has an idle policy
+# is left running while its workload keeps the GPU busy and is stopped (reason Idle) once the
+# real GPU has been idle for the policy's time. Each of these is asserted: the script prints every finding and ends with
 # "GPU CHECK PASSED" (exit 0) or "GPU CHECK FAILED: ..." (exit 1).
 #   usage: scripts/gpu-check.sh GANTRYD_BINARY [OUT_DIR]
 set -uo pipefail
@@ -45,6 +47,15 @@ try:
 except Exception as e:
     r["torch_error"] = repr(e)
 print("PROBE " + json.dumps(r), flush=True)
+# "busy N": keep the GPU busy with matrix products for N seconds, then sit idle.
+if len(sys.argv) > 2 and sys.argv[1] == "busy":
+    import torch
+    end = time.time() + float(sys.argv[2])
+    x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    while time.time() < end:
+        for _ in range(20): y = x @ x
+        torch.cuda.synchronize()
+    print("BUSY DONE %.1f" % time.time(), flush=True)
 while True:
     time.sleep(3600)
 PY
@@ -146,6 +157,51 @@ check(sb.get("phase") == "Success", "b starts by itself once a is destroyed")
 sees("b", sb)
 print("destroy b", call("POST", "/namespaces/default/computeinstances/b/destroy")[0])
 check(wait("b", ("NotDeployed",)).get("phase") == "NotDeployed", "b is destroyed (NotDeployed)")
+# Idle reclaim on the real GPU (docs/lifecycle-controller.md): a workload that keeps its GPU
+# busy for BUSY seconds is not stopped while busy, and is stopped with reason Idle once the real
+# utilisation has stayed below 5 % for 10 s; its GPU is free again and a start brings it back.
+BUSY = 30
+print(call("POST", "/namespaces/default/environmenttemplates", {"metadata": {"name": "busy"},
+      "spec": {"driver": "local", "local": {"command": ["python3", probe_dir + "/probe.py", "busy", str(BUSY)],
+                                            "restartPolicy": "Never"}}})[0])
+print(call("POST", "/namespaces/default/computeprofiles", {"metadata": {"name": "idle10s"},
+      "spec": {"templateRef": {"name": "busy"}, "resources": {"gpu": {"count": 1}},
+               "lifecycle": {"idle": {"gpuUtilizationBelow": 5, "after": "10s", "action": "Stop"}}}})[0])
+print(call("POST", "/namespaces/default/computeinstances", {"metadata": {"name": "idler"}, "spec": {"profileRef": {"name": "idle10s"}}})[0])
+print("deploy idler", call("POST", "/namespaces/default/computeinstances/idler/deploy")[0])
+si = wait("idler", ("Success", "Failed"))
+check(si.get("phase") == "Success", "idler (idle policy 10s) is Success")
+deployed_at = time.time()
+busy_seen = []
+while time.time() < deployed_at + BUSY - 5:
+    s = status("idler")
+    busy_seen.append((round(time.time() - deployed_at, 1), s.get("phase"), s.get("gpuUtilization"), s.get("idleSince")))
+    time.sleep(2)
+print("== idler while busy (t, phase, gpuUtilization, idleSince):", json.dumps(busy_seen))
+check(all(p == "Success" for _, p, _, _ in busy_seen), "idler is not stopped while its GPU is busy")
+check(any(isinstance(u, int) and u >= 50 for _, _, u, _ in busy_seen),
+      "the sampler saw the busy GPU (utilisation >= 50 % at least once)")
+check(not any(i for _, _, u, i in busy_seen if isinstance(u, int) and u >= 50 and i),
+      "no idleSince while the GPU is busy")
+st = wait("idler", ("Stopped",), BUSY + 90)
+stopped_after = round(time.time() - deployed_at, 1)
+print("== idler", json.dumps({k: st.get(k) for k in ("phase", "reason", "message", "gpus", "idleSince")}),
+      f"stopped about {stopped_after}s after Success")
+check(st.get("phase") == "Stopped" and st.get("reason") == "Idle",
+      "idler is stopped with reason Idle once its real GPU stays idle")
+check(stopped_after >= BUSY + 10 - 3, f"not before {BUSY}s busy + 10s idle ({stopped_after}s)")
+alloc = call("GET", "/nodes")[1]["items"][0]["status"].get("allocated", {})
+print("== node allocated after the idle stop", json.dumps(alloc))
+check(sum(alloc.values()) == 0, "the idle stop gave the GPU back")
+time.sleep(1)
+left = os.popen("pgrep -fc '[p]robe.py busy' || true").read().strip()
+check(left == "0", f"the idle workload's process is gone ({left} left)")
+print("start idler", call("POST", "/namespaces/default/computeinstances/idler/start")[0])
+ss = wait("idler", ("Success", "Failed"))
+print("== idler after start", json.dumps({k: ss.get(k) for k in ("phase", "reason", "gpus")}))
+check(ss.get("phase") == "Success" and len(ss.get("gpus", [])) == 1, "a start brings idler back on a GPU")
+print("destroy idler", call("POST", "/namespaces/default/computeinstances/idler/destroy")[0])
+check(wait("idler", ("NotDeployed",)).get("phase") == "NotDeployed", "idler is destroyed (NotDeployed)")
 print("GPU CHECK " + ("PASSED" if not fails else "FAILED: " + "; ".join(fails)), flush=True)
 sys.exit(1 if fails else 0)
 PY
