@@ -443,7 +443,7 @@ Response Router::GetOrWatch(ApiCall& c) {
   if (c.watch)
     return Guarded(WatchResponse(c.request, c.query, *c.t.kind, resources_.Watch(c.t, c.query)),
                    c.request, std::move(c.access), /*watch=*/true);
-  return ReadResponse(c.request, c.query, *c.t.kind, resources_.Get(c.t));
+  return ReadTextResponse(c.request, c.query, *c.t.kind, resources_.GetText(c.t));
 }
 
 Response Router::Replace(ApiCall& c) {

@@ -213,6 +213,13 @@ absl::StatusOr<json::object> ResourceService::Get(const Target& t) {
   return obj;
 }
 
+absl::StatusOr<std::string> ResourceService::GetText(const Target& t) {
+  auto text = store_.GetText(t.kind->kind, t.ns, t.name);
+  if (!text.ok() && absl::IsNotFound(text.status()) && t.kind->namespaced)
+    RETURN_IF_ERROR(CheckProjectExists(t.ns));
+  return text;
+}
+
 absl::StatusOr<store::ListOptions> ResourceService::ListOptionsFor(const Target& t,
                                                                    const Query& q) {
   store::ListOptions opts;

@@ -63,6 +63,8 @@ class ResourceService {
   absl::StatusOr<boost::json::object> Create(const Target& t, std::string_view body,
                                              const AlsoCommit& also = nullptr);
   absl::StatusOr<boost::json::object> Get(const Target& t);
+  // The object as its stored JSON text (store::Store::GetText), errors as Get.
+  absl::StatusOr<std::string> GetText(const Target& t);
   // A list in a project also holds the objects of other projects shared into it (templates,
   // profiles, instances), marked status.sharedFrom, after the project's own.
   absl::StatusOr<boost::json::object> List(const Target& t, const Query& q);

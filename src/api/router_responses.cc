@@ -82,6 +82,17 @@ Response ReadResponse(const Request& request, const Query& query, const model::K
   return JsonResponse(200, ToTable(kind, *result, *include, version, TableNow()));
 }
 
+Response ReadTextResponse(const Request& request, const Query& query, const model::KindInfo& kind,
+                          absl::StatusOr<std::string> text) {
+  if (!text.ok()) return ErrorResponse(text.status());
+  if (!TableVersionWanted(request.accept).empty() || model::HoldsSealed(*text))
+    return ReadResponse(request, query, kind, model::ParseStoredObject(*text));
+  Response r;
+  r.status = 200;
+  r.body = *std::move(text);
+  return r;
+}
+
 namespace {
 
 // The pieces of a streamed list (StreamedList): the envelope with the first page, then each

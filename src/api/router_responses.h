@@ -34,6 +34,11 @@ Response WriteResponse(absl::StatusOr<boost::json::object> result, int ok_status
 // A get or list: JSON, or a meta.k8s.io Table when the client asks for one (kubectl get).
 Response ReadResponse(const Request& request, const Query& query, const model::KindInfo& kind,
                       absl::StatusOr<boost::json::object> result);
+// A get from the object's stored JSON text (ResourceService::GetText): the text is sent as
+// it is (no parse, no walk, no serialisation) when the answer is plain JSON and the object
+// holds no sealed value to redact; otherwise it is read and answered as ReadResponse does.
+Response ReadTextResponse(const Request& request, const Query& query, const model::KindInfo& kind,
+                          absl::StatusOr<std::string> text);
 // Reads the page of a list that a continue token names (ResourceService::List with it).
 using NextPage =
     std::function<absl::StatusOr<boost::json::object>(const std::string& continue_token)>;

@@ -3,9 +3,6 @@
 #include "model/codec.h"
 
 namespace gantry::model {
-namespace {
-
-namespace json = boost::json;
 
 // One scan per string (every answer is redacted with it): "sealed:v" then "1:" or "2:".
 bool HoldsSealed(std::string_view s) {
@@ -16,6 +13,10 @@ bool HoldsSealed(std::string_view s) {
   }
   return false;
 }
+
+namespace {
+
+namespace json = boost::json;
 
 bool IsVariableDefault(std::string_view path) {
   // spec.variables[N].default

@@ -45,6 +45,10 @@ std::string DefaultContext(std::string_view kind, std::string_view ns, std::stri
 void FindMisplacedSealed(const boost::json::object& obj, bool is_instance,
                          std::string_view sealed_field, std::vector<FieldCause>* causes);
 
+// Whether `s` holds a sealed value ("sealed:v1:…", "sealed:v2:…"). On an object's JSON text:
+// whether it may hold one (a string that merely contains those letters counts too).
+bool HoldsSealed(std::string_view s);
+
 // Replaces every sealed value in `v`, wherever it is, with kRedacted; for an API object,
 // every sealed value of its spec (the only place one can be).
 void RedactSealed(boost::json::value& v);

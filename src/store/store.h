@@ -104,6 +104,12 @@ class Store {
   virtual absl::StatusOr<boost::json::object> Get(const std::string& kind, const std::string& ns,
                                                   const std::string& name) = 0;
 
+  // The object as JSON text, for an answer that sends it unchanged (a GET): what Get returns,
+  // serialised. Errors as Get. A store that keeps the text returns it without parsing
+  // (valid UTF-8, as Get scrubs it); this default serialises Get's object.
+  virtual absl::StatusOr<std::string> GetText(const std::string& kind, const std::string& ns,
+                                              const std::string& name);
+
   // A page of objects, newest first. INVALID_ARGUMENT for a malformed continue token.
   virtual absl::StatusOr<ListResult> List(const ListOptions& options) = 0;
 

@@ -1,10 +1,13 @@
 #include "store/store_common.h"
 
+#include "store/store.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 
 #include "common/errors.h"
+#include "common/status_macros.h"
 #include "common/utf8.h"
 #include "model/codec.h"
 #include "model/schema.h"
@@ -16,6 +19,18 @@ namespace json = boost::json;
 namespace {
 constexpr char kContinuePrefix[] = "c1.";
 }  // namespace
+
+absl::StatusOr<std::string> Store::GetText(const std::string& kind, const std::string& ns,
+                                           const std::string& name) {
+  ASSIGN_OR_RETURN(json::object obj, Get(kind, ns, name));
+  return json::serialize(obj);
+}
+
+absl::StatusOr<std::string> StoredText(std::string_view body) {
+  if (body.starts_with('{') && IsValidUtf8(body)) return std::string(body);
+  ASSIGN_OR_RETURN(json::object obj, model::ParseStoredObject(body));
+  return json::serialize(obj);
+}
 
 std::string QualifiedResource(const std::string& kind) {
   const model::KindInfo* k = model::FindKindByName(kind);

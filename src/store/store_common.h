@@ -36,6 +36,10 @@ absl::StatusOr<int64_t> ParseContinueToken(const std::string& token);
 // is not valid UTF-8: checked by both stores before a commit touches the database.
 absl::Status CheckStorable(const std::string& kind, const boost::json::object& obj);
 
+// A stored body as GetText returns it: the text itself when it is valid UTF-8 (what every
+// write since invalid UTF-8 was refused stored), else parsed and scrubbed as Get reads it.
+absl::StatusOr<std::string> StoredText(std::string_view body);
+
 // The refusals every store gives in the same words.
 absl::Status ObjectNotFound(const std::string& kind, const std::string& name);
 absl::Status ObjectModified(const std::string& kind, const std::string& name);

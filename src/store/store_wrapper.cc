@@ -60,6 +60,12 @@ absl::StatusOr<boost::json::object> StoreWrapper::Get(const std::string& kind,
                                                       [&] { return inner_.Get(kind, ns, name); });
 }
 
+absl::StatusOr<std::string> StoreWrapper::GetText(const std::string& kind, const std::string& ns,
+                                                  const std::string& name) {
+  return Forward<absl::StatusOr<std::string>>(StoreCall::kGet, {kind},
+                                              [&] { return inner_.GetText(kind, ns, name); });
+}
+
 absl::StatusOr<ListResult> StoreWrapper::List(const ListOptions& options) {
   return Forward<absl::StatusOr<ListResult>>(StoreCall::kList, {options.kind},
                                              [&] { return inner_.List(options); });

@@ -66,6 +66,10 @@ class OutboxStore final : public store::Store {
                                           const std::string& name) override {
     return inner_->Get(kind, ns, name);
   }
+  absl::StatusOr<std::string> GetText(const std::string& kind, const std::string& ns,
+                                      const std::string& name) override {
+    return inner_->GetText(kind, ns, name);
+  }
   absl::StatusOr<store::ListResult> List(const store::ListOptions& options) override {
     return inner_->List(options);
   }

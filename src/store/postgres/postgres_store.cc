@@ -335,6 +335,18 @@ absl::StatusOr<json::object> PostgresStore::Get(const std::string& kind, const s
   return model::ParseStoredObject(r.text(0, 0));
 }
 
+absl::StatusOr<std::string> PostgresStore::GetText(const std::string& kind, const std::string& ns,
+                                                   const std::string& name) {
+  ASSIGN_OR_RETURN(Lease c, Acquire());
+  Result r = c->Run(
+      "SELECT body FROM objects WHERE kind = $1::text AND namespace = $2::text "
+      "AND name = $3::text",
+      {kind, ns, name});
+  if (!r.ok()) return DbError(r, "get");
+  if (r.rows() == 0) return ObjectNotFound(kind, name);
+  return StoredText(r.text(0, 0));
+}
+
 absl::StatusOr<ListResult> PostgresStore::List(const ListOptions& options) {
   std::vector<std::string> params = {options.kind};
   std::string inner = "SELECT id, body FROM objects WHERE kind = $1::text";

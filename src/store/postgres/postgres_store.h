@@ -83,6 +83,8 @@ class PostgresStore final : public Store {
 
   absl::StatusOr<boost::json::object> Get(const std::string& kind, const std::string& ns,
                                           const std::string& name) override;
+  absl::StatusOr<std::string> GetText(const std::string& kind, const std::string& ns,
+                                      const std::string& name) override;
   absl::StatusOr<ListResult> List(const ListOptions& options) override;
   absl::StatusOr<std::vector<boost::json::object>> Commit(
       std::vector<Write> writes, Durability durability = Durability::kDurable) override;
