@@ -40,12 +40,24 @@ build() {
     ninja -C build-release gantryd gantry
 }
 
+# The web UI (web/dist, which gantryd serves from /) builds beside gantryd: npm and vite use
+# about one core (and the network on a first run) while the C++ build's last, longest files
+# leave a core idle. Its output joins the log when it is done; both builds must succeed.
+build_all() {
+  bash scripts/build-ui.sh >build-release/ui.log 2>&1 &
+  local ui=$! rc=0
+  build || rc=$?
+  wait "$ui" || rc=$?
+  echo "=== the web UI's build:"
+  cat build-release/ui.log
+  return "$rc"
+}
+
 echo "Gantry: the full output of each step goes to $LOG"
 step "installing packages" bash scripts/install-deps.sh run
 grep -E '^(packages|creating system user)' "$LOG" | sed 's/^/  /' || true
-step "building the web UI" bash scripts/build-ui.sh   # web/dist: the UI gantryd serves from /
 bash scripts/open-path-for-workloads.sh .   # as root, workloads run as gantry-workload
-step "building gantryd and the CLI" build
+step "building the web UI, gantryd and the CLI" build_all
 LISTEN="${GANTRY_LISTEN:-127.0.0.1:8080}"
 TLS_LISTEN="${GANTRY_TLS_LISTEN:-127.0.0.1:8443}"
 SERVER="http://${LISTEN}"

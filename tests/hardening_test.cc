@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -400,6 +401,65 @@ TEST_F(WritePathTest, ACreateAndItsAuditRecordAreCommittedTogether) {
   std::sort(records.begin(), records.end());
   EXPECT_EQ(records, (std::vector<std::string>{" Failed 409 system:bootstrap",
                                                "one-0 Allowed 201 system:bootstrap"}));
+}
+
+// Updates and patches are committed with their audit record too: 5 PUTs, 5 merge patches and
+// 5 JSON patches that change a project make 15 store calls (not 30), each recorded with its
+// verb and code. A patch that changes nothing commits no object and is still recorded (by
+// Handle, one call); a PUT with a stale resourceVersion (409) likewise.
+TEST_F(WritePathTest, AnUpdateAndItsAuditRecordAreCommittedTogether) {
+  if (TestStoreIsPostgres()) GTEST_SKIP() << "counts the SQLite store's commit calls";
+  const std::string path = "/apis/paas.gantry.dev/v1/projects/up";
+  api().CreateProject("up");
+  auto with_label = [&](int i) {
+    return json::object{{"apiVersion", "paas.gantry.dev/v1"},
+                        {"kind", "Project"},
+                        {"metadata", {{"name", "up"}, {"labels", {{"n", std::to_string(i)}}}}}};
+  };
+  const std::string before = api().Get("/metrics").raw;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(api().Put(path, with_label(i)).status, 200);
+    ASSERT_EQ(api()
+                  .Patch(path, json::parse(R"({"metadata":{"labels":{"m":")" + std::to_string(i) +
+                                           R"("}}})"))
+                  .status,
+              200);
+    ASSERT_EQ(api()
+                  .Call("PATCH", path,
+                        R"([{"op":"add","path":"/metadata/annotations","value":{"a":")" +
+                            std::to_string(i) + R"("}}])",
+                        "application/json-patch+json")
+                  .status,
+              200);
+  }
+  const std::string after = api().Get("/metrics").raw;
+  const double calls =
+      ValueOf(after, "gantry_store_commits_total") - ValueOf(before, "gantry_store_commits_total");
+  EXPECT_GE(calls, 15);
+  EXPECT_LT(calls, 15 + 5) << before << "\n----\n" << after;
+
+  const double no_op_before = ValueOf(api().Get("/metrics").raw, "gantry_store_commits_total");
+  ASSERT_EQ(api().Patch(path, json::parse(R"({"metadata":{"labels":{"m":"4"}}})")).status, 200);
+  json::object stale = with_label(9);
+  stale["metadata"].as_object()["resourceVersion"] = "1";
+  ASSERT_EQ(api().Put(path, stale).status, 409);
+  const double no_op_calls =
+      ValueOf(api().Get("/metrics").raw, "gantry_store_commits_total") - no_op_before;
+  EXPECT_GE(no_op_calls, 2);  // the two records, each on its own
+  EXPECT_LT(no_op_calls, 2 + 5);
+
+  Resp audit = api().Get("/apis/paas.gantry.dev/v1/auditevents");
+  ASSERT_EQ(audit.status, 200) << audit.raw;
+  std::map<std::string, int> seen;  // "verb code result" -> records of project up
+  for (const auto& e : audit.obj().at("items").as_array()) {
+    const json::object& o = e.as_object();
+    if (Str(o, "objectRef.resource") != "projects" || Str(o, "objectRef.name") != "up") continue;
+    seen[Str(o, "verb") + " " + std::to_string(Int(o, "code")) + " " + Str(o, "result")] += 1;
+  }
+  EXPECT_EQ(seen, (std::map<std::string, int>{{"create 201 Allowed", 1},
+                                              {"patch 200 Allowed", 11},
+                                              {"update 200 Allowed", 5},
+                                              {"update 409 Failed", 1}}));
 }
 
 }  // namespace

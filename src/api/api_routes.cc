@@ -413,19 +413,31 @@ Response Router::Create(ApiCall& c) {
     return ErrorResponse(BadRequestError("create " + c.t.kind->plural +
                                          " in a project: POST /apis/" + model::kApiVersion +
                                          "/namespaces/PROJECT/" + c.t.kind->plural));
-  // The audit record of a successful create goes into the create's own transaction; a
-  // refused or failed one is recorded by Handle as before.
-  auto record = [&](const json::object& created) {
-    auth::AuditEntry e = c.call.entry;
-    e.name = model::GetString(created, "metadata.name");
-    Answered(e, 201, c.request.remote);
-    return audit_.AsWrite(e);
-  };
-  const bool with_record = c.call.audit && c.call.entry.authenticated && !c.t.dry_run;
-  auto created =
-      resources_.Create(c.t, c.request.body, with_record ? record : ResourceService::AlsoCommit());
-  c.call.audit_committed = with_record && created.ok();
+  std::optional<ResourceService::AlsoCommit> record = AuditInWrite(c, 201);
+  auto created = resources_.Create(c.t, c.request.body, record ? &*record : nullptr);
+  c.call.audit_committed = record && record->committed;
   return Written(c, std::move(created), 201);
+}
+
+// The audit record of a successful create or update, for the write's own transaction (one
+// commit holds both); nullopt when the request is not recorded so (a dry run, an
+// unauthenticated call). A refused, failed or no-op write is recorded by Handle afterwards.
+std::optional<ResourceService::AlsoCommit> Router::AuditInWrite(ApiCall& c, int code) {
+  if (!c.call.audit || !c.call.entry.authenticated || c.t.dry_run) return std::nullopt;
+  return ResourceService::AlsoCommit{[this, &c, code](const json::object& written) {
+    auth::AuditEntry e = c.call.entry;
+    e.name = model::GetString(written, "metadata.name");
+    Answered(e, code, c.request.remote);
+    return audit_.AsWrite(e);
+  }};
+}
+
+// An update's answer, its audit record committed with it when the write committed.
+Response Router::Updated(ApiCall& c, const UpdateCall& update) {
+  std::optional<ResourceService::AlsoCommit> record = AuditInWrite(c, 200);
+  auto written = update(record ? &*record : nullptr);
+  c.call.audit_committed = record && record->committed;
+  return Written(c, std::move(written));
 }
 
 Response Router::Written(const ApiCall& c, absl::StatusOr<json::object> result, int ok_status) {
@@ -448,7 +460,9 @@ Response Router::GetOrWatch(ApiCall& c) {
 
 Response Router::Replace(ApiCall& c) {
   if (absl::Status s = CheckJsonBody(c.request); !s.ok()) return ErrorResponse(s);
-  return Written(c, resources_.Replace(c.t, c.request.body));
+  return Updated(c, [&](ResourceService::AlsoCommit* also) {
+    return resources_.Replace(c.t, c.request.body, also);
+  });
 }
 
 Response Router::Patch(ApiCall& c) {
@@ -459,9 +473,13 @@ Response Router::Patch(ApiCall& c) {
         BadRequestError("force is only allowed for apply requests (application/apply-patch+yaml)"));
   if (apply) return ServerSideApply(c);
   if (type == "application/merge-patch+json")
-    return Written(c, resources_.MergePatch(c.t, c.request.body));
+    return Updated(c, [&](ResourceService::AlsoCommit* also) {
+      return resources_.MergePatch(c.t, c.request.body, also);
+    });
   if (type == "application/json-patch+json")
-    return Written(c, resources_.JsonPatch(c.t, c.request.body));
+    return Updated(c, [&](ResourceService::AlsoCommit* also) {
+      return resources_.JsonPatch(c.t, c.request.body, also);
+    });
   // Like Kubernetes for custom resources: strategic merge needs Go types' patch
   // strategies, which these kinds do not have. `kubectl patch` sends it by default.
   if (type == "application/strategic-merge-patch+json")

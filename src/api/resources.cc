@@ -85,7 +85,8 @@ const KindStrategy& ResourceService::StrategyOf(const Target& t) const {
 }
 
 absl::Status ResourceService::CheckProjectExists(const std::string& ns) {
-  auto p = store_.Get(kProjectKind, "", ns);
+  // Only whether it is there: its text, not parsed (every create and list asks).
+  auto p = store_.GetText(kProjectKind, "", ns);
   if (p.ok()) return absl::OkStatus();
   if (absl::IsNotFound(p.status())) return NotFoundError("project \"" + ns + "\" not found");
   return p.status();
@@ -154,7 +155,7 @@ absl::Status ResourceService::ValidateIncoming(const Target& t, json::object& ob
 }
 
 absl::StatusOr<json::object> ResourceService::Create(const Target& t, std::string_view body,
-                                                     const AlsoCommit& also) {
+                                                     AlsoCommit* also) {
   if (t.kind->read_only)
     return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");
   ASSIGN_OR_RETURN(json::object incoming, model::ParseObjectJson(body));
@@ -163,7 +164,7 @@ absl::StatusOr<json::object> ResourceService::Create(const Target& t, std::strin
 
 absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json::object incoming,
                                                            const ApplyInfo* apply,
-                                                           const AlsoCommit& also) {
+                                                           AlsoCommit* also) {
   Target target = t;
   target.name.clear();
   RETURN_IF_ERROR(ValidateIncoming(target, incoming, /*for_create=*/true));
@@ -195,10 +196,13 @@ absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json
     RETURN_IF_ERROR(strategy.Admit(t, nullptr, next, &writes));
     RETURN_IF_ERROR(model::ForgetAbsentFields(next));  // e.g. spec.password, now a credential
     if (t.dry_run) return next;  // as Kubernetes: no resourceVersion, nothing stored
-    if (also) writes.push_back(also(next));
+    if (also) writes.push_back(also->make(next));
     writes[0].object = std::move(next);
     auto stored = store_.Commit(std::move(writes));
-    if (stored.ok()) return std::move((*stored)[0]);
+    if (stored.ok()) {
+      if (also) also->committed = true;
+      return std::move((*stored)[0]);
+    }
     // Another create in a project with a per-user quota won the race for the project's
     // resourceVersion (the instancesPerUser guard of BeforeCreate): count again.
     if (absl::IsAborted(stored.status()) && attempt < kMaxRetries) continue;
@@ -320,7 +324,7 @@ absl::StatusOr<json::object> ResourceService::List(const Target& t, const Query&
 
 absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::object incoming,
                                                          int64_t expected_rv,
-                                                         const ApplyInfo* apply) {
+                                                         const ApplyInfo* apply, AlsoCommit* also) {
   RETURN_IF_ERROR(ValidateIncoming(t, incoming, /*for_create=*/false));
   const KindStrategy& strategy = StrategyOf(t);
   std::string want_uid = GetString(incoming, "metadata.uid");
@@ -359,10 +363,14 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
         store::Write::Op::kUpdate, t.kind->kind, {}, expected_rv ? expected_rv : current_rv, 0});
     RETURN_IF_ERROR(strategy.Admit(t, &current, next, &writes));
     RETURN_IF_ERROR(model::ForgetAbsentFields(next));  // e.g. spec.password, now a credential
+    if (t.dry_run) return next;                        // resourceVersion stays the current one
+    if (also) writes.push_back(also->make(next));
     writes[0].object = std::move(next);
-    if (t.dry_run) return std::move(writes[0].object);  // resourceVersion stays the current one
     auto stored = store_.Commit(std::move(writes));
-    if (stored.ok()) return std::move((*stored)[0]);
+    if (stored.ok()) {
+      if (also) also->committed = true;
+      return std::move((*stored)[0]);
+    }
     // A write between our read and commit: retry from the new state unless the client
     // asked for a precondition (then the conflict is its answer), as Kubernetes does.
     if (expected_rv == 0 && absl::IsAborted(stored.status()) && attempt < kMaxRetries) continue;
@@ -370,7 +378,8 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
   }
 }
 
-absl::StatusOr<json::object> ResourceService::Replace(const Target& t, std::string_view body) {
+absl::StatusOr<json::object> ResourceService::Replace(const Target& t, std::string_view body,
+                                                      AlsoCommit* also) {
   ASSIGN_OR_RETURN(json::object incoming, model::ParseObjectJson(body));
   std::string rv = GetString(incoming, "metadata.resourceVersion");
   int64_t expected = 0;
@@ -382,10 +391,11 @@ absl::StatusOr<json::object> ResourceService::Replace(const Target& t, std::stri
                                                             "returned by the server"}});
     expected = std::stoll(rv);
   }
-  return UpdateFrom(t, std::move(incoming), expected);
+  return UpdateFrom(t, std::move(incoming), expected, nullptr, also);
 }
 
-absl::StatusOr<json::object> ResourceService::MergePatch(const Target& t, std::string_view body) {
+absl::StatusOr<json::object> ResourceService::MergePatch(const Target& t, std::string_view body,
+                                                         AlsoCommit* also) {
   ASSIGN_OR_RETURN(json::object patch, model::ParseObjectJson(body));
   std::string rv = GetString(patch, "metadata.resourceVersion");
   for (int attempt = 0;; ++attempt) {
@@ -411,7 +421,7 @@ absl::StatusOr<json::object> ResourceService::MergePatch(const Target& t, std::s
       expected = std::stoll(rv);
     }
     meta.erase("resourceVersion");
-    auto out = UpdateFrom(t, std::move(merged.as_object()), expected);
+    auto out = UpdateFrom(t, std::move(merged.as_object()), expected, nullptr, also);
     if (out.ok() || !rv.empty() || !absl::IsAborted(out.status()) || attempt >= kMaxRetries)
       return out;
   }
@@ -460,7 +470,8 @@ absl::Status ResourceService::RecordManagers(const Target& t, const json::object
   return absl::OkStatus();
 }
 
-absl::StatusOr<json::object> ResourceService::JsonPatch(const Target& t, std::string_view body) {
+absl::StatusOr<json::object> ResourceService::JsonPatch(const Target& t, std::string_view body,
+                                                        AlsoCommit* also) {
   ASSIGN_OR_RETURN(json::value patch, model::ParseJsonValue(body));
   for (int attempt = 0;; ++attempt) {
     ASSIGN_OR_RETURN(json::object current, Get(t));
@@ -483,7 +494,7 @@ absl::StatusOr<json::object> ResourceService::JsonPatch(const Target& t, std::st
       return BadRequestError("metadata.resourceVersion \"" + rv + "\" is not valid");
     int64_t expected = std::stoll(precondition ? rv : current_rv);
     model::EnsureObject(obj, "metadata").erase("resourceVersion");
-    auto out = UpdateFrom(t, std::move(obj), expected);
+    auto out = UpdateFrom(t, std::move(obj), expected, nullptr, also);
     if (out.ok() || precondition || !absl::IsAborted(out.status()) ||
         !CausesOf(out.status()).empty() || attempt >= kMaxRetries)
       return out;

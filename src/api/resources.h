@@ -57,21 +57,29 @@ class ResourceService {
   store::Store& store() const { return store_; }
   const Clock& clock() const { return context_.clock; }
 
-  // What a create commits with the object, made from the object as it is stored: the
-  // request's audit record (Router::Create), so that one transaction holds both.
-  using AlsoCommit = std::function<store::Write(const boost::json::object& created)>;
+  // What a create or an update commits with the object, made from the object as it is
+  // written: the request's audit record (Router::AuditInWrite), so that one transaction holds
+  // both. `committed` is set once a commit holding it succeeded (a no-op update or a dry run
+  // commits nothing).
+  struct AlsoCommit {
+    std::function<store::Write(const boost::json::object& written)> make;
+    bool committed = false;
+  };
   absl::StatusOr<boost::json::object> Create(const Target& t, std::string_view body,
-                                             const AlsoCommit& also = nullptr);
+                                             AlsoCommit* also = nullptr);
   absl::StatusOr<boost::json::object> Get(const Target& t);
   // The object as its stored JSON text (store::Store::GetText), errors as Get.
   absl::StatusOr<std::string> GetText(const Target& t);
   // A list in a project also holds the objects of other projects shared into it (templates,
   // profiles, instances), marked status.sharedFrom, after the project's own.
   absl::StatusOr<boost::json::object> List(const Target& t, const Query& q);
-  absl::StatusOr<boost::json::object> Replace(const Target& t, std::string_view body);
-  absl::StatusOr<boost::json::object> MergePatch(const Target& t, std::string_view body);
+  absl::StatusOr<boost::json::object> Replace(const Target& t, std::string_view body,
+                                              AlsoCommit* also = nullptr);
+  absl::StatusOr<boost::json::object> MergePatch(const Target& t, std::string_view body,
+                                                 AlsoCommit* also = nullptr);
   // RFC 6902 JSON patch (kubectl patch --type=json), applied to the whole stored object.
-  absl::StatusOr<boost::json::object> JsonPatch(const Target& t, std::string_view body);
+  absl::StatusOr<boost::json::object> JsonPatch(const Target& t, std::string_view body,
+                                                AlsoCommit* also = nullptr);
   // Server-side apply (application/apply-patch+yaml; `body` is YAML or JSON) by
   // t.field_manager: creates the object when absent (*created), else merges the
   // configuration in with the ownership rules of model/managed_fields.h (409 on conflicts
@@ -130,10 +138,11 @@ class ResourceService {
   };
   absl::StatusOr<boost::json::object> CreateObject(const Target& t, boost::json::object incoming,
                                                    const ApplyInfo* apply,
-                                                   const AlsoCommit& also = nullptr);
+                                                   AlsoCommit* also = nullptr);
   absl::StatusOr<boost::json::object> UpdateFrom(const Target& t, boost::json::object incoming,
                                                  int64_t expected_rv,
-                                                 const ApplyInfo* apply = nullptr);
+                                                 const ApplyInfo* apply = nullptr,
+                                                 AlsoCommit* also = nullptr);
   // Sets next's metadata.managedFields for a write of `incoming` by t.field_manager
   // (an Update, or an Apply when `apply` is set); 409 on apply conflicts, 422 for
   // managedFields sent that cannot be read.

@@ -162,6 +162,10 @@ class Router {
   absl::StatusOr<boost::json::object> VisibleList(const Target& t, const Query& query,
                                                   const Visibility& visible);
   Response Create(ApiCall& c);
+  std::optional<ResourceService::AlsoCommit> AuditInWrite(ApiCall& c, int code);
+  using UpdateCall =
+      std::function<absl::StatusOr<boost::json::object>(ResourceService::AlsoCommit* also)>;
+  Response Updated(ApiCall& c, const UpdateCall& update);
   // The answer to a create or update of c.t: with the warnings of its kind's strategy.
   Response Written(const ApiCall& c, absl::StatusOr<boost::json::object> result,
                    int ok_status = 200);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace gantry {
 namespace {
 
@@ -20,6 +22,19 @@ TEST(Utf8, RefusesWhatJsonReadersRefuse) {
   EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate U+D800
   EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // above U+10FFFF
   EXPECT_FALSE(IsValidUtf8("\xE6\x9D"));          // truncated
+}
+
+// IsValidUtf8 reads ASCII eight bytes at a time: a bad or multi-byte sequence at every offset
+// around those words is still seen.
+TEST(Utf8, SequencesAtEveryOffsetAroundEightByteWords) {
+  for (size_t before = 0; before <= 17; ++before) {
+    const std::string pad(before, 'a');
+    EXPECT_TRUE(IsValidUtf8(pad + "\xE6\x9D\xB1" + pad)) << before;  // 東
+    EXPECT_TRUE(IsValidUtf8(pad + "\xF0\x9F\x9A\x80")) << before;    // 🚀 at the end
+    EXPECT_FALSE(IsValidUtf8(pad + "\xFF" + pad)) << before;
+    EXPECT_FALSE(IsValidUtf8(pad + "\xE6\x9D")) << before;            // cut short at the end
+    EXPECT_FALSE(IsValidUtf8(pad + "\xED\xA0\x80" + pad)) << before;  // a surrogate
+  }
 }
 
 TEST(Utf8, ScrubReplacesEachInvalidByte) {

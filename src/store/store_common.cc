@@ -1,7 +1,5 @@
 #include "store/store_common.h"
 
-#include "store/store.h"
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -11,6 +9,7 @@
 #include "common/utf8.h"
 #include "model/codec.h"
 #include "model/schema.h"
+#include "store/store.h"
 
 namespace gantry::store {
 

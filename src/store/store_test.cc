@@ -1,4 +1,5 @@
 // Store unit tests: opening, writes and commits, revisions, lists and pages.
+#include "common/utf8.h"
 #include "store/store_test_fixture.h"
 
 namespace gantry::store::store_tests {
@@ -151,6 +152,41 @@ TEST_P(StoreTest, GetMissingIsNotFound) {
             absl::StatusCode::kNotFound);
   EXPECT_EQ(StatusText(store_->Get(kProfile, "vision", "ghost").status()),
             "computeprofiles.paas.gantry.dev \"ghost\" not found");
+}
+
+// GetText is the stored object as text: what Get returns, serialised (a GET sends it as it is).
+TEST_P(StoreTest, GetTextIsTheStoredObject) {
+  json::object stored = MustCreate(Make({.name = "gpu-1", .display_name = "Modèle ✓ 模型"}));
+  auto text = store_->GetText(kInstance, "ml-research", "gpu-1");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(*text, json::serialize(stored));
+  EXPECT_EQ(json::parse(*text), json::value(stored));
+  auto missing = store_->GetText(kInstance, "ml-research", "ghost");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(StatusText(missing.status()),
+            StatusText(store_->Get(kInstance, "ml-research", "ghost").status()));
+}
+
+// A row written before invalid UTF-8 was refused: GetText scrubs it as Get does (U+FFFD),
+// never sends the bad bytes.
+TEST_P(SqliteOnlyStoreTest, GetTextScrubsARowWithInvalidUtf8AsGetDoes) {
+  MustCreate(Make({.name = "old", .display_name = "ok"}));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  // "ok" becomes "o\xFFk": the raw byte, through a blob cast to text.
+  ASSERT_EQ(sqlite3_exec(db,
+                         "UPDATE objects SET body = CAST(replace(body, '\"ok\"', "
+                         "CAST(X'226FFF6B22' AS TEXT)) AS TEXT) WHERE name = 'old'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto text = store_->GetText(kInstance, "ml-research", "old");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(IsValidUtf8(*text));
+  EXPECT_THAT(*text, HasSubstr("o\xEF\xBF\xBDk"));
+  auto got = store_->Get(kInstance, "ml-research", "old");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*text, json::serialize(*got));
 }
 
 TEST_P(StoreTest, DuplicateCreateIsAlreadyExists) {
