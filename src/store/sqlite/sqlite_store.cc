@@ -392,7 +392,9 @@ absl::Status SqliteStore::ApplyPut(Write& w, int64_t rv, std::vector<Event>* eve
   e.Bind(1, rv).Bind(2, type).Bind(3, w.kind).Bind(4, ns).Bind(5, name).Bind(6, body);
   if (e.Step() != SQLITE_DONE) return absl::Status(absl::StatusCode::kUnavailable, e.Error());
   events->push_back(Event{rv, type, w.kind, ns, name, w.object});
-  *stored = w.object;
+  // The write is not read again (a call that fails is failed, not re-applied): its object is
+  // the answer, moved rather than copied.
+  *stored = std::move(w.object);
   return absl::OkStatus();
 }
 
