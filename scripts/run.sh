@@ -36,8 +36,7 @@ step() {
 }
 
 build() {
-  cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_TESTS=OFF &&
-    ninja -C build-release gantryd gantry
+  bash scripts/configure-release.sh && ninja -C build-release gantryd gantry
 }
 
 # The web UI (web/dist, which gantryd serves from /) builds beside gantryd: npm and vite use

@@ -132,8 +132,7 @@ class RunScriptTest : public ::testing::Test {
       ::setenv("CCACHE_DISABLE", "1", 1);  // inherited by run.sh too
     std::string prebuild = "cd '" + root_ + "' && export CCACHE_BASEDIR='" + root_ +
                            "' CCACHE_NOHASHDIR=true CCACHE_STATSLOG='" + root_ +
-                           "/ccache-stats.log' && cmake -S . -B build-release -G Ninja "
-                           "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGANTRY_TESTS=OFF > prebuild.log "
+                           "/ccache-stats.log' && bash scripts/configure-release.sh > prebuild.log "
                            "2>&1 && ninja -j" +
                            jobs +
                            " -C build-release gantryd gantry >> "
