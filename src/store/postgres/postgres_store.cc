@@ -325,14 +325,9 @@ absl::Status PostgresStore::Init() {
 
 absl::StatusOr<json::object> PostgresStore::Get(const std::string& kind, const std::string& ns,
                                                 const std::string& name) {
-  ASSIGN_OR_RETURN(Lease c, Acquire());
-  Result r = c->Run(
-      "SELECT body FROM objects WHERE kind = $1::text AND namespace = $2::text "
-      "AND name = $3::text",
-      {kind, ns, name});
-  if (!r.ok()) return DbError(r, "get");
-  if (r.rows() == 0) return ObjectNotFound(kind, name);
-  return model::ParseStoredObject(r.text(0, 0));
+  // The stored text (valid UTF-8, scrubbed when an old row was not), parsed.
+  ASSIGN_OR_RETURN(std::string text, GetText(kind, ns, name));
+  return model::ParseStoredObject(text);
 }
 
 absl::StatusOr<std::string> PostgresStore::GetText(const std::string& kind, const std::string& ns,

@@ -250,14 +250,9 @@ void SqliteStore::ReleaseReader(Connection* conn) {
 
 absl::StatusOr<json::object> SqliteStore::Get(const std::string& kind, const std::string& ns,
                                               const std::string& name) {
-  Reader r = AcquireReader();
-  if (!r.conn()) return absl::UnavailableError("cannot open a database connection");
-  Stmt s(*r.conn(), "SELECT body FROM objects WHERE kind=?1 AND namespace=?2 AND name=?3");
-  s.Bind(1, kind).Bind(2, ns).Bind(3, name);
-  int rc = s.Step();
-  if (rc == SQLITE_DONE) return ObjectNotFound(kind, name);
-  if (rc != SQLITE_ROW) return SqlError(r.db(), "get");
-  return model::ParseStoredObject(s.View(0));
+  // The stored text (valid UTF-8, scrubbed when an old row was not), parsed.
+  ASSIGN_OR_RETURN(std::string text, GetText(kind, ns, name));
+  return model::ParseStoredObject(text);
 }
 
 absl::StatusOr<std::string> SqliteStore::GetText(const std::string& kind, const std::string& ns,
