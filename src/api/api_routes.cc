@@ -413,10 +413,9 @@ Response Router::Create(ApiCall& c) {
     return ErrorResponse(BadRequestError("create " + c.t.kind->plural +
                                          " in a project: POST /apis/" + model::kApiVersion +
                                          "/namespaces/PROJECT/" + c.t.kind->plural));
-  std::optional<ResourceService::AlsoCommit> record = AuditInWrite(c, 201);
-  auto created = resources_.Create(c.t, c.request.body, record ? &*record : nullptr);
-  c.call.audit_committed = record && record->committed;
-  return Written(c, std::move(created), 201);
+  return RecordedWrite(c, 201, [&](ResourceService::AlsoCommit* also) {
+    return resources_.Create(c.t, c.request.body, also);
+  });
 }
 
 // The audit record of a successful create or update, for the write's own transaction (one
@@ -432,12 +431,13 @@ std::optional<ResourceService::AlsoCommit> Router::AuditInWrite(ApiCall& c, int 
   }};
 }
 
-// An update's answer, its audit record committed with it when the write committed.
-Response Router::Updated(ApiCall& c, const UpdateCall& update) {
-  std::optional<ResourceService::AlsoCommit> record = AuditInWrite(c, 200);
-  auto written = update(record ? &*record : nullptr);
+// A create's or an update's answer (`ok_status` on success), its audit record committed with
+// it when the write committed.
+Response Router::RecordedWrite(ApiCall& c, int ok_status, const WriteCall& write) {
+  std::optional<ResourceService::AlsoCommit> record = AuditInWrite(c, ok_status);
+  auto written = write(record ? &*record : nullptr);
   c.call.audit_committed = record && record->committed;
-  return Written(c, std::move(written));
+  return Written(c, std::move(written), ok_status);
 }
 
 Response Router::Written(const ApiCall& c, absl::StatusOr<json::object> result, int ok_status) {
@@ -460,7 +460,7 @@ Response Router::GetOrWatch(ApiCall& c) {
 
 Response Router::Replace(ApiCall& c) {
   if (absl::Status s = CheckJsonBody(c.request); !s.ok()) return ErrorResponse(s);
-  return Updated(c, [&](ResourceService::AlsoCommit* also) {
+  return RecordedWrite(c, 200, [&](ResourceService::AlsoCommit* also) {
     return resources_.Replace(c.t, c.request.body, also);
   });
 }
@@ -473,11 +473,11 @@ Response Router::Patch(ApiCall& c) {
         BadRequestError("force is only allowed for apply requests (application/apply-patch+yaml)"));
   if (apply) return ServerSideApply(c);
   if (type == "application/merge-patch+json")
-    return Updated(c, [&](ResourceService::AlsoCommit* also) {
+    return RecordedWrite(c, 200, [&](ResourceService::AlsoCommit* also) {
       return resources_.MergePatch(c.t, c.request.body, also);
     });
   if (type == "application/json-patch+json")
-    return Updated(c, [&](ResourceService::AlsoCommit* also) {
+    return RecordedWrite(c, 200, [&](ResourceService::AlsoCommit* also) {
       return resources_.JsonPatch(c.t, c.request.body, also);
     });
   // Like Kubernetes for custom resources: strategic merge needs Go types' patch

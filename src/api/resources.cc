@@ -212,16 +212,19 @@ absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json
 
 absl::StatusOr<json::object> ResourceService::Get(const Target& t) {
   auto obj = store_.Get(t.kind->kind, t.ns, t.name);
-  if (!obj.ok() && absl::IsNotFound(obj.status()) && t.kind->namespaced)
-    RETURN_IF_ERROR(CheckProjectExists(t.ns));
+  if (!obj.ok()) return NotFoundIn(t, obj.status());
   return obj;
 }
 
 absl::StatusOr<std::string> ResourceService::GetText(const Target& t) {
   auto text = store_.GetText(t.kind->kind, t.ns, t.name);
-  if (!text.ok() && absl::IsNotFound(text.status()) && t.kind->namespaced)
-    RETURN_IF_ERROR(CheckProjectExists(t.ns));
+  if (!text.ok()) return NotFoundIn(t, text.status());
   return text;
+}
+
+absl::Status ResourceService::NotFoundIn(const Target& t, absl::Status read) {
+  if (absl::IsNotFound(read) && t.kind->namespaced) RETURN_IF_ERROR(CheckProjectExists(t.ns));
+  return read;
 }
 
 absl::StatusOr<store::ListOptions> ResourceService::ListOptionsFor(const Target& t,

@@ -130,6 +130,9 @@ class ResourceService {
   // The rules of t's kind (api/strategy.h).
   const KindStrategy& StrategyOf(const Target& t) const;
   // Validates a client-sent object for `t` and returns its causes (422) or OK.
+  // The error of a failed read of t: "project not found" when t's project is missing too,
+  // else `read` itself.
+  absl::Status NotFoundIn(const Target& t, absl::Status read);
   absl::Status ValidateIncoming(const Target& t, boost::json::object& obj, bool for_create);
   // What an Apply passes down to CreateObject/UpdateFrom: the applied fields.
   struct ApplyInfo {

@@ -163,9 +163,9 @@ class Router {
                                                   const Visibility& visible);
   Response Create(ApiCall& c);
   std::optional<ResourceService::AlsoCommit> AuditInWrite(ApiCall& c, int code);
-  using UpdateCall =
+  using WriteCall =
       std::function<absl::StatusOr<boost::json::object>(ResourceService::AlsoCommit* also)>;
-  Response Updated(ApiCall& c, const UpdateCall& update);
+  Response RecordedWrite(ApiCall& c, int ok_status, const WriteCall& write);
   // The answer to a create or update of c.t: with the warnings of its kind's strategy.
   Response Written(const ApiCall& c, absl::StatusOr<boost::json::object> result,
                    int ok_status = 200);

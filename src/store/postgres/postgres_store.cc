@@ -325,13 +325,18 @@ absl::Status PostgresStore::Init() {
 
 absl::StatusOr<json::object> PostgresStore::Get(const std::string& kind, const std::string& ns,
                                                 const std::string& name) {
-  // The stored text (valid UTF-8, scrubbed when an old row was not), parsed.
-  ASSIGN_OR_RETURN(std::string text, GetText(kind, ns, name));
-  return model::ParseStoredObject(text);
+  ASSIGN_OR_RETURN(std::string body, Body(kind, ns, name));
+  return model::ParseStoredObject(body);
 }
 
 absl::StatusOr<std::string> PostgresStore::GetText(const std::string& kind, const std::string& ns,
                                                    const std::string& name) {
+  ASSIGN_OR_RETURN(std::string body, Body(kind, ns, name));
+  return StoredText(body);
+}
+
+absl::StatusOr<std::string> PostgresStore::Body(const std::string& kind, const std::string& ns,
+                                                const std::string& name) {
   ASSIGN_OR_RETURN(Lease c, Acquire());
   Result r = c->Run(
       "SELECT body FROM objects WHERE kind = $1::text AND namespace = $2::text "
@@ -339,7 +344,7 @@ absl::StatusOr<std::string> PostgresStore::GetText(const std::string& kind, cons
       {kind, ns, name});
   if (!r.ok()) return DbError(r, "get");
   if (r.rows() == 0) return ObjectNotFound(kind, name);
-  return StoredText(r.text(0, 0));
+  return r.text(0, 0);
 }
 
 absl::StatusOr<ListResult> PostgresStore::List(const ListOptions& options) {

@@ -109,6 +109,9 @@ class PostgresStore final : public Store {
   class Lease;  // RAII lease of a pooled connection
   explicit PostgresStore(PostgresOptions options);
   absl::Status Init();
+  // The stored body of one object: the one query of Get and GetText. NOT_FOUND as Get.
+  absl::StatusOr<std::string> Body(const std::string& kind, const std::string& ns,
+                                   const std::string& name);
   absl::StatusOr<std::unique_ptr<Conn>> Connect();
   absl::StatusOr<Lease> Acquire();
   void Release(std::unique_ptr<Conn> conn);

@@ -250,13 +250,22 @@ void SqliteStore::ReleaseReader(Connection* conn) {
 
 absl::StatusOr<json::object> SqliteStore::Get(const std::string& kind, const std::string& ns,
                                               const std::string& name) {
-  // The stored text (valid UTF-8, scrubbed when an old row was not), parsed.
-  ASSIGN_OR_RETURN(std::string text, GetText(kind, ns, name));
-  return model::ParseStoredObject(text);
+  absl::StatusOr<json::object> obj;
+  RETURN_IF_ERROR(
+      ReadBody(kind, ns, name, [&](std::string_view b) { obj = model::ParseStoredObject(b); }));
+  return obj;
 }
 
 absl::StatusOr<std::string> SqliteStore::GetText(const std::string& kind, const std::string& ns,
                                                  const std::string& name) {
+  absl::StatusOr<std::string> text;
+  RETURN_IF_ERROR(ReadBody(kind, ns, name, [&](std::string_view b) { text = StoredText(b); }));
+  return text;
+}
+
+absl::Status SqliteStore::ReadBody(const std::string& kind, const std::string& ns,
+                                   const std::string& name,
+                                   absl::FunctionRef<void(std::string_view body)> use) {
   Reader r = AcquireReader();
   if (!r.conn()) return absl::UnavailableError("cannot open a database connection");
   Stmt s(*r.conn(), "SELECT body FROM objects WHERE kind=?1 AND namespace=?2 AND name=?3");
@@ -264,7 +273,8 @@ absl::StatusOr<std::string> SqliteStore::GetText(const std::string& kind, const 
   int rc = s.Step();
   if (rc == SQLITE_DONE) return ObjectNotFound(kind, name);
   if (rc != SQLITE_ROW) return SqlError(r.db(), "get");
-  return StoredText(s.View(0));
+  use(s.View(0));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ListResult> SqliteStore::List(const ListOptions& options) {

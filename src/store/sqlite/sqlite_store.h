@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "common/metrics.h"
 #include "store/sqlite/sqlite_db.h"
@@ -98,6 +99,10 @@ class SqliteStore final : public Store {
   struct Current;  // the stored row a write replaces
   explicit SqliteStore(SqliteOptions options);
   absl::Status Init();
+  // Calls `use` with the stored body of one object (valid during the call only): the one
+  // query of Get and GetText. NOT_FOUND as Get.
+  absl::Status ReadBody(const std::string& kind, const std::string& ns, const std::string& name,
+                        absl::FunctionRef<void(std::string_view body)> use);
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::StatusOr<std::unique_ptr<sqlite::Connection>> OpenConnection(bool writer);
   Reader AcquireReader();
