@@ -84,6 +84,14 @@ struct ListOptions {
 // runs the affected runs again.
 enum class Durability { kDurable, kRelaxed };
 
+// What a store's group commit did so far (for tests and diagnostics): both stores queue
+// concurrent Commit calls and commit them in batches.
+struct GroupCommitStats {
+  int64_t transactions = 0;  // batches committed
+  int64_t calls = 0;         // Commit calls committed by them
+  int64_t waiting = 0;       // Commit calls queued now, the one being committed included
+};
+
 struct ListResult {
   std::vector<boost::json::object> items;  // newest first
   int64_t resource_version = 0;            // the store's resourceVersion when listed

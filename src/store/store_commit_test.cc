@@ -1,5 +1,5 @@
-// Store unit tests: concurrent commits (SQLite's group commit), the label index's migration
-// and query plans.
+// Store unit tests: concurrent commits (both stores' group commit), SQLite's label index
+// migration and query plans.
 #include <algorithm>
 #include <map>
 
@@ -10,10 +10,7 @@ namespace gantry::store::store_tests {
 namespace {
 
 // Tests of what only SQLite has (the group commit's batches, its schema and its planner).
-class SqliteCommitTest : public StoreTest {
- protected:
-  SqliteStore& sqlite() { return static_cast<SqliteStore&>(*store_); }
-};
+class SqliteCommitTest : public StoreTest {};
 
 // Many threads commit at once; some of their commits fail their checks. Every successful
 // commit gets its own resourceVersions, together they are gap-free, every failure fails
@@ -84,11 +81,12 @@ TEST_P(StoreTest, ConcurrentCommitsGetGapFreeVersionsAndFailAlone) {
 
 // While one commit is being committed (its observer is held), the calls that arrive queue;
 // the next leader commits all of them in ONE transaction. The ones that fail their checks
-// fail alone, the others get consecutive resourceVersions.
-TEST_P(SqliteCommitTest, QueuedCommitsShareOneTransactionAndFailuresFailAlone) {
+// fail alone, the others get consecutive resourceVersions (PostgreSQL: the batch rolls back to
+// its savepoint and goes again without each refused call).
+TEST_P(StoreTest, QueuedCommitsShareOneTransactionAndFailuresFailAlone) {
   MustCreate(Named("taken"));
   json::object taken = MustCreate(Named("updated"));
-  const SqliteCommitStats before = sqlite().CommitStats();
+  const GroupCommitStats before = CommitStats();
   std::mutex mu;
   std::condition_variable cv;
   bool hold = true, held = false;           // guarded by mu
@@ -111,11 +109,19 @@ TEST_P(SqliteCommitTest, QueuedCommitsShareOneTransactionAndFailuresFailAlone) {
   }
   // The first commit's leader is in its observer: these queue behind it.
   constexpr int kCreates = 6;
-  std::vector<absl::StatusOr<std::vector<json::object>>> results(kCreates + 3,
+  std::vector<absl::StatusOr<std::vector<json::object>>> results(kCreates + 4,
                                                                  absl::UnknownError("unset"));
   std::vector<std::thread> queued;
-  for (int i = 0; i < kCreates + 3; ++i) {
+  for (int i = 0; i < kCreates + 4; ++i) {
     queued.emplace_back([&, i] {
+      if (i == kCreates + 3) {
+        // Two writes, the second refused: the first is undone with it.
+        std::vector<Write> pair;
+        pair.push_back(Create(Named("half")));
+        pair.push_back(Create(Named("taken")));  // 409 AlreadyExists
+        results[i] = store_->Commit(std::move(pair));
+        return;
+      }
       Write w = i < kCreates        ? Create(Named("q" + std::to_string(i)))
                 : i == kCreates     ? Create(Named("taken"))       // 409 AlreadyExists
                 : i == kCreates + 1 ? Update(Named("updated"), 1)  // 409 Conflict
@@ -123,7 +129,7 @@ TEST_P(SqliteCommitTest, QueuedCommitsShareOneTransactionAndFailuresFailAlone) {
       results[i] = store_->Commit(One(std::move(w)));
     });
   }
-  while (sqlite().CommitStats().waiting < kCreates + 4) std::this_thread::yield();
+  while (CommitStats().waiting < kCreates + 5) std::this_thread::yield();
   {
     std::lock_guard<std::mutex> lock(mu);
     hold = false;
@@ -132,12 +138,15 @@ TEST_P(SqliteCommitTest, QueuedCommitsShareOneTransactionAndFailuresFailAlone) {
   first.join();
   for (auto& t : queued) t.join();
 
-  const SqliteCommitStats after = sqlite().CommitStats();
+  const GroupCommitStats after = CommitStats();
   EXPECT_EQ(after.transactions - before.transactions, 2);  // "first", then all the queued
   EXPECT_EQ(after.calls - before.calls, 1 + kCreates);
   EXPECT_EQ(ReasonOf(results[kCreates].status()), "AlreadyExists");
   EXPECT_EQ(ReasonOf(results[kCreates + 1].status()), "Conflict");
   EXPECT_EQ(HttpCodeOf(results[kCreates + 2].status()), 404);
+  EXPECT_EQ(ReasonOf(results[kCreates + 3].status()), "AlreadyExists");
+  EXPECT_EQ(store_->Get(kInstance, "ml-research", "half").status().code(),
+            absl::StatusCode::kNotFound);
   std::vector<int64_t> rvs;
   for (int i = 0; i < kCreates; ++i) {
     ASSERT_TRUE(results[i].ok()) << i << ": " << results[i].status();

@@ -138,6 +138,11 @@ inline std::string StatusText(const absl::Status& s) { return std::string(s.mess
 class StoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   bool postgres() const { return GetParam() == "postgres"; }
+  // What the store's group commit did so far (both stores have one).
+  GroupCommitStats CommitStats() {
+    if (postgres()) return static_cast<PostgresStore&>(*store_).CommitStats();
+    return static_cast<SqliteStore&>(*store_).CommitStats();
+  }
 
   void SetUp() override {
     std::string tmpl = (std::filesystem::path(::testing::TempDir()) / "gantry-store-XXXXXX");

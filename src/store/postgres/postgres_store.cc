@@ -1,19 +1,16 @@
 #include "store/postgres/postgres_store.h"
 
-#include <libpq-fe.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <limits>
-#include <set>
-#include <tuple>
-#include <unordered_map>
 
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "model/codec.h"
+#include "store/postgres/pg_conn.h"
 #include "store/postgres/pg_query.h"
 #include "store/store_common.h"
 
@@ -21,13 +18,13 @@ namespace gantry::store {
 namespace {
 
 namespace json = boost::json;
+using pg::DbError;
+using pg::Result;
 
 constexpr int kSchemaVersion = 3;
-constexpr int64_t kCompactEvery = 100;
 constexpr int64_t kDeliverWindow = 1000;
 // pg_advisory_xact_lock key of schema migrations ("gantry" in ASCII).
 constexpr char kMigrationLock[] = "SELECT pg_advisory_xact_lock(113702011118969)";
-constexpr char kChannel[] = "gantry_events";
 
 // Migrations, applied in order; migration i brings schema_version to i + 1. Never edit one
 // that has shipped: add the next.
@@ -94,110 +91,9 @@ INSERT INTO object_labels (object_id, kind, key, value)
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
-// A query result, cleared on scope exit.
-class Result {
- public:
-  explicit Result(PGresult* r = nullptr) : r_(r) {}
-  ~Result() { PQclear(r_); }
-  Result(Result&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
-  Result& operator=(Result&& o) noexcept {
-    std::swap(r_, o.r_);
-    return *this;
-  }
-  bool ok() const {
-    ExecStatusType s = PQresultStatus(r_);
-    return r_ && (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK);
-  }
-  std::string sqlstate() const {
-    const char* s = r_ ? PQresultErrorField(r_, PG_DIAG_SQLSTATE) : nullptr;
-    return s ? s : "";
-  }
-  std::string error() const {
-    const char* s = r_ ? PQresultErrorField(r_, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
-    return s ? s : "no answer from the server";
-  }
-  int rows() const { return PQntuples(r_); }
-  bool null(int row, int col) const { return PQgetisnull(r_, row, col); }
-  std::string text(int row, int col) const {
-    return std::string(PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col)));
-  }
-  int64_t integer(int row, int col) const { return std::atoll(PQgetvalue(r_, row, col)); }
-  int64_t affected() const { return std::atoll(PQcmdTuples(r_)); }
-
- private:
-  PGresult* r_;
-};
-
-bool IsDeadlockOrSerialization(const std::string& sqlstate) {
-  return sqlstate == "40P01" || sqlstate == "40001";
-}
-
 json::object ParsedOrEmpty(const std::string& text) {
   auto obj = model::ParseStoredObject(text);
   return obj.ok() ? std::move(*obj) : json::object();
-}
-
-}  // namespace
-
-class PostgresStore::Conn {
- public:
-  explicit Conn(PGconn* pg) : pg_(pg) {}
-  ~Conn() { PQfinish(pg_); }
-  Conn(const Conn&) = delete;
-  Conn& operator=(const Conn&) = delete;
-
-  PGconn* pg() const { return pg_; }
-  bool healthy() const {
-    return PQstatus(pg_) == CONNECTION_OK && PQtransactionStatus(pg_) == PQTRANS_IDLE;
-  }
-
-  // `sql` with text parameters; prepared once per connection unless `dynamic` (SQL built per
-  // request, e.g. lists with selectors).
-  Result Run(const std::string& sql, const std::vector<std::string>& params = {},
-             bool dynamic = false) {
-    std::vector<const char*> values;
-    values.reserve(params.size());
-    for (const auto& p : params) values.push_back(p.c_str());
-    int n = static_cast<int>(params.size());
-    if (dynamic)
-      return Result(PQexecParams(pg_, sql.c_str(), n, nullptr, values.data(), nullptr, nullptr, 0));
-    auto it = prepared_.find(sql);
-    if (it == prepared_.end()) {
-      std::string name = "g" + std::to_string(prepared_.size());
-      Result p(PQprepare(pg_, name.c_str(), sql.c_str(), n, nullptr));
-      if (!p.ok()) return p;
-      it = prepared_.emplace(sql, name).first;
-    }
-    return Result(PQexecPrepared(pg_, it->second.c_str(), n, values.data(), nullptr, nullptr, 0));
-  }
-  // One or more statements without parameters.
-  Result Exec(const char* sql) { return Result(PQexec(pg_, sql)); }
-
- private:
-  PGconn* pg_;
-  std::unordered_map<std::string, std::string> prepared_;
-};
-
-class PostgresStore::Lease {
- public:
-  Lease(PostgresStore* store, std::unique_ptr<Conn> conn) : store_(store), conn_(std::move(conn)) {}
-  Lease(Lease&& o) noexcept = default;
-  ~Lease() {
-    if (conn_) store_->Release(std::move(conn_));
-  }
-  Conn& operator*() const { return *conn_; }
-  Conn* operator->() const { return conn_.get(); }
-
- private:
-  PostgresStore* store_;
-  std::unique_ptr<Conn> conn_;
-};
-
-namespace {
-
-// UNAVAILABLE for a failed query: what was being done and the server's words.
-absl::Status DbError(const Result& r, std::string_view what) {
-  return absl::UnavailableError("database error during " + std::string(what) + ": " + r.error());
 }
 
 }  // namespace
@@ -408,228 +304,6 @@ absl::StatusOr<int64_t> PostgresStore::Count(const std::string& kind, std::optio
   return r.integer(0, 0);
 }
 
-absl::Status PostgresStore::ApplyWrite(Conn& c, Write& w, int64_t rv, int64_t commit_rv,
-                                       bool skipped_lock, std::vector<Event>* events,
-                                       json::object* stored) {
-  std::string ns = model::GetString(w.object, "metadata.namespace");
-  std::string name = model::GetString(w.object, "metadata.name");
-  auto failed = [&](const Result& r, std::string_view what) -> absl::Status {
-    if (IsDeadlockOrSerialization(r.sqlstate())) return ObjectModified(w.kind, name);
-    return DbError(r, what);
-  };
-  // Why a guarded update/delete changed nothing: the object is gone, or it changed (or
-  // another transaction holds it right now).
-  auto why_not = [&]() -> absl::Status {
-    Result r = c.Run(
-        "SELECT rv FROM objects WHERE kind = $1::text AND namespace = $2::text "
-        "AND name = $3::text",
-        {w.kind, ns, name});
-    if (!r.ok()) return failed(r, "read");
-    if (r.rows() == 0) return ObjectNotFound(w.kind, name);
-    return ObjectModified(w.kind, name);
-  };
-  std::string rv_text = std::to_string(rv);
-  std::string commit_text = std::to_string(commit_rv);
-  std::string expected = std::to_string(w.expected_resource_version);
-
-  switch (w.op) {
-    case Write::Op::kPutRevision: {
-      const json::value* spec = model::FindPath(w.object, "spec");
-      Result r = c.Run(
-          "INSERT INTO revisions (kind, namespace, name, revision, created, spec) "
-          "VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::text, $6::text)",
-          {w.kind, ns, name, std::to_string(w.revision),
-           model::GetString(w.object, "metadata.creationTimestamp"),
-           spec ? json::serialize(*spec) : "{}"});
-      if (!r.ok()) {
-        if (r.sqlstate() == "23505") return RevisionExists(w.kind, name, w.revision);
-        return failed(r, "write");
-      }
-      return absl::OkStatus();
-    }
-    case Write::Op::kCreate:
-    case Write::Op::kUpdate: {
-      if (skipped_lock) return why_not();
-      model::EnsureObject(w.object, "metadata")["resourceVersion"] = rv_text;
-      std::string body = json::serialize(w.object);
-      Columns col = ColumnsOf(w.object);
-      std::string type = w.op == Write::Op::kCreate ? "ADDED" : "MODIFIED";
-      if (w.op == Write::Op::kCreate) {
-        Result r = c.Run(
-            "WITH i AS (INSERT INTO objects (kind, namespace, name, rv, labels, phase, ref_name, "
-            "search, body) VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::jsonb, $6::text, "
-            "$7::text, $8::text, $9::text) RETURNING id), "
-            "l AS (INSERT INTO object_labels (object_id, kind, key, value) SELECT i.id, $1::text, "
-            "e.key, e.value FROM i, jsonb_each_text($5::jsonb) e) "
-            "INSERT INTO events (rv, commit_rv, type, kind, namespace, name, body) "
-            "SELECT $4::bigint, $10::bigint, 'ADDED', $1::text, $2::text, $3::text, $9::text FROM "
-            "i",
-            {w.kind, ns, name, rv_text, col.labels, col.phase, col.ref_name, col.search, body,
-             commit_text});
-        if (!r.ok()) {
-          if (r.sqlstate() == "23505") return ObjectExists(w.kind, name);
-          return failed(r, "write");
-        }
-      } else {
-        Result r = c.Run(
-            "WITH u AS (UPDATE objects SET rv = $4::bigint, labels = $5::jsonb, phase = $6::text, "
-            "ref_name = $7::text, search = $8::text, body = $9::text WHERE kind = $1::text AND "
-            "namespace = $2::text AND name = $3::text AND ($11::bigint = 0 OR rv = $11::bigint) "
-            "RETURNING id), "
-            // The label index: drop the keys the object no longer has, add or change the
-            // others (nothing is written for labels that stay as they were).
-            "ld AS (DELETE FROM object_labels x USING u WHERE x.object_id = u.id AND "
-            "NOT ($5::jsonb ? x.key)), "
-            "la AS (INSERT INTO object_labels (object_id, kind, key, value) SELECT u.id, $1::text, "
-            "e.key, e.value FROM u, jsonb_each_text($5::jsonb) e WHERE NOT EXISTS (SELECT 1 FROM "
-            "object_labels x WHERE x.object_id = u.id AND x.key = e.key AND x.value = e.value) "
-            "ON CONFLICT (object_id, key) DO UPDATE SET value = excluded.value) "
-            "INSERT INTO events (rv, commit_rv, type, kind, namespace, name, body) "
-            "SELECT $4::bigint, $10::bigint, 'MODIFIED', $1::text, $2::text, $3::text, $9::text "
-            "FROM u",
-            {w.kind, ns, name, rv_text, col.labels, col.phase, col.ref_name, col.search, body,
-             commit_text, expected});
-        if (!r.ok()) return failed(r, "write");
-        if (r.affected() == 0) return why_not();
-      }
-      events->push_back(Event{rv, type, w.kind, ns, name, w.object});
-      *stored = w.object;
-      return absl::OkStatus();
-    }
-    case Write::Op::kDelete: {
-      if (skipped_lock) return why_not();
-      Result d = c.Run(
-          "WITH d AS (DELETE FROM objects WHERE kind = $1::text AND namespace = $2::text AND "
-          "name = $3::text AND ($4::bigint = 0 OR rv = $4::bigint) RETURNING id, body), "
-          "l AS (DELETE FROM object_labels WHERE object_id IN (SELECT id FROM d)), "
-          "r AS (DELETE FROM revisions WHERE kind = $1::text AND namespace = $2::text AND "
-          "name = $3::text AND EXISTS (SELECT 1 FROM d)) "
-          "SELECT body FROM d",
-          {w.kind, ns, name, expected});
-      if (!d.ok()) return failed(d, "write");
-      if (d.rows() == 0) return why_not();
-      json::object obj = ParsedOrEmpty(d.text(0, 0));
-      model::EnsureObject(obj, "metadata")["resourceVersion"] = rv_text;
-      std::string body = json::serialize(obj);
-      Result e = c.Run(
-          "INSERT INTO events (rv, commit_rv, type, kind, namespace, name, body) "
-          "VALUES ($1::bigint, $2::bigint, 'DELETED', $3::text, $4::text, $5::text, $6::text)",
-          {rv_text, commit_text, w.kind, ns, name, body});
-      if (!e.ok()) return failed(e, "write");
-      events->push_back(Event{rv, "DELETED", w.kind, ns, name, obj});
-      *stored = std::move(obj);
-      return absl::OkStatus();
-    }
-  }
-  return absl::InternalError("unknown write");
-}
-
-absl::StatusOr<std::vector<json::object>> PostgresStore::Commit(std::vector<Write> writes,
-                                                                Durability durability) {
-  for (const Write& w : writes) RETURN_IF_ERROR(CheckStorable(w.kind, w.object));
-  ASSIGN_OR_RETURN(Lease lease, Acquire());
-  Conn& c = *lease;
-  // Which rows updates and deletes change (not those created earlier in this commit).
-  std::set<std::tuple<std::string, std::string, std::string>> created;
-  std::vector<size_t> to_lock;
-  int64_t versioned = 0;
-  for (size_t i = 0; i < writes.size(); ++i) {
-    const Write& w = writes[i];
-    if (w.op == Write::Op::kPutRevision) continue;
-    ++versioned;
-    auto key = std::make_tuple(w.kind, model::GetString(w.object, "metadata.namespace"),
-                               model::GetString(w.object, "metadata.name"));
-    if (w.op == Write::Op::kCreate)
-      created.insert(key);
-    else if (!created.count(key))
-      to_lock.push_back(i);
-  }
-  // Always committed asynchronously, so that the counter row is held only while the
-  // transaction runs, never while the WAL is flushed; durable commits then wait for the flush
-  // (Flush), where concurrent commits share one fsync. Statements without parameters share
-  // round trips: the counter row is held for as few of them as possible.
-  const char* kBegin = "BEGIN; SET LOCAL synchronous_commit TO OFF";
-  const std::string take_rv = "UPDATE gantry_state SET rv = rv + " + std::to_string(versioned) +
-                              " WHERE id = 1 RETURNING rv";
-  Result r = c.Exec(to_lock.empty() ? (std::string(kBegin) + "; " + take_rv).c_str() : kBegin);
-  if (!r.ok()) {
-    c.Exec("ROLLBACK");
-    return DbError(r, "begin");
-  }
-  auto rollback = [&](absl::Status s) {
-    c.Exec("ROLLBACK");
-    return s;
-  };
-
-  // 1. Lock the rows that updates and deletes change, before the resourceVersion counter
-  //    (see the header). A guarded write skips a row another transaction holds; step 3
-  //    reports it as a conflict in its turn, so errors come in the order of the writes.
-  std::vector<bool> skipped(writes.size(), false);
-  for (size_t i : to_lock) {
-    const Write& w = writes[i];
-    bool guarded = w.expected_resource_version != 0;
-    std::string name = model::GetString(w.object, "metadata.name");
-    Result l = c.Run(std::string("SELECT rv FROM objects WHERE kind = $1::text AND namespace = "
-                                 "$2::text AND name = $3::text FOR UPDATE") +
-                         (guarded ? " SKIP LOCKED" : ""),
-                     {w.kind, model::GetString(w.object, "metadata.namespace"), name});
-    if (!l.ok()) {
-      if (IsDeadlockOrSerialization(l.sqlstate())) return rollback(ObjectModified(w.kind, name));
-      return rollback(DbError(l, "write"));
-    }
-    if (guarded && l.rows() == 0) skipped[i] = true;
-  }
-
-  // 2. The next resourceVersions; this row lock serialises the commits of every replica.
-  if (!to_lock.empty()) r = c.Exec(take_rv.c_str());
-  if (!r.ok() || r.rows() != 1) return rollback(DbError(r, "write"));
-  const int64_t last = r.integer(0, 0);
-  const int64_t first = last - versioned + 1;
-
-  // 3. The writes, in order.
-  std::vector<Event> events;
-  std::vector<json::object> stored(writes.size());
-  int64_t rv = first - 1;
-  for (size_t i = 0; i < writes.size(); ++i) {
-    if (writes[i].op != Write::Op::kPutRevision) ++rv;
-    absl::Status s = ApplyWrite(c, writes[i], rv, last, skipped[i], &events, &stored[i]);
-    if (!s.ok()) return rollback(s);
-  }
-  std::string commit = events.empty() ? "COMMIT"
-                                      : "SELECT pg_notify('" + std::string(kChannel) + "', '" +
-                                            std::to_string(last) + "'); COMMIT";
-  r = c.Exec(commit.c_str());
-  if (!r.ok()) {
-    c.Exec("ROLLBACK");
-    // The answer is lost or the commit failed: either way the caller re-reads.
-    return absl::UnavailableError(
-        "database error during commit (the change may or may not "
-        "have been applied): " +
-        r.error());
-  }
-  if (durability == Durability::kDurable) {
-    if (absl::Status f = Flush(c); !f.ok())
-      return absl::UnavailableError(
-          "database error while making a commit durable (it may be "
-          "lost if the database server crashes): " +
-          std::string(f.message()));
-  }
-  if (++commits_since_compaction_ % kCompactEvery == 0) MaybeCompact(c);
-  DeliverThrough(c, last, events, first);
-  return stored;
-}
-
-absl::Status PostgresStore::Flush(Conn& c) {
-  // A synchronous commit that wrote WAL flushes the WAL up to its commit record, and so
-  // every commit before it. It needs a transaction id and a WAL record: a write to this
-  // connection's own row (no two connections contend for it).
-  Result r = c.Run(
-      "INSERT INTO flushes (pid, n) VALUES (pg_backend_pid(), 1) "
-      "ON CONFLICT (pid) DO UPDATE SET n = flushes.n + 1");
-  if (!r.ok()) return DbError(r, "flush");
-  return absl::OkStatus();
-}
-
 void PostgresStore::MaybeCompact(Conn& c) {
   // Keeps the newest event_retention events. Several replicas may compact; the watermark
   // only moves forward.
@@ -645,13 +319,17 @@ void PostgresStore::MaybeCompact(Conn& c) {
   if (!r.ok()) spdlog::warn("event compaction failed (retried later): {}", r.error());
 }
 
-void PostgresStore::DeliverThrough(Conn& c, int64_t through, const std::vector<Event>& own,
+void PostgresStore::DeliverThrough(Conn& c, int64_t through,
+                                   const std::vector<const std::vector<Event>*>& own,
                                    int64_t own_first) {
   std::lock_guard<std::mutex> lock(deliver_mu_);
   if (delivered_ >= through) return;  // the tail thread was quicker
-  if (!own.empty() && delivered_ + 1 == own_first) {
-    // Nothing of another replica in between: this commit's events, without a read.
-    if (observer_) observer_(own);
+  if (delivered_ + 1 == own_first) {
+    // Nothing of another replica in between: this batch's events, call by call, without a
+    // read.
+    if (observer_)
+      for (const std::vector<Event>* events : own)
+        if (!events->empty()) observer_(*events);
     delivered_ = through;
     return;
   }

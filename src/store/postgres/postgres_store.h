@@ -17,20 +17,32 @@
 //   meta(key, value)            compaction watermark
 //   flushes(pid, n)             one row per connection, written by Flush (below)
 //
-// Commit: BEGIN; lock the rows that updates and deletes target (`FOR UPDATE SKIP LOCKED`
-// when the write is guarded by a resourceVersion: a row another transaction is changing
-// right now, e.g. a run another replica is claiming, is a conflict at once rather than a
-// wait); lock gantry_state and take the next resourceVersions; apply the writes in order;
-// NOTIFY gantry_events; COMMIT. Rows are always locked before gantry_state, and the holder
-// of gantry_state never waits for a row it has not locked yet, so commits cannot deadlock
-// on it.
+// Commit: a group commit, as SqliteStore's (LevelDB's DBImpl::Write): concurrent Commit
+// calls of a replica queue; the call at the head (the leader) commits itself and up to
+// kMaxBatch calls behind it in ONE transaction, with consecutive resourceVersions in queue
+// order, and answers each. A batch is four round trips, whatever its size (libpq pipelines,
+// postgres_commit.cc):
+//   1. BEGIN; lock the rows that updates and deletes target, in key order (`FOR UPDATE SKIP
+//      LOCKED` when every write to the row is guarded by a resourceVersion: a row another
+//      transaction is changing right now, e.g. a run another replica is claiming, is a
+//      conflict at once rather than a wait); lock gantry_state and read the last
+//      resourceVersion; SAVEPOINT.
+//   2. Every call's writes. Expected refusals (exists, changed, gone) fail no statement:
+//      creates insert nothing ON CONFLICT, guarded updates and deletes change no row and say
+//      whether it exists. When a call is refused, the batch rolls back to the savepoint and
+//      goes again without it, so a refused call fails alone and the others keep gap-free
+//      resourceVersions.
+//   3. The events of deletes; advance gantry_state; NOTIFY gantry_events; COMMIT.
+//   4. Flush (below), when any call of the batch is durable.
+// Rows are always locked before gantry_state, in key order, and the holder of gantry_state
+// never waits for a row it has not locked yet, so commits cannot deadlock on it.
 //
 // Durability without serialised fsyncs: every commit is made with synchronous_commit=off,
 // so gantry_state is released as soon as the commit is in the WAL buffers, not after the
 // fsync (holding it across the fsync capped every replica together at one commit per
-// fsync). A kDurable commit then makes a tiny synchronous commit (Flush), which returns
+// fsync). A kDurable batch then makes a tiny synchronous commit (Flush), which returns
 // once the WAL is flushed past its own commit record and therefore past this one;
-// concurrent flushes share fsyncs (group commit). Commits are thus visible to other
+// concurrent flushes share fsyncs. Commits are thus visible to other
 // sessions a moment before they are durable; watchers only ever get durable events (own
 // commits are delivered after Flush, the tail thread flushes before delivering), and a
 // client is answered only once its write is durable. What a crash of the database server
@@ -51,6 +63,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -65,6 +78,9 @@
 typedef struct pg_conn PGconn;
 
 namespace gantry::store {
+namespace pg {
+class Result;
+}  // namespace pg
 
 struct PostgresOptions {
   std::string url;                   // postgres://… or postgresql://… (libpq conninfo)
@@ -101,6 +117,8 @@ class PostgresStore final : public Store {
   void SetCommitObserver(std::function<void(const std::vector<Event>&)> observer) override;
   absl::Status Ping() override;
 
+  GroupCommitStats CommitStats();
+
   // The URL without its password, for logs.
   static std::string Redacted(const std::string& url);
 
@@ -115,20 +133,40 @@ class PostgresStore final : public Store {
   absl::StatusOr<std::unique_ptr<Conn>> Connect();
   absl::StatusOr<Lease> Acquire();
   void Release(std::unique_ptr<Conn> conn);
-  absl::Status ApplyWrite(Conn& c, Write& w, int64_t rv, int64_t commit_rv, bool skipped_lock,
-                          std::vector<Event>* events, boost::json::object* stored);
+  // The group commit (postgres_commit.cc; the steps in the comment at the top).
+  struct Pending;  // one Commit call in the queue
+  static constexpr size_t kMaxBatch = 64;
+  void CommitBatch(const std::vector<Pending*>& batch);
+  // Step 1: the transaction, its row locks and the last resourceVersion. Sets `refused` of
+  // a call whose guarded write targets a row it could not lock.
+  absl::StatusOr<int64_t> BeginBatch(Conn& c, const std::vector<Pending*>& batch);
+  // Step 2: the writes of `live` from resourceVersion base + 1; removes and answers each
+  // call that is refused. Not OK when the database failed (every call fails).
+  absl::Status ApplyCalls(Conn& c, int64_t base, std::vector<Pending*>* live);
+  // The answers and events of `live`, whose writes' results start at rs[first].
+  void Collect(int64_t base, const std::vector<Pending*>& live, const std::vector<pg::Result>& rs,
+               size_t first);
+  // Steps 3 and 4.
+  absl::Status EndBatch(Conn& c, int64_t base, const std::vector<Pending*>& live);
+  static void FailCalls(const std::vector<Pending*>& calls, const absl::Status& status);
   // Returns once every commit made so far is durable (WAL flushed).
   absl::Status Flush(Conn& c);
   void MaybeCompact(Conn& c);
-  // Delivers events through `through` (own events of the commit ending there when they
-  // follow on directly, else read from the database with `c`).
-  void DeliverThrough(Conn& c, int64_t through, const std::vector<Event>& own, int64_t own_first);
+  // Delivers events through `through` (the batch's own events, one vector per call, when
+  // they follow on directly from own_first, else read from the database with `c`).
+  void DeliverThrough(Conn& c, int64_t through, const std::vector<const std::vector<Event>*>& own,
+                      int64_t own_first);
   // Reads and delivers committed events after delivered_; false on a database error.
   bool DeliverFromDatabase(Conn& c, int64_t through) ABSL_EXCLUSIVE_LOCKS_REQUIRED(deliver_mu_);
   void TailLoop();
 
   // Constant after construction.
   const PostgresOptions options_;
+
+  std::mutex queue_mu_;
+  std::deque<Pending*> queue_ ABSL_GUARDED_BY(queue_mu_);  // front: the leader
+  std::atomic<int64_t> transactions_{0};
+  std::atomic<int64_t> committed_calls_{0};
 
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<Conn>> idle_ ABSL_GUARDED_BY(pool_mu_);

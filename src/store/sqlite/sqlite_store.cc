@@ -614,7 +614,7 @@ absl::StatusOr<std::vector<Event>> SqliteStore::EventsSince(int64_t after, size_
 
 int64_t SqliteStore::CurrentResourceVersion() { return current_rv_; }
 
-SqliteCommitStats SqliteStore::CommitStats() {
+GroupCommitStats SqliteStore::CommitStats() {
   std::lock_guard<std::mutex> lock(queue_mu_);
   return {transactions_.load(), committed_calls_.load(), static_cast<int64_t>(queue_.size())};
 }

@@ -55,13 +55,6 @@ struct SqliteOptions {
   Metrics* metrics = nullptr;        // the group commit's figures; must outlive the store
 };
 
-// What the group commit did so far (for tests and diagnostics).
-struct SqliteCommitStats {
-  int64_t transactions = 0;  // batches committed
-  int64_t calls = 0;         // Commit calls committed by them
-  int64_t waiting = 0;       // Commit calls queued now, the one being committed included
-};
-
 class SqliteStore final : public Store {
  public:
   // Opens (creating if needed) and migrates the database. INVALID_ARGUMENT for bad options,
@@ -88,7 +81,7 @@ class SqliteStore final : public Store {
   void SetCommitObserver(std::function<void(const std::vector<Event>&)> observer) override;
   absl::Status Ping() override;
 
-  SqliteCommitStats CommitStats();
+  GroupCommitStats CommitStats();
 
   // The most Commit calls one transaction takes.
   static constexpr size_t kMaxBatch = 128;
