@@ -418,23 +418,27 @@ Response Router::Create(ApiCall& c) {
   });
 }
 
-// The audit record of a successful create or update, for the write's own transaction (one
-// commit holds both); nullopt when the request is not recorded so (a dry run, an
-// unauthenticated call). A refused, failed or no-op write is recorded by Handle afterwards.
-std::optional<ResourceService::AlsoCommit> Router::AuditInWrite(ApiCall& c, int code) {
+// The audit record of a successful write, for the write's own transaction (one commit holds
+// both), with the HTTP code `code` gives at commit time; nullopt when the request is not
+// recorded so (a dry run, an unauthenticated call). A refused, failed or no-op write is
+// recorded by Handle afterwards.
+std::optional<ResourceService::AlsoCommit> Router::AuditInWrite(ApiCall& c,
+                                                                std::function<int()> code) {
   if (!c.call.audit || !c.call.entry.authenticated || c.t.dry_run) return std::nullopt;
-  return ResourceService::AlsoCommit{[this, &c, code](const json::object& written) {
-    auth::AuditEntry e = c.call.entry;
-    e.name = model::GetString(written, "metadata.name");
-    Answered(e, code, c.request.remote);
-    return audit_.AsWrite(e);
-  }};
+  return ResourceService::AlsoCommit{
+      [this, &c, code = std::move(code)](const json::object& written) {
+        auth::AuditEntry e = c.call.entry;
+        e.name = model::GetString(written, "metadata.name");
+        Answered(e, code(), c.request.remote);
+        return audit_.AsWrite(e);
+      }};
 }
 
 // A create's or an update's answer (`ok_status` on success), its audit record committed with
 // it when the write committed.
 Response Router::RecordedWrite(ApiCall& c, int ok_status, const WriteCall& write) {
-  std::optional<ResourceService::AlsoCommit> record = AuditInWrite(c, ok_status);
+  std::optional<ResourceService::AlsoCommit> record =
+      AuditInWrite(c, [ok_status] { return ok_status; });
   auto written = write(record ? &*record : nullptr);
   c.call.audit_committed = record && record->committed;
   return Written(c, std::move(written), ok_status);
@@ -502,14 +506,23 @@ Response Router::ServerSideApply(ApiCall& c) {
     if (absl::Status s = Authorize(c.subject, c.t, auth::Verb::kCreate, c.t.kind->kind); !s.ok())
       return ErrorResponse(s);
   }
+  // Whether the apply creates is known before it commits, so its record's code is read then.
   bool created = false;
-  auto out = resources_.Apply(c.t, c.request.body, QueryBool(c.query, "force"), &created);
+  std::optional<ResourceService::AlsoCommit> record =
+      AuditInWrite(c, [&created] { return created ? 201 : 200; });
+  auto out = resources_.Apply(c.t, c.request.body, QueryBool(c.query, "force"), &created,
+                              record ? &*record : nullptr);
+  c.call.audit_committed = record && record->committed;
   return Written(c, std::move(out), created ? 201 : 200);
 }
 
 Response Router::Delete(ApiCall& c) {
   bool accepted = false;
-  auto out = resources_.Delete(c.t, c.request.body, c.query, &accepted);
+  // A compute instance's delete is the engine's (202): its record is written afterwards.
+  std::optional<ResourceService::AlsoCommit> record = AuditInWrite(c, [] { return 200; });
+  auto out =
+      resources_.Delete(c.t, c.request.body, c.query, &accepted, record ? &*record : nullptr);
+  c.call.audit_committed = record && record->committed;
   return FromStatusOr(std::move(out), accepted ? 202 : 200);
 }
 

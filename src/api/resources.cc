@@ -505,7 +505,7 @@ absl::StatusOr<json::object> ResourceService::JsonPatch(const Target& t, std::st
 }
 
 absl::StatusOr<json::object> ResourceService::Apply(const Target& t, std::string_view body,
-                                                    bool force, bool* created) {
+                                                    bool force, bool* created, AlsoCommit* also) {
   *created = false;
   if (t.kind->read_only)
     return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");
@@ -541,7 +541,7 @@ absl::StatusOr<json::object> ResourceService::Apply(const Target& t, std::string
     auto current = Get(t);
     if (!current.ok() && absl::IsNotFound(current.status())) {
       *created = true;
-      auto out = CreateObject(t, config, &info);
+      auto out = CreateObject(t, config, &info, also);
       // Created by someone else meanwhile: apply to theirs.
       if (!out.ok() && absl::IsAlreadyExists(out.status()) && attempt < kMaxRetries) continue;
       return out;
@@ -558,7 +558,7 @@ absl::StatusOr<json::object> ResourceService::Apply(const Target& t, std::string
     model::RemoveFields(merged, model::FieldsToPrune(managers, t.field_manager, info.fields));
     int64_t expected = std::stoll(GetString(*current, "metadata.resourceVersion", "0"));
     meta.erase("resourceVersion");
-    auto out = UpdateFrom(t, std::move(merged), expected, &info);
+    auto out = UpdateFrom(t, std::move(merged), expected, &info, also);
     // A write between our read and the commit: apply again to the new state. Conflicts
     // with other managers carry causes and are the answer.
     if (out.ok() || !absl::IsAborted(out.status()) || !CausesOf(out.status()).empty() ||
@@ -614,7 +614,8 @@ absl::StatusOr<DeleteOptions> ParseDeleteOptions(const Target& t, std::string_vi
 }  // namespace
 
 absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::string_view body,
-                                                     const Query& query, bool* accepted) {
+                                                     const Query& query, bool* accepted,
+                                                     AlsoCommit* also) {
   *accepted = false;
   if (t.kind->read_only)
     return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");
@@ -650,7 +651,9 @@ absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::strin
   writes.push_back(store::Write{store::Write::Op::kDelete, t.kind->kind, std::move(key), rv, 0});
   RETURN_IF_ERROR(strategy.ValidateDelete(t, current, &writes));
   if (opts.dry_run) return current;
+  if (also) writes.push_back(also->make(current));
   ASSIGN_OR_RETURN(auto stored, store_.Commit(std::move(writes)));
+  if (also) also->committed = true;
   return std::move(stored[0]);
 }
 

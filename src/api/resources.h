@@ -57,10 +57,10 @@ class ResourceService {
   store::Store& store() const { return store_; }
   const Clock& clock() const { return context_.clock; }
 
-  // What a create or an update commits with the object, made from the object as it is
-  // written: the request's audit record (Router::AuditInWrite), so that one transaction holds
-  // both. `committed` is set once a commit holding it succeeded (a no-op update or a dry run
-  // commits nothing).
+  // What a create, an update, an apply or a delete commits with the object, made from the
+  // object as it is written (for a delete: as it was): the request's audit record
+  // (Router::AuditInWrite), so that one transaction holds both. `committed` is set once a
+  // commit holding it succeeded (a no-op update or a dry run commits nothing).
   struct AlsoCommit {
     std::function<store::Write(const boost::json::object& written)> make;
     bool committed = false;
@@ -85,10 +85,13 @@ class ResourceService {
   // configuration in with the ownership rules of model/managed_fields.h (409 on conflicts
   // unless `force`). Then the same checks and effects as Replace.
   absl::StatusOr<boost::json::object> Apply(const Target& t, std::string_view body, bool force,
-                                            bool* created);
-  // Returns the deleted object (200), or the object in its teardown state (202).
+                                            bool* created, AlsoCommit* also = nullptr);
+  // Returns the deleted object (200), or the object in its teardown state (202). `also` is
+  // committed with a delete the store makes at once (not with a compute instance's, which
+  // the engine tears down).
   absl::StatusOr<boost::json::object> Delete(const Target& t, std::string_view body,
-                                             const Query& query, bool* accepted);
+                                             const Query& query, bool* accepted,
+                                             AlsoCommit* also = nullptr);
   absl::StatusOr<boost::json::object> ListRevisions(const Target& t);
   absl::StatusOr<boost::json::object> GetRevision(const Target& t, std::string_view revision);
   // Opens a watch; the stream gets the history asked for, then live events.

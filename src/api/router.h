@@ -162,7 +162,7 @@ class Router {
   absl::StatusOr<boost::json::object> VisibleList(const Target& t, const Query& query,
                                                   const Visibility& visible);
   Response Create(ApiCall& c);
-  std::optional<ResourceService::AlsoCommit> AuditInWrite(ApiCall& c, int code);
+  std::optional<ResourceService::AlsoCommit> AuditInWrite(ApiCall& c, std::function<int()> code);
   using WriteCall =
       std::function<absl::StatusOr<boost::json::object>(ResourceService::AlsoCommit* also)>;
   Response RecordedWrite(ApiCall& c, int ok_status, const WriteCall& write);

@@ -458,6 +458,7 @@ int main(int argc, char** argv) {
     gantry::store::PostgresOptions pg_options;
     pg_options.url = store_url;
     pg_options.event_retention = event_retention;
+    pg_options.metrics = &metrics;
     auto pg = gantry::store::PostgresStore::Open(pg_options);
     if (!pg.ok()) {
       spdlog::critical("{}", std::string(pg.status().message()));

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "common/errors.h"
+#include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
 #include "model/codec.h"
@@ -12,6 +13,35 @@
 #include "store/store.h"
 
 namespace gantry::store {
+
+namespace {
+constexpr char kTransactions[] = "gantry_store_transactions_total";
+constexpr char kCommits[] = "gantry_store_commits_total";
+constexpr char kWaiting[] = "gantry_store_commits_waiting";
+}  // namespace
+
+void DescribeGroupCommitMetrics(Metrics* m) {
+  if (!m) return;
+  m->Describe(kTransactions, "counter",
+              "Transactions the store committed; a group commit of several calls is one.");
+  m->Describe(kCommits, "counter",
+              "Commit calls committed; per transaction: divided by " + std::string(kTransactions));
+  m->Describe(kWaiting, "gauge",
+              "Commit calls queued for the writer now, the one being committed included.");
+  m->Add(kTransactions, {}, 0);
+  m->Add(kCommits, {}, 0);
+  m->Set(kWaiting, {}, 0);
+}
+
+void CountGroupCommit(Metrics* m, size_t calls) {
+  if (!m) return;
+  m->Add(kTransactions, {});
+  m->Add(kCommits, {}, static_cast<double>(calls));
+}
+
+void SetCommitsWaiting(Metrics* m, size_t waiting) {
+  if (m) m->Set(kWaiting, {}, static_cast<double>(waiting));
+}
 
 namespace json = boost::json;
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/metrics.h"
 
 namespace gantry::store {
 
@@ -26,6 +27,13 @@ struct Columns {
   std::string search;    // lower-case "name\ndisplayName\ndescription"
 };
 Columns ColumnsOf(const boost::json::object& obj);
+
+// The group commit's metrics, the same for both stores (docs/operations.md):
+// gantry_store_transactions_total, gantry_store_commits_total and the gauge
+// gantry_store_commits_waiting. Each function does nothing when `m` is null.
+void DescribeGroupCommitMetrics(Metrics* m);
+void CountGroupCommit(Metrics* m, size_t calls);  // one transaction holding `calls` calls
+void SetCommitsWaiting(Metrics* m, size_t waiting);
 
 // Continue tokens: "c1.<id>" where id is the last object id of the page.
 std::string ContinueToken(int64_t last_id);

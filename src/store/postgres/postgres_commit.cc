@@ -19,20 +19,6 @@ namespace json = boost::json;
 using pg::Query;
 using pg::Result;
 
-// One Commit call: its writes, and what the leader that commits them answers.
-struct PostgresStore::Pending {
-  Pending(std::vector<Write> w, Durability d) : writes(std::move(w)), durability(d) {}
-  std::vector<Write> writes;
-  Durability durability;
-  absl::StatusOr<std::vector<json::object>> result = absl::UnknownError("not committed");
-  std::vector<Event> events;
-  // Why a write of this call cannot be made, known before its writes are sent: a guarded
-  // update or delete of a row that another transaction holds or that does not exist.
-  absl::Status refused;
-  bool done = false;  // guarded by queue_mu_
-  std::condition_variable cv;
-};
-
 namespace {
 
 // The statements of a commit. Expected refusals (the object exists, changed or is gone) do
@@ -165,57 +151,43 @@ absl::Status WriteOutcome(const Write& w, const Result& r) {
 absl::StatusOr<std::vector<json::object>> PostgresStore::Commit(std::vector<Write> writes,
                                                                 Durability durability) {
   for (const Write& w : writes) RETURN_IF_ERROR(CheckStorable(w.kind, w.object));
-  Pending me(std::move(writes), durability);
-  std::unique_lock<std::mutex> lock(queue_mu_);
-  queue_.push_back(&me);
-  me.cv.wait(lock, [&] { return me.done || queue_.front() == &me; });
-  if (me.done) return std::move(me.result);
-  // The leader: commits itself and the calls queued behind it, in queue order.
-  std::vector<Pending*> batch(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(std::min(
-                                                                   queue_.size(), kMaxBatch)));
-  lock.unlock();
-  CommitBatch(batch);
-  lock.lock();
-  for (Pending* call : batch) {
-    queue_.pop_front();
-    call->done = true;
-    if (call != &me) call->cv.notify_one();
-  }
-  if (!queue_.empty()) queue_.front()->cv.notify_one();  // the next leader
-  return std::move(me.result);
+  return queue_.Commit(
+      std::move(writes), durability,
+      [this](const std::vector<PendingCommit*>& batch) { return CommitBatch(batch); });
 }
 
-GroupCommitStats PostgresStore::CommitStats() {
-  std::lock_guard<std::mutex> lock(queue_mu_);
-  return {transactions_.load(), committed_calls_.load(), static_cast<int64_t>(queue_.size())};
-}
+GroupCommitStats PostgresStore::CommitStats() { return queue_.Stats(); }
 
-void PostgresStore::CommitBatch(const std::vector<Pending*>& batch) {
+size_t PostgresStore::CommitBatch(const std::vector<PendingCommit*>& batch) {
   auto lease = Acquire();
-  if (!lease.ok()) return FailCalls(batch, lease.status());
+  if (!lease.ok()) {
+    FailCalls(batch, lease.status());
+    return 0;
+  }
   Conn& c = **lease;
-  absl::StatusOr<int64_t> base = BeginBatch(c, batch);
+  std::vector<absl::Status> refused(batch.size());
+  absl::StatusOr<int64_t> base = BeginBatch(c, batch, &refused);
   if (!base.ok()) {
     c.Exec("ROLLBACK");  // a no-op on a broken connection, which is then not reused
-    return FailCalls(batch, base.status());
+    FailCalls(batch, base.status());
+    return 0;
   }
-  std::vector<Pending*> live;
-  for (Pending* call : batch) {
-    if (call->refused.ok())
-      live.push_back(call);
+  std::vector<PendingCommit*> live;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (refused[i].ok())
+      live.push_back(batch[i]);
     else
-      call->result = call->refused;
+      batch[i]->result = refused[i];
   }
   absl::Status applied = ApplyCalls(c, *base, &live);
   if (applied.ok() && !live.empty()) applied = EndBatch(c, *base, live);
   if (!applied.ok() || live.empty()) {
     c.Exec("ROLLBACK");
-    return FailCalls(live, applied);
+    FailCalls(live, applied);
+    return 0;
   }
-  ++transactions_;
-  committed_calls_ += static_cast<int64_t>(live.size());
   int64_t last = *base;
-  for (Pending* call : live)
+  for (PendingCommit* call : live)
     for (const Write& w : call->writes) last += Versioned(w) ? 1 : 0;
   commits_since_compaction_ += static_cast<int64_t>(live.size());
   if (commits_since_compaction_ >= pg::kCompactEvery) {
@@ -223,17 +195,19 @@ void PostgresStore::CommitBatch(const std::vector<Pending*>& batch) {
     MaybeCompact(c);
   }
   std::vector<const std::vector<Event>*> events;
-  for (Pending* call : live) events.push_back(&call->events);
+  for (PendingCommit* call : live) events.push_back(&call->events);
   DeliverThrough(c, last, events, *base + 1);
+  return live.size();
 }
 
-absl::StatusOr<int64_t> PostgresStore::BeginBatch(Conn& c, const std::vector<Pending*>& batch) {
+absl::StatusOr<int64_t> PostgresStore::BeginBatch(Conn& c, const std::vector<PendingCommit*>& batch,
+                                                  std::vector<absl::Status>* refusals) {
   // The rows that updates and deletes change (not those created earlier in the batch), in
   // key order so that two replicas' batches never wait for each other in a cycle; a row is
   // skipped rather than waited for when every write to it is guarded.
   std::set<Key> created;
   std::map<Key, bool> guarded;  // key -> every write to it is guarded
-  for (Pending* call : batch)
+  for (PendingCommit* call : batch)
     for (const Write& w : call->writes) {
       if (!Versioned(w)) continue;
       Key key = KeyOf(w);
@@ -273,12 +247,12 @@ absl::StatusOr<int64_t> PostgresStore::BeginBatch(Conn& c, const std::vector<Pen
   }
   for (const Result& r : rs)
     if (!r.ok()) return pg::DbError(r, "begin");
-  for (Pending* call : batch)
-    for (const Write& w : call->writes) {
+  for (size_t k = 0; k < batch.size(); ++k)
+    for (const Write& w : batch[k]->writes) {
       if (!Versioned(w) || w.op == Write::Op::kCreate) continue;
       auto it = refused.find(KeyOf(w));
       if (it != refused.end()) {
-        call->refused = it->second;
+        (*refusals)[k] = it->second;
         break;
       }
     }
@@ -287,7 +261,7 @@ absl::StatusOr<int64_t> PostgresStore::BeginBatch(Conn& c, const std::vector<Pen
   return rv.integer(0, 0);
 }
 
-absl::Status PostgresStore::ApplyCalls(Conn& c, int64_t base, std::vector<Pending*>* live) {
+absl::Status PostgresStore::ApplyCalls(Conn& c, int64_t base, std::vector<PendingCommit*>* live) {
   // Every call's writes go in one pipeline. When one fails, the batch rolls back to its
   // savepoint and goes again without the first call that failed (the calls before it did
   // not cause a later one's failure; a later one's cannot be trusted, as its
@@ -299,7 +273,7 @@ absl::Status PostgresStore::ApplyCalls(Conn& c, int64_t base, std::vector<Pendin
     if (again) qs.push_back({"ROLLBACK TO SAVEPOINT gantry_batch", {}, false});
     const size_t offset = qs.size();
     int64_t rv = base;
-    for (Pending* call : *live) {
+    for (PendingCommit* call : *live) {
       int64_t commit_rv = rv;
       for (const Write& w : call->writes) commit_rv += Versioned(w) ? 1 : 0;
       for (Write& w : call->writes) {
@@ -333,12 +307,12 @@ absl::Status PostgresStore::ApplyCalls(Conn& c, int64_t base, std::vector<Pendin
   }
 }
 
-void PostgresStore::Collect(int64_t base, const std::vector<Pending*>& live,
+void PostgresStore::Collect(int64_t base, const std::vector<PendingCommit*>& live,
                             const std::vector<Result>& rs, size_t q) {
   // What each call answers and tells watchers. Deleted objects come back from the database;
   // their events are written by EndBatch.
   int64_t rv = base;
-  for (Pending* call : live) {
+  for (PendingCommit* call : live) {
     std::vector<json::object> stored(call->writes.size());
     call->events.clear();
     for (size_t i = 0; i < call->writes.size(); ++i, ++q) {
@@ -361,10 +335,11 @@ void PostgresStore::Collect(int64_t base, const std::vector<Pending*>& live,
   }
 }
 
-absl::Status PostgresStore::EndBatch(Conn& c, int64_t base, const std::vector<Pending*>& live) {
+absl::Status PostgresStore::EndBatch(Conn& c, int64_t base,
+                                     const std::vector<PendingCommit*>& live) {
   std::vector<Query> qs;
   int64_t last = base;
-  for (Pending* call : live) {
+  for (PendingCommit* call : live) {
     const int64_t commit_rv = call->events.empty() ? 0 : call->events.back().resource_version;
     for (const Event& e : call->events) {
       last = e.resource_version;
@@ -388,7 +363,7 @@ absl::Status PostgresStore::EndBatch(Conn& c, int64_t base, const std::vector<Pe
     return absl::UnavailableError(
         "database error during commit (the change may or may not have been applied): " +
         (rs.empty() ? error : rs.back().error()));
-  bool durable = std::any_of(live.begin(), live.end(), [](Pending* call) {
+  bool durable = std::any_of(live.begin(), live.end(), [](PendingCommit* call) {
     return call->durability == Durability::kDurable;
   });
   if (durable) {
@@ -410,14 +385,6 @@ absl::Status PostgresStore::Flush(Conn& c) {
       "ON CONFLICT (pid) DO UPDATE SET n = flushes.n + 1");
   if (!r.ok()) return pg::DbError(r, "flush");
   return absl::OkStatus();
-}
-
-void PostgresStore::FailCalls(const std::vector<Pending*>& calls, const absl::Status& status) {
-  if (status.ok()) return;
-  for (Pending* call : calls) {
-    call->result = status;
-    call->events.clear();
-  }
 }
 
 }  // namespace gantry::store

@@ -115,7 +115,8 @@ std::string PostgresStore::Redacted(const std::string& url) {
   return out;
 }
 
-PostgresStore::PostgresStore(PostgresOptions options) : options_(std::move(options)) {}
+PostgresStore::PostgresStore(PostgresOptions options)
+    : options_(std::move(options)), queue_(kMaxBatch, options_.metrics) {}
 
 PostgresStore::~PostgresStore() {
   stopping_ = true;

@@ -17,8 +17,8 @@
 //   meta(key, value)            compaction watermark
 //   flushes(pid, n)             one row per connection, written by Flush (below)
 //
-// Commit: a group commit, as SqliteStore's (LevelDB's DBImpl::Write): concurrent Commit
-// calls of a replica queue; the call at the head (the leader) commits itself and up to
+// Commit: a group commit, as SqliteStore's (store/group_commit.h): concurrent Commit calls
+// of a replica queue; the call at the head (the leader) commits itself and up to
 // kMaxBatch calls behind it in ONE transaction, with consecutive resourceVersions in queue
 // order, and answers each. A batch is four round trips, whatever its size (libpq pipelines,
 // postgres_commit.cc):
@@ -34,6 +34,8 @@
 //      resourceVersions.
 //   3. The events of deletes; advance gantry_state; NOTIFY gantry_events; COMMIT.
 //   4. Flush (below), when any call of the batch is durable.
+// Metrics (when PostgresOptions::metrics is set): as SqliteStore's, per replica
+// (gantry_store_transactions_total, gantry_store_commits_total, gantry_store_commits_waiting).
 // Rows are always locked before gantry_state, in key order, and the holder of gantry_state
 // never waits for a row it has not locked yet, so commits cannot deadlock on it.
 //
@@ -73,6 +75,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "common/metrics.h"
+#include "store/group_commit.h"
 #include "store/store.h"
 
 typedef struct pg_conn PGconn;
@@ -86,6 +90,7 @@ struct PostgresOptions {
   std::string url;                   // postgres://… or postgresql://… (libpq conninfo)
   int64_t event_retention = 100000;  // events kept for watch resumption
   size_t max_idle_connections = 16;
+  Metrics* metrics = nullptr;  // the group commit's figures; must outlive the store
 };
 
 class PostgresStore final : public Store {
@@ -134,21 +139,21 @@ class PostgresStore final : public Store {
   absl::StatusOr<Lease> Acquire();
   void Release(std::unique_ptr<Conn> conn);
   // The group commit (postgres_commit.cc; the steps in the comment at the top).
-  struct Pending;  // one Commit call in the queue
   static constexpr size_t kMaxBatch = 64;
-  void CommitBatch(const std::vector<Pending*>& batch);
-  // Step 1: the transaction, its row locks and the last resourceVersion. Sets `refused` of
-  // a call whose guarded write targets a row it could not lock.
-  absl::StatusOr<int64_t> BeginBatch(Conn& c, const std::vector<Pending*>& batch);
+  // Commits a batch of the queue; returns how many calls it committed.
+  size_t CommitBatch(const std::vector<PendingCommit*>& batch);
+  // Step 1: the transaction, its row locks and the last resourceVersion. Sets
+  // (*refusals)[i] for a call whose guarded write targets a row it could not lock.
+  absl::StatusOr<int64_t> BeginBatch(Conn& c, const std::vector<PendingCommit*>& batch,
+                                     std::vector<absl::Status>* refusals);
   // Step 2: the writes of `live` from resourceVersion base + 1; removes and answers each
   // call that is refused. Not OK when the database failed (every call fails).
-  absl::Status ApplyCalls(Conn& c, int64_t base, std::vector<Pending*>* live);
+  absl::Status ApplyCalls(Conn& c, int64_t base, std::vector<PendingCommit*>* live);
   // The answers and events of `live`, whose writes' results start at rs[first].
-  void Collect(int64_t base, const std::vector<Pending*>& live, const std::vector<pg::Result>& rs,
-               size_t first);
+  void Collect(int64_t base, const std::vector<PendingCommit*>& live,
+               const std::vector<pg::Result>& rs, size_t first);
   // Steps 3 and 4.
-  absl::Status EndBatch(Conn& c, int64_t base, const std::vector<Pending*>& live);
-  static void FailCalls(const std::vector<Pending*>& calls, const absl::Status& status);
+  absl::Status EndBatch(Conn& c, int64_t base, const std::vector<PendingCommit*>& live);
   // Returns once every commit made so far is durable (WAL flushed).
   absl::Status Flush(Conn& c);
   void MaybeCompact(Conn& c);
@@ -163,10 +168,7 @@ class PostgresStore final : public Store {
   // Constant after construction.
   const PostgresOptions options_;
 
-  std::mutex queue_mu_;
-  std::deque<Pending*> queue_ ABSL_GUARDED_BY(queue_mu_);  // front: the leader
-  std::atomic<int64_t> transactions_{0};
-  std::atomic<int64_t> committed_calls_{0};
+  GroupCommitQueue queue_;
 
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<Conn>> idle_ ABSL_GUARDED_BY(pool_mu_);

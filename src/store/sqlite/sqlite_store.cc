@@ -99,44 +99,14 @@ class SqliteStore::Reader {
   Connection* conn_;
 };
 
-// One Commit call: its writes, and what the leader that commits them answers.
-struct SqliteStore::Pending {
-  Pending(std::vector<Write> w, Durability d) : writes(std::move(w)), durability(d) {}
-  std::vector<Write> writes;
-  Durability durability;
-  absl::StatusOr<std::vector<json::object>> result = absl::UnknownError("not committed");
-  std::vector<Event> events;
-  bool done = false;  // guarded by queue_mu_
-  std::condition_variable cv;
-};
-
 struct SqliteStore::Current {
   int64_t rv = 0;
   int64_t id = 0;
   std::string labels;
 };
 
-constexpr char kTransactions[] = "gantry_store_transactions_total";
-constexpr char kCommits[] = "gantry_store_commits_total";
-constexpr char kWaiting[] = "gantry_store_commits_waiting";
-
-SqliteStore::SqliteStore(SqliteOptions options) : options_(std::move(options)) {
-  if (!options_.metrics) return;
-  Metrics& m = *options_.metrics;
-  m.Describe(kTransactions, "counter",
-             "Transactions the store committed; a group commit of several calls is one.");
-  m.Describe(kCommits, "counter",
-             "Commit calls committed; per transaction: divided by " + std::string(kTransactions));
-  m.Describe(kWaiting, "gauge",
-             "Commit calls queued for the writer now, the one being committed included.");
-  m.Add(kTransactions, {}, 0);
-  m.Add(kCommits, {}, 0);
-  m.Set(kWaiting, {}, 0);
-}
-
-void SqliteStore::SetWaiting() {
-  if (options_.metrics) options_.metrics->Set(kWaiting, {}, static_cast<double>(queue_.size()));
-}
+SqliteStore::SqliteStore(SqliteOptions options)
+    : options_(std::move(options)), queue_(kMaxBatch, options_.metrics) {}
 
 SqliteStore::~SqliteStore() {
   std::lock_guard<std::mutex> r(readers_mu_);
@@ -449,41 +419,14 @@ absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* e
 absl::StatusOr<std::vector<json::object>> SqliteStore::Commit(std::vector<Write> writes,
                                                               Durability durability) {
   for (const Write& w : writes) RETURN_IF_ERROR(CheckStorable(w.kind, w.object));
-  Pending me(std::move(writes), durability);
-  std::unique_lock<std::mutex> lock(queue_mu_);
-  queue_.push_back(&me);
-  SetWaiting();
-  me.cv.wait(lock, [&] { return me.done || queue_.front() == &me; });
-  if (me.done) return std::move(me.result);
-  // The leader: commits itself and the calls queued behind it, in queue order.
-  std::vector<Pending*> batch(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(std::min(
-                                                                   queue_.size(), kMaxBatch)));
-  lock.unlock();
-  {
-    std::lock_guard<std::mutex> write_lock(write_mu_);
-    CommitBatch(batch);
-  }
-  lock.lock();
-  for (Pending* call : batch) {
-    queue_.pop_front();
-    call->done = true;
-    if (call != &me) call->cv.notify_one();
-  }
-  SetWaiting();
-  if (!queue_.empty()) queue_.front()->cv.notify_one();  // the next leader
-  return std::move(me.result);
+  return queue_.Commit(std::move(writes), durability,
+                       [this](const std::vector<PendingCommit*>& batch) {
+                         std::lock_guard<std::mutex> write_lock(write_mu_);
+                         return CommitBatch(batch);
+                       });
 }
 
-void SqliteStore::FailBatch(const std::vector<Pending*>& batch, const absl::Status& status) {
-  for (Pending* call : batch) {
-    if (call->result.ok() || call->result.status().code() == absl::StatusCode::kUnknown) {
-      call->result = status;
-      call->events.clear();
-    }
-  }
-}
-
-absl::Status SqliteStore::ApplyCall(Pending& call, int64_t* rv, bool* broken) {
+absl::Status SqliteStore::ApplyCall(PendingCommit& call, int64_t* rv, bool* broken) {
   if (ExecCached(*writer_, "SAVEPOINT gantry_call") != SQLITE_OK) {
     *broken = true;
     return SqlError(writer_->db(), "savepoint");
@@ -514,13 +457,16 @@ absl::Status SqliteStore::ApplyCall(Pending& call, int64_t* rv, bool* broken) {
   return status;
 }
 
-void SqliteStore::CommitBatch(const std::vector<Pending*>& batch) {
-  if (!sticky_error_.ok()) return FailBatch(batch, sticky_error_);
+size_t SqliteStore::CommitBatch(const std::vector<PendingCommit*>& batch) {
+  if (!sticky_error_.ok()) {
+    FailCalls(batch, sticky_error_);
+    return 0;
+  }
   // A batch of relaxed calls only skips the fsync (synchronous=NORMAL) for this transaction;
   // the next durable commit's fsync covers it too.
   bool relax = options_.synchronous == "FULL" &&
                std::all_of(batch.begin(), batch.end(),
-                           [](Pending* c) { return c->durability == Durability::kRelaxed; });
+                           [](PendingCommit* c) { return c->durability == Durability::kRelaxed; });
   if (relax) ExecCached(*writer_, "PRAGMA synchronous=NORMAL");
   struct Restore {
     Connection& conn;
@@ -529,13 +475,15 @@ void SqliteStore::CommitBatch(const std::vector<Pending*>& batch) {
       if (on) ExecCached(conn, "PRAGMA synchronous=FULL");
     }
   } restore{*writer_, relax};
-  if (ExecCached(*writer_, "BEGIN IMMEDIATE") != SQLITE_OK)
-    return FailBatch(batch, SqlError(writer_->db(), "begin"));
+  if (ExecCached(*writer_, "BEGIN IMMEDIATE") != SQLITE_OK) {
+    FailCalls(batch, SqlError(writer_->db(), "begin"));
+    return 0;
+  }
   int64_t rv = last_rv_;
   bool broken = false;
-  std::vector<Pending*> applied;
+  std::vector<PendingCommit*> applied;
   absl::Status status;
-  for (Pending* call : batch) {
+  for (PendingCommit* call : batch) {
     absl::Status s = ApplyCall(*call, &rv, &broken);
     if (broken) {
       status = s;
@@ -552,27 +500,23 @@ void SqliteStore::CommitBatch(const std::vector<Pending*>& batch) {
   if (!status.ok() || applied.empty()) {
     int ext = sqlite3_extended_errcode(writer_->db());
     ExecCached(*writer_, "ROLLBACK");
-    if (status.ok()) return;  // every call failed its own checks
+    if (status.ok()) return 0;  // every call failed its own checks
     if (status.code() == absl::StatusCode::kUnavailable && IsFatal(ext)) {
       sticky_error_ = absl::UnavailableError(
           "the database failed and gantryd refuses further writes until restarted: " +
           std::string(status.message()));
     }
-    return FailBatch(batch, status);
+    FailCalls(batch, status);
+    return 0;
   }
   last_rv_ = rv;
   current_rv_ = rv;
-  ++transactions_;
-  committed_calls_ += static_cast<int64_t>(applied.size());
-  if (options_.metrics) {
-    options_.metrics->Add(kTransactions, {});
-    options_.metrics->Add(kCommits, {}, static_cast<double>(applied.size()));
-  }
   commits_since_compaction_ += static_cast<int64_t>(applied.size());
   if (commits_since_compaction_ >= kCompactEvery) MaybeCompact();
-  if (!observer_) return;
-  for (Pending* call : applied)
-    if (!call->events.empty()) observer_(call->events);
+  if (observer_)
+    for (PendingCommit* call : applied)
+      if (!call->events.empty()) observer_(call->events);
+  return applied.size();
 }
 
 void SqliteStore::MaybeCompact() {
@@ -614,10 +558,7 @@ absl::StatusOr<std::vector<Event>> SqliteStore::EventsSince(int64_t after, size_
 
 int64_t SqliteStore::CurrentResourceVersion() { return current_rv_; }
 
-GroupCommitStats SqliteStore::CommitStats() {
-  std::lock_guard<std::mutex> lock(queue_mu_);
-  return {transactions_.load(), committed_calls_.load(), static_cast<int64_t>(queue_.size())};
-}
+GroupCommitStats SqliteStore::CommitStats() { return queue_.Stats(); }
 
 absl::StatusOr<std::vector<Revision>> SqliteStore::ListRevisions(const std::string& kind,
                                                                  const std::string& ns,

@@ -9,9 +9,9 @@
 //   revisions(kind, namespace, name, revision, created, spec)
 //   meta(key, value)                                 compaction watermark
 //
-// Group commit: concurrent Commit calls queue. The caller at the head of the queue (the
-// leader, as in LevelDB's DBImpl::Write) takes every call queued behind it (up to
-// kMaxBatch), commits them in ONE transaction, with one fsync, giving them consecutive
+// Group commit (store/group_commit.h): concurrent Commit calls queue. The caller at the head
+// of the queue (the leader, as in LevelDB's DBImpl::Write) takes every call queued behind it
+// (up to kMaxBatch), commits them in ONE transaction, with one fsync, giving them consecutive
 // resourceVersions in queue order, then acknowledges each and hands the queue to the next
 // leader. Each call's writes run inside their own SAVEPOINT: a call that fails its checks
 // (409, 404, 400...) is rolled back to it and fails alone; the others commit. A call is
@@ -19,10 +19,7 @@
 // after the WAL is flushed). The batch is flushed unless every call in it is relaxed.
 // The commit observer gets each call's events, in resourceVersion order, after the commit.
 //
-// Metrics (when SqliteOptions::metrics is set): gantry_store_transactions_total (batches
-// committed), gantry_store_commits_total (Commit calls they committed: the two divided are
-// the calls per transaction, how well the group commit batches) and the gauge
-// gantry_store_commits_waiting (calls queued now, the one being committed included).
+// Metrics (when SqliteOptions::metrics is set): the group commit's (store/group_commit.h).
 //
 // Durability: with synchronous=FULL an acknowledged write survives power loss, with NORMAL
 // it survives a crash of gantryd.
@@ -43,6 +40,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "common/metrics.h"
+#include "store/group_commit.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/store.h"
 
@@ -88,7 +86,6 @@ class SqliteStore final : public Store {
 
  private:
   class Reader;    // RAII lease of a reader connection
-  struct Pending;  // one Commit call in the queue
   struct Current;  // the stored row a write replaces
   explicit SqliteStore(SqliteOptions options);
   absl::Status Init();
@@ -101,12 +98,10 @@ class SqliteStore final : public Store {
   Reader AcquireReader();
   void ReleaseReader(sqlite::Connection* conn);
 
-  void CommitBatch(const std::vector<Pending*>& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  // The queue's length on the gauge (no-op without metrics).
-  void SetWaiting() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_);
-  absl::Status ApplyCall(Pending& call, int64_t* rv, bool* broken)
+  // Commits a batch of the queue in one transaction; returns how many calls it committed.
+  size_t CommitBatch(const std::vector<PendingCommit*>& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  void FailBatch(const std::vector<Pending*>& batch, const absl::Status& status)
+  absl::Status ApplyCall(PendingCommit& call, int64_t* rv, bool* broken)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::Status ApplyWrite(Write& w, int64_t rv, std::vector<Event>* events,
                           boost::json::object* stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
@@ -123,8 +118,7 @@ class SqliteStore final : public Store {
   // Constant after construction.
   const SqliteOptions options_;
 
-  std::mutex queue_mu_;
-  std::deque<Pending*> queue_ ABSL_GUARDED_BY(queue_mu_);  // front: the leader
+  GroupCommitQueue queue_;
 
   std::mutex write_mu_;
   std::unique_ptr<sqlite::Connection> writer_ ABSL_GUARDED_BY(write_mu_);
@@ -138,8 +132,6 @@ class SqliteStore final : public Store {
   std::vector<std::unique_ptr<sqlite::Connection>> all_readers_ ABSL_GUARDED_BY(readers_mu_);
 
   // Published under write_mu_, read without it.
-  std::atomic<int64_t> transactions_{0};
-  std::atomic<int64_t> committed_calls_{0};
   std::atomic<int64_t> current_rv_{0};
   std::atomic<int64_t> compacted_through_{0};
 };
