@@ -54,10 +54,12 @@ using Deadline = std::optional<std::chrono::steady_clock::time_point>;
 using Finish = std::function<void(beast::error_code)>;
 
 // Runs the asynchronous operations `start` begins on `ioc` until they call their Finish or
-// `deadline` passes. Then `raw`, the connection's TCP socket, is closed, which completes them
-// with operation_aborted, and the answer is timed_out.
-beast::error_code RunUntil(net::io_context& ioc, std::chrono::steady_clock::time_point deadline,
-                           tcp::socket& raw, const std::function<void(Finish)>& start) {
+// `deadline` passes (none: until they finish). Past the deadline `raw`, the connection's TCP
+// socket, is closed, which completes them with operation_aborted, and the answer is
+// timed_out. (One asynchronous path, with or without a deadline: each HTTP operation is
+// compiled once per stream type, not also in a blocking form.)
+beast::error_code RunUntil(net::io_context& ioc, Deadline deadline, tcp::socket& raw,
+                           const std::function<void(Finish)>& start) {
   beast::error_code result;
   bool done = false;
   ioc.restart();
@@ -65,7 +67,11 @@ beast::error_code RunUntil(net::io_context& ioc, std::chrono::steady_clock::time
     result = ec;
     done = true;
   });
-  ioc.run_until(deadline);
+  if (!deadline) {
+    ioc.run();
+    return result;
+  }
+  ioc.run_until(*deadline);
   if (done) return result;
   beast::error_code ignored;
   raw.close(ignored);
@@ -178,9 +184,8 @@ absl::Status ConnectSocket(net::io_context& ioc, tcp::socket& socket, const std:
   tcp::resolver resolver(ioc);
   beast::error_code ec;
   auto results = resolver.resolve(host, port, ec);
-  if (!ec && !deadline) net::connect(socket, results, ec);
-  if (!ec && deadline)
-    ec = RunUntil(ioc, *deadline, socket, [&](Finish finish) {
+  if (!ec)
+    ec = RunUntil(ioc, deadline, socket, [&](Finish finish) {
       net::async_connect(socket, results,
                          [finish](beast::error_code e, const tcp::endpoint&) { finish(e); });
     });
@@ -202,13 +207,9 @@ absl::Status ConnectTls(net::io_context& ioc, TlsStream& stream, const std::stri
   net::ip::make_address(host, ec);
   if (ec) SSL_set_tlsext_host_name(stream.native_handle(), host.c_str());  // not an IP address
   ec = {};
-  if (!deadline)
-    stream.handshake(ssl::stream_base::client, ec);
-  else
-    ec = RunUntil(ioc, *deadline, stream.next_layer(), [&](Finish finish) {
-      stream.async_handshake(ssl::stream_base::client,
-                             [finish](beast::error_code e) { finish(e); });
-    });
+  ec = RunUntil(ioc, deadline, stream.next_layer(), [&](Finish finish) {
+    stream.async_handshake(ssl::stream_base::client, [finish](beast::error_code e) { finish(e); });
+  });
   if (ec == net::error::timed_out) return TimedOut(base_url, "in the TLS handshake");
   if (ec) {
     std::string why = Describe(ec);
@@ -280,12 +281,7 @@ absl::StatusOr<HttpResponse> HttpClient::SendWithHeaders(
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxBodyBytes);
     impl_->With([&](auto& stream) {
-      if (!deadline) {
-        http::write(stream, req, ec);
-        if (!ec) http::read(stream, impl_->buffer, parser, ec);
-        return;
-      }
-      ec = RunUntil(impl_->ioc, *deadline, impl_->Raw(), [&](Finish finish) {
+      ec = RunUntil(impl_->ioc, deadline, impl_->Raw(), [&](Finish finish) {
         http::async_write(stream, req, [&, finish](beast::error_code e, std::size_t) {
           if (e) return finish(e);
           http::async_read(stream, impl_->buffer, parser,

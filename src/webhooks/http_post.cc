@@ -7,10 +7,13 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -55,14 +58,15 @@ absl::StatusOr<ssl::context*> ReceiverTls() {
   return tls_context.get();
 }
 
-// Writes `req` to `stream` and reads the answer into `res`; `failed` gets the first error.
-template <class Stream>
+// Writes `req` to `stream` and reads the answer into `res`; then calls `finish` with the
+// first error, if any.
+template <class Stream, class Finish>
 void Exchange(Stream& stream, http::request<http::string_body>& req, beast::flat_buffer& buffer,
-              http::response<http::string_body>& res, boost::system::error_code& failed) {
+              http::response<http::string_body>& res, Finish& finish) {
   http::async_write(stream, req, [&](boost::system::error_code e, size_t) {
-    if (e) return void(failed = e);
+    if (e) return finish(e);
     http::async_read(stream, buffer, res,
-                     [&](boost::system::error_code read, size_t) { failed = read; });
+                     [&](boost::system::error_code read, size_t) { finish(read); });
   });
 }
 
@@ -122,32 +126,41 @@ absl::StatusOr<int> HttpPost(const Receiver& to, std::string_view body,
   beast::flat_buffer buffer;
   http::response<http::string_body> res;
   boost::system::error_code failed;
-  bool connected = false, handshaken = !tls;
-  std::optional<beast::tcp_stream> plain;
-  std::optional<beast::ssl_stream<beast::tcp_stream>> secure;
-  beast::tcp_stream& lowest = tls ? secure.emplace(ioc, *tls).next_layer() : plain.emplace(ioc);
+  bool connected = false, handshaken = !tls, done = false;
+  // A plain socket, or a TLS stream over one (Asio's own streams: Beast's tcp_stream and
+  // ssl_stream would add their timers and buffering to every operation compiled here).
+  std::optional<tcp::socket> plain;
+  std::optional<ssl::stream<tcp::socket>> secure;
+  tcp::socket& lowest = tls ? secure.emplace(ioc, *tls).next_layer() : plain.emplace(ioc);
   if (tls) {
     boost::system::error_code not_ip;
     asio::ip::make_address(to.host, not_ip);
     if (not_ip) SSL_set_tlsext_host_name(secure->native_handle(), to.host.c_str());  // SNI
     secure->set_verify_callback(ssl::host_name_verification(to.host));
   }
-  lowest.expires_after(timeout);  // connecting, the handshake, the request and the answer
-  lowest.async_connect(found, [&](boost::system::error_code e, const tcp::endpoint&) {
-    if (e) return void(failed = e);
+  auto finish = [&](boost::system::error_code e) {
+    failed = e;
+    done = true;
+  };
+  asio::async_connect(lowest, found, [&](boost::system::error_code e, const tcp::endpoint&) {
+    if (e) return finish(e);
     connected = true;
-    if (!tls) return Exchange(*plain, req, buffer, res, failed);
+    if (!tls) return Exchange(*plain, req, buffer, res, finish);
     secure->async_handshake(ssl::stream_base::client, [&](boost::system::error_code shake) {
-      if (shake) return void(failed = shake);
+      if (shake) return finish(shake);
       handshaken = true;
-      Exchange(*secure, req, buffer, res, failed);
+      Exchange(*secure, req, buffer, res, finish);
     });
   });
-  ioc.run();
-  lowest.socket().close(ec);
-  if (failed == beast::error::timeout)
+  // Connecting, the handshake, the request and the answer, all within `timeout`.
+  ioc.run_for(timeout);
+  lowest.close(ec);
+  if (!done) {
+    ioc.restart();
+    ioc.run();  // the aborted operations' handlers
     return absl::DeadlineExceededError("no answer within " + std::to_string(timeout.count()) +
                                        " ms");
+  }
   if (failed && connected && !handshaken)
     return absl::UnavailableError("TLS handshake with " + to.host + " failed: " + failed.message());
   if (failed) return absl::UnavailableError(failed.message());
