@@ -243,6 +243,54 @@ TEST_F(MaxConnectionsTest, ConnectionsBeyondTheCapAreRefusedUntilOneCloses) {
   }));
 }
 
+class IdleTimeoutTest : public GantrydTest {
+ protected:
+  std::vector<std::string> Args() override {
+    return {"--idle-timeout-seconds", "1", "--max-connections", "4"};
+  }
+};
+
+// Connections that hold a slot without sending a whole request (slowloris) are closed after
+// --idle-timeout-seconds, and so is a kept-alive connection between requests; their slots
+// are given back.
+TEST_F(IdleTimeoutTest, ConnectionsWithoutAWholeRequestAreClosedAndFreeTheirSlots) {
+  const int port = gantryd_->port();
+  int silent = ConnectLoopback(port);
+  int half = ConnectLoopback(port);
+  int kept = ConnectLoopback(port);
+  ASSERT_GE(silent, 0);
+  ASSERT_GE(half, 0);
+  ASSERT_GE(kept, 0);
+  const std::string partial = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+  ASSERT_EQ(::send(half, partial.data(), partial.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(partial.size()));
+  const std::string whole = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  ASSERT_EQ(::send(kept, whole.data(), whole.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(whole.size()));
+
+  // Each returns once the server closes it (the socket's own timeout is 120 s).
+  EXPECT_EQ(ReadUntilClosed(silent), "");
+  EXPECT_EQ(ReadUntilClosed(half), "");
+  std::string answered = ReadUntilClosed(kept);
+  EXPECT_EQ(StatusOf(answered), 200) << answered;
+  for (int fd : {silent, half, kept}) ::close(fd);
+
+  // All four slots are free again: four new connections, open at once, are all served (each
+  // sends its request at once: one that waited a second would be closed unanswered).
+  std::vector<int> fresh;
+  for (int i = 0; i < 4; ++i) fresh.push_back(ConnectLoopback(port));
+  for (int fd : fresh) {
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::send(fd, whole.data(), whole.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(whole.size()));
+  }
+  for (int fd : fresh) {
+    std::string raw = ReadUntilClosed(fd);
+    EXPECT_EQ(StatusOf(raw), 200) << raw;
+    ::close(fd);
+  }
+}
+
 // Open file descriptors of process `pid`.
 int OpenFds(pid_t pid) {
   int n = 0;

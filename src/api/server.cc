@@ -439,7 +439,7 @@ awaitable<void> Server::Impl::Serve(Connection& connection, const std::string& r
     Connection::RequestParser parser;
     parser.body_limit(options.body_limit);
     parser.header_limit(64 * 1024);
-    connection.ExpiresAfter(std::chrono::seconds(120));
+    connection.ExpiresAfter(std::chrono::seconds(options.idle_timeout_seconds));
     boost::system::error_code ec = co_await connection.ReadRequest(buffer, parser);
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
         ec == net::error::operation_aborted || ec == net::error::bad_descriptor ||

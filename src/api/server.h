@@ -39,7 +39,10 @@ struct ServerOptions {
   // together (the stores' group commit), so 16 connections writing at once make batches
   // of up to 16 rather than of `threads`. 0: writes are handled on the I/O threads too.
   int write_threads = 32;
-  int drain_seconds = 10;      // how long shutdown waits for in-flight requests
+  int drain_seconds = 10;  // how long shutdown waits for in-flight requests
+  // A connection that sends no whole request for this long is closed: an idle keep-alive
+  // connection, or a sender too slow to finish one (each holds one of max_connections).
+  int idle_timeout_seconds = 120;
   int max_connections = 1024;  // open connections (both listeners) at most
 };
 

@@ -384,6 +384,11 @@ int main(int argc, char** argv) {
                  "Open HTTP connections at most; more are answered 503 and closed")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
+  app.add_option("--idle-timeout-seconds", server_options.idle_timeout_seconds,
+                 "An HTTP connection that sends no whole request for this long is closed "
+                 "(idle keep-alive connections and too slow senders)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   LdapFlags ldap_flags;
   AddLdapFlags(app, ldap_flags);
   gantry::app::OidcFlags oidc_flags;

@@ -67,6 +67,10 @@ export async function runE2e({ name, gantrydArgs, failureShot, port }, body) {
       if (m.type() !== 'error') return;
       const where = m.location()?.url ?? '';
       if (expected.some((e) => where.includes(e.url) && m.text().includes(`status of ${e.status}`))) return;
+      // The host's network changed under the browser (another test's Podman container adds
+      // and removes interfaces): Chromium fails the request in flight, and the page's next
+      // poll sends it again. Not the UI's error, and not gantryd's.
+      if (m.text().includes('net::ERR_NETWORK_CHANGED')) return;
       consoleErrors.push(`${m.text()} (${where})`);
     });
     page.on('pageerror', (e) => consoleErrors.push(`uncaught: ${e.message}`));
