@@ -188,8 +188,7 @@ void AddLdapFlags(CLI::App& app, LdapFlags& f) {
       ->capture_default_str();
 }
 
-// The directory the flags configure (null without --ldap-url), with its options set in
-// `auth`; or why the flags are wrong.
+// The directory the flags configure (null without --ldap-url), its options set in `auth`.
 absl::StatusOr<std::unique_ptr<gantry::auth::LdapDirectory>> MakeDirectory(
     LdapFlags f, gantry::auth::AuthOptions& auth) {
   gantry::auth::LdapOptions& o = f.options;
@@ -385,8 +384,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   app.add_option("--idle-timeout-seconds", server_options.idle_timeout_seconds,
-                 "An HTTP connection that sends no whole request for this long is closed "
-                 "(idle keep-alive connections and too slow senders)")
+                 "Close an HTTP connection that sends no whole request for this long")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   LdapFlags ldap_flags;
