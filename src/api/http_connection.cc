@@ -94,6 +94,12 @@ awaitable<error_code> Connection::ReadRequest(beast::flat_buffer& buffer, Reques
   co_return ec;
 }
 
+awaitable<error_code> Connection::WriteChunk(std::string_view data) {
+  char size_line[24];  // the size in hex, as chunked encoding writes it
+  int n = std::snprintf(size_line, sizeof size_line, "%zx\r\n", data.size());
+  co_return co_await Write(std::string_view(size_line, static_cast<size_t>(n)), data, "\r\n");
+}
+
 namespace {
 
 // Base-from-member: the stream exists before Connection's constructor takes its socket.
@@ -215,12 +221,6 @@ std::string SerializeHead(const http::response_header<>& head) {
   }
   out += "\r\n";
   return out;
-}
-
-std::string ChunkHead(size_t size) {
-  char line[24];
-  int n = std::snprintf(line, sizeof line, "%zx\r\n", size);
-  return std::string(line, static_cast<size_t>(n));
 }
 
 }  // namespace gantry::api

@@ -344,7 +344,7 @@ awaitable<void> Server::Impl::WriteStream(Connection& connection, const Response
       std::string data;
       for (auto& l : batch) data += l;
       connection.ExpiresAfter(std::chrono::seconds(30));
-      if (co_await connection.Write(ChunkHead(data.size()), data, "\r\n")) ok = false;
+      if (co_await connection.WriteChunk(data)) ok = false;
       connection.ExpiresNever();
     }
     if (!ok || closed || shutting_down) break;
@@ -358,7 +358,7 @@ awaitable<void> Server::Impl::WriteStream(Connection& connection, const Response
   lines->Cancel();
   if (ok) {
     connection.ExpiresAfter(std::chrono::seconds(30));
-    co_await connection.Write(kLastChunk);
+    co_await connection.WriteChunk("");  // the last chunk
   }
 }
 
@@ -373,7 +373,7 @@ awaitable<bool> Server::Impl::WritePieces(Connection& connection, const Response
   while (true) {
     if (!piece.empty()) {
       connection.ExpiresAfter(std::chrono::seconds(60));
-      if (co_await connection.Write(ChunkHead(piece.size()), piece, "\r\n")) co_return false;
+      if (co_await connection.WriteChunk(piece)) co_return false;
     }
     absl::StatusOr<std::string> next = response.next_piece();
     if (!next.ok()) {
@@ -386,7 +386,7 @@ awaitable<bool> Server::Impl::WritePieces(Connection& connection, const Response
     piece = *std::move(next);
   }
   connection.ExpiresAfter(std::chrono::seconds(60));
-  co_return !co_await connection.Write(kLastChunk) && keep_alive;
+  co_return !co_await connection.WriteChunk("") && keep_alive;  // the last chunk
 }
 
 namespace {

@@ -188,7 +188,7 @@ void AddLdapFlags(CLI::App& app, LdapFlags& f) {
       ->capture_default_str();
 }
 
-// The directory the flags configure (null without --ldap-url), its options set in `auth`.
+// The --ldap-url directory (null without it; options set in `auth`), or why the flags are wrong.
 absl::StatusOr<std::unique_ptr<gantry::auth::LdapDirectory>> MakeDirectory(
     LdapFlags f, gantry::auth::AuthOptions& auth) {
   gantry::auth::LdapOptions& o = f.options;
