@@ -195,39 +195,49 @@ absl::Status Engine::AddQuotaProjects(const std::vector<model::Run>& runs, Admis
 }
 
 // The instance of each run, a service's compute instance, and the services on a compute
-// instance that is to be destroyed or stopped.
+// instance that is to be destroyed or stopped. The instances are read with one GetMany per
+// kind, not one Get per run: a pass over 500 queued runs on PostgreSQL was 500 round trips.
 absl::Status Engine::AddRunInstances(const std::vector<model::Run>& runs, AdmissionSnapshot* s) {
-  auto add_compute = [&](const std::string& ns, const std::string& name) -> absl::Status {
-    if (s->computes.count({ns, name})) return absl::OkStatus();
-    auto got = store_.Get(kComputeInstanceKind, ns, name);
-    if (absl::IsNotFound(got.status())) return absl::OkStatus();
-    if (!got.ok()) return got.status();
-    for (auto& i : internal::DecodeInstances({*got}))
-      s->computes.insert_or_assign({ns, name}, std::move(i));
-    return absl::OkStatus();
-  };
-  auto add_service = [&](std::vector<json::object> objects) {
+  std::vector<store::ObjectKey> computes, services;
+  for (const auto& run : runs) {
+    const bool service = run.instance_kind == kServiceInstanceKind;
+    (service ? services : computes)
+        .push_back({service ? kServiceInstanceKind : kComputeInstanceKind, run.metadata.ns,
+                    run.instance_name});
+  }
+  RETURN_IF_ERROR(AddComputes(computes, s));
+  auto add_services = [&](const std::vector<json::object>& objects) {
     for (auto& i : internal::DecodeInstances(objects))
       if (!s->Service(i.metadata.ns, i.metadata.name)) s->services.push_back(std::move(i));
   };
+  std::vector<store::ObjectKey> unread = services;
+  std::erase_if(unread, [&](const store::ObjectKey& k) { return s->Service(k.ns, k.name); });
+  ASSIGN_OR_RETURN(auto service_objects, store_.GetMany(unread));
+  add_services(service_objects);
+  std::vector<store::ObjectKey> hosts;  // the compute instances of the services of runs
+  for (const auto& k : services)
+    if (const model::Instance* svc = s->Service(k.ns, k.name))
+      hosts.push_back({kComputeInstanceKind, svc->compute_ns, svc->compute_name});
+  RETURN_IF_ERROR(AddComputes(hosts, s));
   for (const auto& run : runs) {
-    const std::string& ns = run.metadata.ns;
-    if (run.instance_kind != kServiceInstanceKind) {
-      RETURN_IF_ERROR(add_compute(ns, run.instance_name));
-      if (run.action != model::RunAction::kDestroy && run.action != model::RunAction::kStop)
-        continue;
-      ASSIGN_OR_RETURN(auto on, ServicesOn(store_, ns, run.instance_name));
-      add_service(std::move(on));
+    if (run.instance_kind == kServiceInstanceKind ||
+        (run.action != model::RunAction::kDestroy && run.action != model::RunAction::kStop))
       continue;
-    }
-    if (s->Service(ns, run.instance_name)) continue;
-    auto got = store_.Get(kServiceInstanceKind, ns, run.instance_name);
-    if (absl::IsNotFound(got.status())) continue;
-    if (!got.ok()) return got.status();
-    add_service({*got});
-    if (const model::Instance* svc = s->Service(ns, run.instance_name))
-      RETURN_IF_ERROR(add_compute(svc->compute_ns, svc->compute_name));
+    ASSIGN_OR_RETURN(auto on, ServicesOn(store_, run.metadata.ns, run.instance_name));
+    add_services(on);
   }
+  return absl::OkStatus();
+}
+
+// Reads the compute instances of `keys` that the snapshot does not hold yet, in one GetMany.
+absl::Status Engine::AddComputes(std::vector<store::ObjectKey> keys, AdmissionSnapshot* s) {
+  std::set<std::pair<std::string, std::string>> seen;
+  std::erase_if(keys, [&](const store::ObjectKey& k) {
+    return s->computes.count({k.ns, k.name}) || !seen.insert({k.ns, k.name}).second;
+  });
+  ASSIGN_OR_RETURN(auto objects, store_.GetMany(keys));
+  for (auto& i : internal::DecodeInstances(objects))
+    s->computes.insert_or_assign({i.metadata.ns, i.metadata.name}, std::move(i));
   return absl::OkStatus();
 }
 

@@ -199,6 +199,7 @@ class Engine : public drivers::WorkloadObserver {
   absl::StatusOr<AdmissionSnapshot> TakeSnapshot(const std::vector<model::Run>& runs);
   absl::Status AddQuotaProjects(const std::vector<model::Run>& runs, AdmissionSnapshot* s);
   absl::Status AddRunInstances(const std::vector<model::Run>& runs, AdmissionSnapshot* s);
+  absl::Status AddComputes(std::vector<store::ObjectKey> keys, AdmissionSnapshot* s);
   absl::Status AddGpuHolders(AdmissionSnapshot* s);
   // The projects with a Block budget spent, among those of queued deploys and starts.
   absl::Status AddBudgets(const std::vector<boost::json::object>& projects,

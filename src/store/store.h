@@ -64,6 +64,13 @@ struct FieldFilter {
   std::string value;
 };
 
+// Names one object.
+struct ObjectKey {
+  std::string kind;
+  std::string ns;
+  std::string name;
+};
+
 struct ListOptions {
   std::string kind;
   std::optional<std::string> ns;  // nullopt: every project
@@ -117,6 +124,13 @@ class Store {
   // (valid UTF-8, as Get scrubs it); this default serialises Get's object.
   virtual absl::StatusOr<std::string> GetText(const std::string& kind, const std::string& ns,
                                               const std::string& name);
+
+  // The objects of `keys` that exist (a missing one is left out, an error is the first
+  // failed read's), in no particular order: one query where Get would take one each (the
+  // dispatcher reads the instance of every queued run once per pass). This default calls
+  // Get for each key; a store whose reads cost a round trip answers in one.
+  virtual absl::StatusOr<std::vector<boost::json::object>> GetMany(
+      const std::vector<ObjectKey>& keys);
 
   // A page of objects, newest first. INVALID_ARGUMENT for a malformed continue token.
   virtual absl::StatusOr<ListResult> List(const ListOptions& options) = 0;

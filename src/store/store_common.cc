@@ -55,6 +55,17 @@ absl::StatusOr<std::string> Store::GetText(const std::string& kind, const std::s
   return json::serialize(obj);
 }
 
+absl::StatusOr<std::vector<json::object>> Store::GetMany(const std::vector<ObjectKey>& keys) {
+  std::vector<json::object> out;
+  for (const auto& k : keys) {
+    auto got = Get(k.kind, k.ns, k.name);
+    if (absl::IsNotFound(got.status())) continue;
+    if (!got.ok()) return got.status();
+    out.push_back(*std::move(got));
+  }
+  return out;
+}
+
 absl::StatusOr<std::string> StoredText(std::string_view body) {
   if (body.starts_with('{') && IsValidUtf8(body)) return std::string(body);
   ASSIGN_OR_RETURN(json::object obj, model::ParseStoredObject(body));

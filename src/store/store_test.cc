@@ -154,6 +154,32 @@ TEST_P(StoreTest, GetMissingIsNotFound) {
             "computeprofiles.paas.gantry.dev \"ghost\" not found");
 }
 
+// GetMany answers the keys that exist, in any order; a missing one, or one of another kind
+// or project, is left out.
+TEST_P(StoreTest, GetManyReturnsTheObjectsThatExist) {
+  MustCreate(Named("a"));
+  MustCreate(Named("b"));
+  MustCreate(Named("c", "vision"));
+  auto got = store_->GetMany({{kInstance, "ml-research", "b"},
+                              {kInstance, "ml-research", "ghost"},
+                              {kInstance, "ml-research", "a"},
+                              {kProfile, "ml-research", "a"},
+                              {kInstance, "ml-research", "c"},
+                              {kInstance, "vision", "c"}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::vector<std::string> names;
+  for (const auto& o : *got)
+    names.push_back(model::GetString(o, "metadata.namespace") + "/" +
+                    model::GetString(o, "metadata.name"));
+  EXPECT_THAT(names, UnorderedElementsAre("ml-research/a", "ml-research/b", "vision/c"));
+  for (const auto& o : *got)  // each is the object Get returns
+    EXPECT_EQ(o, *store_->Get(kInstance, model::GetString(o, "metadata.namespace"),
+                              model::GetString(o, "metadata.name")));
+  auto none = store_->GetMany({});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_THAT(*none, IsEmpty());
+}
+
 // GetText is the stored object as text: what Get returns, serialised (a GET sends it as it is).
 TEST_P(StoreTest, GetTextIsTheStoredObject) {
   json::object stored = MustCreate(Make({.name = "gpu-1", .display_name = "Modèle ✓ 模型"}));

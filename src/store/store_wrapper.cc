@@ -66,6 +66,14 @@ absl::StatusOr<std::string> StoreWrapper::GetText(const std::string& kind, const
                                               [&] { return inner_.GetText(kind, ns, name); });
 }
 
+absl::StatusOr<std::vector<boost::json::object>> StoreWrapper::GetMany(
+    const std::vector<ObjectKey>& keys) {
+  std::vector<std::string> kinds;
+  for (const auto& k : keys) kinds.push_back(k.kind);
+  return Forward<absl::StatusOr<std::vector<boost::json::object>>>(
+      StoreCall::kGet, kinds, [&] { return inner_.GetMany(keys); });
+}
+
 absl::StatusOr<ListResult> StoreWrapper::List(const ListOptions& options) {
   return Forward<absl::StatusOr<ListResult>>(StoreCall::kList, {options.kind},
                                              [&] { return inner_.List(options); });

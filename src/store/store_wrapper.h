@@ -91,6 +91,9 @@ class StoreWrapper final : public Store {
   // Counted and faulted as a Get (StoreCall::kGet).
   absl::StatusOr<std::string> GetText(const std::string& kind, const std::string& ns,
                                       const std::string& name) override;
+  // Counted and faulted as a Get (StoreCall::kGet), once.
+  absl::StatusOr<std::vector<boost::json::object>> GetMany(
+      const std::vector<ObjectKey>& keys) override;
   absl::StatusOr<ListResult> List(const ListOptions& options) override;
   absl::StatusOr<std::vector<boost::json::object>> Commit(
       std::vector<Write> writes, Durability durability = Durability::kDurable) override;

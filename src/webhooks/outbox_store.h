@@ -70,6 +70,10 @@ class OutboxStore final : public store::Store {
                                       const std::string& name) override {
     return inner_->GetText(kind, ns, name);
   }
+  absl::StatusOr<std::vector<boost::json::object>> GetMany(
+      const std::vector<store::ObjectKey>& keys) override {
+    return inner_->GetMany(keys);
+  }
   absl::StatusOr<store::ListResult> List(const store::ListOptions& options) override {
     return inner_->List(options);
   }

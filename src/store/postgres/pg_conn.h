@@ -60,6 +60,9 @@ class Result {
 inline constexpr char kEventsChannel[] = "gantry_events";
 // Events are compacted after every this many commits.
 inline constexpr int64_t kCompactEvery = 100;
+// The tail thread analyzes the objects table once this replica wrote this many objects, and
+// a tenth of the rows it counted at the last analysis, since then (PostgresStore::MaybeAnalyze).
+inline constexpr int64_t kAnalyzeAfterWrites = 500;
 
 // UNAVAILABLE for a failed query: what was being done and the server's words.
 inline absl::Status DbError(const Result& r, std::string_view what) {

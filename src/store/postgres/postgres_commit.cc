@@ -38,13 +38,14 @@ constexpr char kUpdate[] =
     "namespace = $2::text AND name = $3::text AND ($11::bigint = 0 OR rv = $11::bigint) "
     "RETURNING id), "
     // The label index: drop the keys the object no longer has, add or change the others
-    // (nothing is written for labels that stay as they were).
+    // (nothing is written for labels that stay as they were: the conflict's WHERE). Not a
+    // NOT EXISTS: its generic plan hash-joined a scan of the whole label index per update.
     "ld AS (DELETE FROM object_labels x USING u WHERE x.object_id = u.id AND "
     "NOT ($5::jsonb ? x.key)), "
-    "la AS (INSERT INTO object_labels (object_id, kind, key, value) SELECT u.id, $1::text, "
-    "e.key, e.value FROM u, jsonb_each_text($5::jsonb) e WHERE NOT EXISTS (SELECT 1 FROM "
-    "object_labels x WHERE x.object_id = u.id AND x.key = e.key AND x.value = e.value) "
-    "ON CONFLICT (object_id, key) DO UPDATE SET value = excluded.value), "
+    "la AS (INSERT INTO object_labels AS x (object_id, kind, key, value) SELECT u.id, "
+    "$1::text, e.key, e.value FROM u, jsonb_each_text($5::jsonb) e "
+    "ON CONFLICT (object_id, key) DO UPDATE SET value = excluded.value "
+    "WHERE x.value <> excluded.value), "
     "e AS (INSERT INTO events (rv, commit_rv, type, kind, namespace, name, body) "
     "SELECT $4::bigint, $10::bigint, 'MODIFIED', $1::text, $2::text, $3::text, $9::text "
     "FROM u RETURNING 1) "
@@ -190,6 +191,7 @@ size_t PostgresStore::CommitBatch(const std::vector<PendingCommit*>& batch) {
   for (PendingCommit* call : live)
     for (const Write& w : call->writes) last += Versioned(w) ? 1 : 0;
   commits_since_compaction_ += static_cast<int64_t>(live.size());
+  writes_since_analyze_ += last - *base;
   if (commits_since_compaction_ >= pg::kCompactEvery) {
     commits_since_compaction_ = 0;
     MaybeCompact(c);

@@ -244,6 +244,29 @@ absl::StatusOr<std::string> PostgresStore::Body(const std::string& kind, const s
   return r.text(0, 0);
 }
 
+absl::StatusOr<std::vector<json::object>> PostgresStore::GetMany(
+    const std::vector<ObjectKey>& keys) {
+  std::vector<json::object> out;
+  if (keys.empty()) return out;
+  // The keys travel as one jsonb parameter: no value is spliced into the SQL.
+  json::array param;
+  param.reserve(keys.size());
+  for (const auto& k : keys)
+    param.push_back(json::object{{"k", k.kind}, {"s", k.ns}, {"n", k.name}});
+  ASSIGN_OR_RETURN(Lease c, Acquire());
+  Result r = c->Run(
+      "SELECT o.body FROM jsonb_to_recordset($1::jsonb) AS key(k text, s text, n text) "
+      "JOIN objects o ON o.kind = key.k AND o.namespace = key.s AND o.name = key.n",
+      {json::serialize(param)});
+  if (!r.ok()) return DbError(r, "get");
+  out.reserve(r.rows());
+  for (int i = 0; i < r.rows(); ++i) {
+    ASSIGN_OR_RETURN(json::object obj, model::ParseStoredObject(r.text(i, 0)));
+    out.push_back(std::move(obj));
+  }
+  return out;
+}
+
 absl::StatusOr<ListResult> PostgresStore::List(const ListOptions& options) {
   std::vector<std::string> params = {options.kind};
   std::string inner = "SELECT id, body FROM objects WHERE kind = $1::text";
@@ -318,6 +341,32 @@ void PostgresStore::MaybeCompact(Conn& c) {
       "ON CONFLICT (key) DO UPDATE SET value = GREATEST(meta.value, excluded.value)",
       {std::to_string(through)});
   if (!r.ok()) spdlog::warn("event compaction failed (retried later): {}", r.error());
+}
+
+// The objects table can grow from nothing to thousands of rows in seconds (an import, a
+// burst of deploys), faster than autovacuum analyzes it (a minute apart at best). Until it
+// has statistics, PostgreSQL reads a lookup by name through the (kind, namespace, id) index
+// and filters on the name: every Get and update then reads every object of the project
+// (measured: 18 ms for one update with 1,443 instances in the project, 0.1 ms after
+// ANALYZE; docs/performance.md). So each replica analyzes the table and its label index
+// itself once its own writes since the last analysis reach kAnalyzeAfterWrites and a tenth
+// of the rows then, on the tail thread's connection (the watch delivery of other replicas'
+// commits waits for it: tens of milliseconds). A role that may not analyze (not the tables'
+// owner) is told once and left to autovacuum.
+bool PostgresStore::MaybeAnalyze(Conn& c) {
+  const int64_t written = writes_since_analyze_.load();
+  if (analyze_refused_ || written < std::max(pg::kAnalyzeAfterWrites, analyzed_rows_ / 10))
+    return false;
+  writes_since_analyze_ -= written;
+  Result r = c.Exec("ANALYZE objects, object_labels");
+  if (!r.ok()) {
+    analyze_refused_ = true;
+    spdlog::warn("cannot ANALYZE the objects table (left to autovacuum): {}", r.error());
+    return true;
+  }
+  Result rows = c.Exec("SELECT reltuples::bigint FROM pg_class WHERE oid = 'objects'::regclass");
+  if (rows.ok() && rows.rows() == 1) analyzed_rows_ = rows.integer(0, 0);
+  return true;
 }
 
 void PostgresStore::DeliverThrough(Conn& c, int64_t through,
@@ -396,6 +445,8 @@ void PostgresStore::TailLoop() {
       DeliverFromDatabase(*conn, std::numeric_limits<int64_t>::max());
     }
     while (!stopping_) {
+      // Notifications that came during an ANALYZE wait in libpq, not on the socket: catch up.
+      if (MaybeAnalyze(*conn)) break;
       pollfd fds[2] = {{PQsocket(conn->pg()), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
       int n = ::poll(fds, 2, 1000);
       if (n == 0) break;  // periodic catch-up

@@ -106,6 +106,9 @@ class PostgresStore final : public Store {
                                           const std::string& name) override;
   absl::StatusOr<std::string> GetText(const std::string& kind, const std::string& ns,
                                       const std::string& name) override;
+  // One query for all of `keys`.
+  absl::StatusOr<std::vector<boost::json::object>> GetMany(
+      const std::vector<ObjectKey>& keys) override;
   absl::StatusOr<ListResult> List(const ListOptions& options) override;
   absl::StatusOr<std::vector<boost::json::object>> Commit(
       std::vector<Write> writes, Durability durability = Durability::kDurable) override;
@@ -157,6 +160,9 @@ class PostgresStore final : public Store {
   // Returns once every commit made so far is durable (WAL flushed).
   absl::Status Flush(Conn& c);
   void MaybeCompact(Conn& c);
+  // Tail thread: refreshes the planner's statistics of objects and its label index after a
+  // burst of writes (see there); true when it ran ANALYZE.
+  bool MaybeAnalyze(Conn& c);
   // Delivers events through `through` (the batch's own events, one vector per call, when
   // they follow on directly from own_first, else read from the database with `c`).
   void DeliverThrough(Conn& c, int64_t through, const std::vector<const std::vector<Event>*>& own,
@@ -178,6 +184,9 @@ class PostgresStore final : public Store {
   std::atomic<int64_t> delivered_{0};  // written under deliver_mu_
 
   std::atomic<int64_t> commits_since_compaction_{0};
+  std::atomic<int64_t> writes_since_analyze_{0};  // objects written (MaybeAnalyze)
+  int64_t analyzed_rows_ = 0;                     // tail thread only
+  bool analyze_refused_ = false;                  // tail thread only
   std::atomic<bool> stopping_{false};
   int wake_fd_ = -1;  // eventfd that ends the tail thread's wait
   std::thread tailer_;
