@@ -1,5 +1,6 @@
 #include "api/strategy_support.h"
 
+#include "absl/strings/ascii.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "model/codec.h"
@@ -18,11 +19,6 @@ const json::object& ObjectAt(const json::object& obj, std::string_view path) {
   return v && v->is_object() ? v->get_object() : kEmpty;
 }
 
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 absl::StatusOr<json::object> ResolveRef(const StrategyContext& ctx, const Target& t,
                                         const std::string& owner_kind,
                                         const std::string& owner_name, const std::string& ref,
@@ -31,16 +27,17 @@ absl::StatusOr<json::object> ResolveRef(const StrategyContext& ctx, const Target
   auto obj = ctx.store.Get(ref_kind, ref_ns, ref_name);
   if (!obj.ok()) {
     if (!absl::IsNotFound(obj.status())) return obj.status();
-    return InvalidError(owner_kind, owner_name,
-                        {{"spec." + ref + ".name",
-                          Lower(ref_kind) + " \"" + ref_name + "\" not found in project " + ref_ns,
-                          "FieldValueNotFound"}});
+    return InvalidError(
+        owner_kind, owner_name,
+        {{"spec." + ref + ".name",
+          absl::AsciiStrToLower(ref_kind) + " \"" + ref_name + "\" not found in project " + ref_ns,
+          "FieldValueNotFound"}});
   }
   if (ref_ns != t.ns && !model::SharedWith(*obj, t.ns))
     return InvalidError(owner_kind, owner_name,
                         {{"spec." + ref,
-                          Lower(ref_kind) + " \"" + ref_name + "\" of project " + ref_ns +
-                              " is not shared with project " + t.ns,
+                          absl::AsciiStrToLower(ref_kind) + " \"" + ref_name + "\" of project " +
+                              ref_ns + " is not shared with project " + t.ns,
                           "FieldValueForbidden"}});
   return obj;
 }

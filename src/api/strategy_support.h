@@ -32,7 +32,6 @@ inline constexpr char kServiceInstanceKind[] = "ServiceInstance";
 
 // The object at `path` of `obj`, or an empty object when there is none.
 const boost::json::object& ObjectAt(const boost::json::object& obj, std::string_view path);
-std::string Lower(std::string s);
 
 // The object that `spec.<ref>` of an object of `owner_kind` names: it must exist and live in
 // t.ns or be shared with it (422 naming spec.<ref>.name or spec.<ref> otherwise).

@@ -1,8 +1,8 @@
 #include "api/watch_hub.h"
 
 #include <algorithm>
-#include <cctype>
 
+#include "absl/strings/ascii.h"
 #include "api/status_http.h"
 #include "model/codec.h"
 #include "model/schema.h"
@@ -11,13 +11,6 @@
 namespace gantry::api {
 
 namespace json = boost::json;
-
-namespace {
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-}  // namespace
 
 bool WatchFilter::Matches(const store::Event& e) const {
   if (e.kind != kind) return false;
@@ -29,10 +22,10 @@ bool WatchFilter::Matches(const store::Event& e) const {
     if ((have == f.value) != f.equals) return false;
   }
   if (!search.empty()) {
-    std::string hay = Lower(model::GetString(e.object, "metadata.name") + "\n" +
-                            model::GetString(e.object, "spec.displayName") + "\n" +
-                            model::GetString(e.object, "spec.description"));
-    if (hay.find(Lower(search)) == std::string::npos) return false;
+    std::string hay = absl::AsciiStrToLower(model::GetString(e.object, "metadata.name") + "\n" +
+                                            model::GetString(e.object, "spec.displayName") + "\n" +
+                                            model::GetString(e.object, "spec.description"));
+    if (hay.find(absl::AsciiStrToLower(search)) == std::string::npos) return false;
   }
   return true;
 }

@@ -363,7 +363,6 @@ absl::StatusOr<Subject> Authenticator::CheckPassword(std::string_view user,
   std::string addr_key = "addr:" + addr;
   RETURN_IF_ERROR(CheckLimiter(pair_key, options_.login_failures));
   RETURN_IF_ERROR(CheckLimiter(addr_key, options_.login_address_failures));
-  static const std::string kInvalid = "invalid username or password";
   std::string hash;
   if (!user.empty() && user.size() <= 253) {
     auto cred = store_.Get(kUserCredential, "", std::string(user));
@@ -383,7 +382,7 @@ absl::StatusOr<Subject> Authenticator::CheckPassword(std::string_view user,
     }
     RecordFailure(pair_key, options_.login_failures);
     RecordFailure(addr_key, options_.login_address_failures);
-    return UnauthorizedError(kInvalid);
+    return UnauthorizedError(kInvalidLogin);
   }
   ASSIGN_OR_RETURN(Subject subject, SubjectFor(std::string(user)));
   {

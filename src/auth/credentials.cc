@@ -14,14 +14,14 @@ void InitSodium() {
   (void)ok;
 }
 
+}  // namespace
+
 std::string Base64Url(const unsigned char* data, size_t len) {
   std::string out(sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_URLSAFE_NO_PADDING), '\0');
   sodium_bin2base64(out.data(), out.size(), data, len, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
   out.resize(out.find('\0'));
   return out;
 }
-
-}  // namespace
 
 absl::StatusOr<std::string> HashPassword(std::string_view password) {
   InitSodium();

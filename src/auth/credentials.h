@@ -26,12 +26,18 @@ inline constexpr size_t kMaxPasswordLength = 1024;
 // INVALID_ARGUMENT (422-worthy message) when the password is too short or too long.
 absl::StatusOr<std::string> HashPassword(std::string_view password);
 bool VerifyPassword(std::string_view password, std::string_view hash);
+// The one answer to a password login that fails, whichever check failed (no such user, wrong
+// password, the directory refused the bind, a user of another source), so that the answer
+// does not tell which users exist.
+inline constexpr char kInvalidLogin[] = "invalid username or password";
 // A random password for the bootstrap admin (24 characters, URL-safe).
 std::string GeneratePassword();
 
 // A new secret with a prefix: "gnt_…" for API tokens, "gss_…" for sessions, 43 characters
 // of URL-safe base64 after it (256 random bits).
 std::string NewSecret(std::string_view prefix);
+// `len` bytes as URL-safe base64 without padding (RFC 4648 section 5).
+std::string Base64Url(const unsigned char* data, size_t len);
 // Lower-case hex BLAKE2b-256 of `secret`.
 std::string HashSecret(std::string_view secret);
 // The record name for a hash: `prefix` + its first 20 hex digits.

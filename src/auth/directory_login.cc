@@ -6,6 +6,8 @@
 #include <algorithm>
 
 #include "auth/authenticator.h"
+#include "auth/credentials.h"
+#include "auth/oidc_provider.h"
 #include "common/errors.h"
 #include "common/ids.h"
 #include "common/status_macros.h"
@@ -17,11 +19,6 @@ namespace {
 
 namespace json = boost::json;
 using model::GetString;
-
-constexpr char kInvalid[] = "invalid username or password";
-// What is copied from the directory into a User, at most.
-constexpr size_t kMaxText = 256;
-constexpr size_t kMaxGroups = 256;
 
 bool Contains(const std::vector<std::string>& v, const std::string& s) {
   return !s.empty() && std::find(v.begin(), v.end(), s) != v.end();
@@ -45,8 +42,9 @@ void Merge(const std::optional<DirectoryEntry>& entry, const std::string& refusa
            json::object& status) {
   spec["source"] = source;
   if (entry) {
-    if (!entry->display_name.empty()) spec["displayName"] = entry->display_name.substr(0, kMaxText);
-    if (!entry->email.empty()) spec["email"] = entry->email.substr(0, kMaxText);
+    if (!entry->display_name.empty())
+      spec["displayName"] = entry->display_name.substr(0, kMaxIdentityText);
+    if (!entry->email.empty()) spec["email"] = entry->email.substr(0, kMaxIdentityText);
     if (!o.org_admin_group.empty()) {
       if (Contains(entry->groups, o.org_admin_group))
         spec["orgRole"] = "org-admin";
@@ -55,7 +53,8 @@ void Merge(const std::optional<DirectoryEntry>& entry, const std::string& refusa
     }
     json::array groups;
     for (const std::string& g : entry->groups)
-      if (groups.size() < kMaxGroups && g.size() <= kMaxText) groups.emplace_back(g);
+      if (groups.size() < kMaxIdentityGroups && g.size() <= kMaxIdentityText)
+        groups.emplace_back(g);
     status["groups"] = std::move(groups);
   }
   if (refusal.empty())
@@ -77,13 +76,14 @@ absl::StatusOr<Subject> Authenticator::DirectoryLogin(std::string_view user,
   };
   std::string name(user);
   // A name no User may have is no login (and is never sent to the directory).
-  if (model::Dns1123LabelError(name)) return refuse(kInvalid);
+  if (model::Dns1123LabelError(name)) return refuse(kInvalidLogin);
   auto existing = store_.Get("User", "", name);
   if (!existing.ok() && !absl::IsNotFound(existing.status())) return existing.status();
   // A local user without a password (tokens only) is not taken over by a directory entry.
-  if (existing.ok() && GetString(*existing, "spec.source") != kSourceLdap) return refuse(kInvalid);
+  if (existing.ok() && GetString(*existing, "spec.source") != kSourceLdap)
+    return refuse(kInvalidLogin);
   auto entry = options_.directory->Authenticate(name, password);
-  if (absl::IsUnauthenticated(entry.status())) return refuse(kInvalid);
+  if (absl::IsUnauthenticated(entry.status())) return refuse(kInvalidLogin);
   RETURN_IF_ERROR(entry.status());
   ASSIGN_OR_RETURN(std::string refusal,
                    ApplyDirectory(name, *std::move(entry), kSourceLdap, options_.allowed_group));
@@ -109,7 +109,7 @@ absl::StatusOr<std::string> Authenticator::ApplyDirectory(
     if (!current.ok() && !absl::IsNotFound(current.status())) return current.status();
     json::object next;
     if (current.ok()) {
-      if (GetString(*current, "spec.source") != source) return std::string(kInvalid);
+      if (GetString(*current, "spec.source") != source) return std::string(kInvalidLogin);
       next = *current;
     } else {
       if (!refusal.empty()) return refusal;  // never created only to be refused

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "auth/credentials.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
 
@@ -17,9 +18,8 @@ namespace {
 constexpr char kUnreachable[] =
     "the organisation's directory (LDAP) cannot be reached right now, so the password cannot "
     "be checked; try again later, or tell an administrator";
-constexpr char kInvalid[] = "invalid username or password";
 // More groups than this for one user are not read (and a warning is logged).
-constexpr int kMaxGroups = 1000;
+constexpr int kMaxGroupsRead = 1000;
 
 struct Unbind {
   void operator()(LDAP* ld) const { ldap_unbind_ext_s(ld, nullptr, nullptr); }
@@ -194,9 +194,9 @@ absl::Status ReadGroups(LDAP* ld, const LdapOptions& o, std::string_view user,
   std::string filter = LdapDirectory::ExpandFilter(o.group_filter, user, entry.dn);
   bool truncated = false;
   ASSIGN_OR_RETURN(Message res, Search(ld, o.group_base, filter, {o.group_name_attribute},
-                                       kMaxGroups, o.timeout, &truncated));
+                                       kMaxGroupsRead, o.timeout, &truncated));
   if (truncated)
-    spdlog::warn("LDAP: {} is in more than {} groups; read the first", entry.dn, kMaxGroups);
+    spdlog::warn("LDAP: {} is in more than {} groups; read the first", entry.dn, kMaxGroupsRead);
   for (LDAPMessage* e = res ? ldap_first_entry(ld, res.get()) : nullptr; e != nullptr;
        e = ldap_next_entry(ld, e))
     if (std::string name = FirstValue(ld, e, o.group_name_attribute); !name.empty())
@@ -211,10 +211,10 @@ absl::Status ReadGroups(LDAP* ld, const LdapOptions& o, std::string_view user,
 absl::StatusOr<DirectoryEntry> LdapDirectory::Authenticate(std::string_view user,
                                                            std::string_view password) const {
   // An empty password would make the bind below an anonymous one, which succeeds.
-  if (user.empty() || password.empty()) return UnauthorizedError(kInvalid);
+  if (user.empty() || password.empty()) return UnauthorizedError(kInvalidLogin);
   ASSIGN_OR_RETURN(Connection service, ServiceConnection(options_));
   ASSIGN_OR_RETURN(std::optional<DirectoryEntry> found, FindUser(service.get(), options_, user));
-  if (!found) return UnauthorizedError(kInvalid);
+  if (!found) return UnauthorizedError(kInvalidLogin);
   // The user's own bind on a connection of its own: the service connection stays bound as
   // the service account for the group search.
   ASSIGN_OR_RETURN(Connection check, Connect(options_));
@@ -223,7 +223,7 @@ absl::StatusOr<DirectoryEntry> LdapDirectory::Authenticate(std::string_view user
       rc == LDAP_UNAVAILABLE || rc == LDAP_BUSY)
     return Unreachable("bind as " + found->dn, rc);
   // Wrong password, and also a locked or expired account (unwilling to perform, ...).
-  if (rc != LDAP_SUCCESS) return UnauthorizedError(kInvalid);
+  if (rc != LDAP_SUCCESS) return UnauthorizedError(kInvalidLogin);
   RETURN_IF_ERROR(ReadGroups(service.get(), options_, user, *found));
   return *std::move(found);
 }

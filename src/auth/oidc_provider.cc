@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <boost/url.hpp>
 
+#include "auth/credentials.h"
 #include "client/http_client.h"
 #include "common/errors.h"
 #include "model/label_selector.h"
@@ -16,17 +17,10 @@ namespace {
 namespace json = boost::json;
 
 constexpr size_t kMaxPending = 10000;
-constexpr size_t kMaxText = 256;
-constexpr size_t kMaxGroups = 256;
+// What the provider says, at most, in a line of gantryd's log.
+constexpr size_t kMaxLoggedText = 256;
 // The JWKS is fetched again for the same unknown kid at most this often.
 constexpr auto kRefetchEvery = std::chrono::seconds(10);
-
-std::string Base64Url(const unsigned char* data, size_t len) {
-  std::string out(sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_URLSAFE_NO_PADDING), '\0');
-  sodium_bin2base64(out.data(), out.size(), data, len, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-  out.resize(std::strlen(out.c_str()));
-  return out;
-}
 
 std::string RandomToken() {
   unsigned char bytes[32];
@@ -43,11 +37,6 @@ std::string S256(const std::string& verifier) {
 
 std::string FormEscape(std::string_view s) {
   return boost::urls::encode(s, boost::urls::unreserved_chars);
-}
-
-std::string Str(const json::object& o, const std::string& name) {
-  const json::value* v = o.if_contains(name);
-  return v && v->is_string() ? std::string(v->get_string()) : "";
 }
 
 // "https://host:port" and "/path?query" of an absolute URL.
@@ -111,15 +100,15 @@ absl::StatusOr<OidcProvider::Metadata> OidcProvider::Discovered() {
   if (!r.ok()) return r.status();
   auto doc = JsonBody(*r, "discovery document");
   if (!doc.ok()) return doc.status();
-  if (Str(*doc, "issuer") != options_.issuer) {
+  if (StringMember(*doc, "issuer") != options_.issuer) {
     spdlog::warn("OIDC: {} names issuer \"{}\", not --oidc-issuer \"{}\"", url,
-                 Str(*doc, "issuer").substr(0, kMaxText), options_.issuer);
+                 StringMember(*doc, "issuer").substr(0, kMaxLoggedText), options_.issuer);
     return absl::UnavailableError(
         "the identity provider names another issuer than gantryd's --oidc-issuer; an "
         "administrator must correct it");
   }
-  Metadata m{Str(*doc, "authorization_endpoint"), Str(*doc, "token_endpoint"),
-             Str(*doc, "jwks_uri")};
+  Metadata m{StringMember(*doc, "authorization_endpoint"), StringMember(*doc, "token_endpoint"),
+             StringMember(*doc, "jwks_uri")};
   if (m.authorization_endpoint.empty() || m.token_endpoint.empty() || m.jwks_uri.empty())
     return absl::UnavailableError("the identity provider's discovery document lacks endpoints");
   std::lock_guard lock(mu_);
@@ -189,7 +178,7 @@ absl::StatusOr<OidcProvider::TokenAnswer> OidcProvider::PostToken(const Metadata
   if (!r.ok()) return r.status();
   auto body = JsonBody(*r, "token endpoint");
   if (!body.ok()) return body.status();
-  if (r->status == 401 || Str(*body, "error") == "invalid_client") {
+  if (r->status == 401 || StringMember(*body, "error") == "invalid_client") {
     spdlog::warn("OIDC: the token endpoint refused gantryd's client credentials ({})", r->status);
     return UnauthorizedError(
         "the identity provider refused gantryd's client credentials (a wrong "
@@ -205,12 +194,13 @@ absl::StatusOr<OidcProvider::CodeTokens> OidcProvider::ExchangeCode(const Metada
                                  "&redirect_uri=" + FormEscape(options_.redirect_url) +
                                  "&code_verifier=" + FormEscape(verifier));
   if (!answer.ok()) return answer.status();
-  const std::string error = Str(answer->body, "error");
+  const std::string error = StringMember(answer->body, "error");
   if (!error.empty() || answer->status != 200)
     return UnauthorizedError("the identity provider refused the login code (" +
                              error.substr(0, 64) +
                              "): it was used already or has expired; start the login again");
-  CodeTokens out{Str(answer->body, "id_token"), Str(answer->body, "refresh_token")};
+  CodeTokens out{StringMember(answer->body, "id_token"),
+                 StringMember(answer->body, "refresh_token")};
   if (out.id_token.empty()) return UnauthorizedError("the identity provider sent no ID token");
   return out;
 }
@@ -256,7 +246,7 @@ absl::StatusOr<json::object> OidcProvider::Verify(const Metadata& m, const std::
 
 absl::StatusOr<SsoIdentity> OidcProvider::IdentityFrom(const json::object& claims) const {
   SsoIdentity id;
-  id.user = Str(claims, options_.username_claim);
+  id.user = StringMember(claims, options_.username_claim);
   if (id.user.empty())
     return UnauthorizedError("the identity provider sent no \"" + options_.username_claim +
                              "\" claim to name the user by");
@@ -264,14 +254,14 @@ absl::StatusOr<SsoIdentity> OidcProvider::IdentityFrom(const json::object& claim
     return UnauthorizedError("the user name \"" + id.user.substr(0, 64) +
                              "\" from the identity provider is not a valid Gantry user name "
                              "(lower-case letters, digits and '-')");
-  id.display_name = Str(claims, options_.name_claim).substr(0, kMaxText);
-  id.email = Str(claims, options_.email_claim).substr(0, kMaxText);
+  id.display_name = StringMember(claims, options_.name_claim).substr(0, kMaxIdentityText);
+  id.email = StringMember(claims, options_.email_claim).substr(0, kMaxIdentityText);
   if (const json::value* g = claims.if_contains(options_.groups_claim)) {
     if (g->is_string()) id.groups.emplace_back(g->get_string());
     if (g->is_array())
       for (const json::value& v : g->get_array())
-        if (v.is_string() && !v.get_string().empty() && v.get_string().size() <= kMaxText &&
-            id.groups.size() < kMaxGroups)
+        if (v.is_string() && !v.get_string().empty() && v.get_string().size() <= kMaxIdentityText &&
+            id.groups.size() < kMaxIdentityGroups)
           id.groups.emplace_back(v.get_string());
   }
   std::sort(id.groups.begin(), id.groups.end());
@@ -293,7 +283,7 @@ absl::StatusOr<OidcProvider::Finished> OidcProvider::Finish(const std::string& c
   if (!claims.ok()) return claims.status();
   auto identity = IdentityFrom(*claims);
   if (!identity.ok()) return identity.status();
-  SsoGrant grant{tokens->refresh_token, Str(*claims, "sub"), pending->nonce};
+  SsoGrant grant{tokens->refresh_token, StringMember(*claims, "sub"), pending->nonce};
   return Finished{*std::move(identity), std::move(grant), pending->for_cli};
 }
 
@@ -307,18 +297,18 @@ absl::StatusOr<OidcProvider::Refreshed> OidcProvider::Refresh(const SsoGrant& gr
     spdlog::warn("OIDC: the token endpoint answered a refresh with {}", answer->status);
     return absl::UnavailableError("the identity provider failed; try again later");
   }
-  const std::string error = Str(answer->body, "error");
+  const std::string error = StringMember(answer->body, "error");
   if (!error.empty() || answer->status != 200)
     return absl::NotFoundError(
         "the identity provider no longer accepts the sign-in (" +
         (error.empty() ? std::to_string(answer->status) : error.substr(0, 64)) + ")");
   Refreshed out;
-  out.refresh_token = Str(answer->body, "refresh_token");
-  const std::string id_token = Str(answer->body, "id_token");
+  out.refresh_token = StringMember(answer->body, "refresh_token");
+  const std::string id_token = StringMember(answer->body, "id_token");
   if (id_token.empty()) return out;
   auto claims = Verify(*m, id_token, grant.nonce, /*refreshed=*/true);
   if (!claims.ok()) return claims.status();
-  if (Str(*claims, "sub") != grant.subject)
+  if (StringMember(*claims, "sub") != grant.subject)
     return absl::NotFoundError("the identity provider's refreshed ID token names another subject");
   auto identity = IdentityFrom(*claims);
   if (!identity.ok()) return identity.status();

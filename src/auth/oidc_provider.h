@@ -68,6 +68,11 @@ struct OidcOptions {
   std::chrono::seconds pending_ttl{10 * 60};
 };
 
+// What an identity source (the provider; the LDAP directory, directory_login.cc) may copy
+// into a User, at most: the longest display name, email or group name, and the most groups.
+inline constexpr size_t kMaxIdentityText = 256;
+inline constexpr size_t kMaxIdentityGroups = 256;
+
 // Who the provider says logged in.
 struct SsoIdentity {
   std::string user;  // the username claim, as the User's name

@@ -45,11 +45,6 @@ int64_t NumericDate(const json::object& claims, const char* name) {
   return -1;
 }
 
-std::string Str(const json::object& o, const char* name) {
-  const json::value* v = o.if_contains(name);
-  return v && v->is_string() ? std::string(v->get_string()) : "";
-}
-
 absl::Status CheckAudience(const json::object& claims, const std::string& client_id) {
   const json::value* aud = claims.if_contains("aud");
   bool ours = false;
@@ -63,13 +58,13 @@ absl::Status CheckAudience(const json::object& claims, const std::string& client
     count = aud->get_array().size();
   }
   if (!ours) return UnauthorizedError("the ID token was issued to another client (aud)");
-  if (count > 1 && Str(claims, "azp") != client_id)
+  if (count > 1 && StringMember(claims, "azp") != client_id)
     return UnauthorizedError("the ID token was issued to another client (azp)");
   return absl::OkStatus();
 }
 
 absl::Status CheckClaims(const json::object& claims, const IdTokenExpectations& e) {
-  if (Str(claims, "iss") != e.issuer)
+  if (StringMember(claims, "iss") != e.issuer)
     return UnauthorizedError("the ID token comes from another issuer than " + e.issuer);
   if (absl::Status s = CheckAudience(claims, e.client_id); !s.ok()) return s;
   const int64_t now =
@@ -80,16 +75,22 @@ absl::Status CheckClaims(const json::object& claims, const IdTokenExpectations& 
     return UnauthorizedError("the ID token has expired; log in again");
   if (int64_t iat = NumericDate(claims, "iat"); iat > now + kSkew.count())
     return UnauthorizedError("the ID token was issued in the future (iat): check the clocks");
-  const std::string nonce = Str(claims, "nonce");
+  const std::string nonce = StringMember(claims, "nonce");
   if (e.refreshed ? (!nonce.empty() && nonce != e.nonce) : (e.nonce.empty() || nonce != e.nonce))
     return UnauthorizedError(
         "the ID token does not belong to this login (nonce mismatch): it was replayed or "
         "mixed up; log in again");
-  if (Str(claims, "sub").empty()) return UnauthorizedError("the ID token names no subject (sub)");
+  if (StringMember(claims, "sub").empty())
+    return UnauthorizedError("the ID token names no subject (sub)");
   return absl::OkStatus();
 }
 
 }  // namespace
+
+std::string StringMember(const json::object& o, std::string_view name) {
+  const json::value* v = o.if_contains(name);
+  return v && v->is_string() ? std::string(v->get_string()) : "";
+}
 
 absl::StatusOr<std::shared_ptr<const OidcKeySet>> OidcKeySet::Parse(std::string_view jwks) {
   boost::system::error_code ec;
@@ -101,13 +102,13 @@ absl::StatusOr<std::shared_ptr<const OidcKeySet>> OidcKeySet::Parse(std::string_
   std::shared_ptr<OidcKeySet> set(new OidcKeySet());
   for (const json::value& k : keys->get_array()) {
     if (!k.is_object()) continue;
-    std::string use = Str(k.as_object(), "use");
+    std::string use = StringMember(k.as_object(), "use");
     if (!use.empty() && use != "sig") continue;
     std::string text = json::serialize(k);
     cjose_err err{};
     cjose_jwk_t* jwk = cjose_jwk_import(text.data(), text.size(), &err);
     if (!jwk) continue;
-    std::string kid = Str(k.as_object(), "kid");
+    std::string kid = StringMember(k.as_object(), "kid");
     if (auto it = set->keys_.find(kid); it != set->keys_.end()) {
       cjose_jwk_release(static_cast<cjose_jwk_t*>(it->second));
       set->keys_.erase(it);

@@ -28,14 +28,14 @@ KindInfo InstanceKind() { return KindFromObjectKind("ComputeInstance"); }
 
 // What an action names: "NAME" (a compute instance) or "KIND/NAME" with KIND a compute or
 // service instance kind (ci/, si/, serviceinstance/…).
-struct Target {
+struct ActionTarget {
   KindInfo kind;
   std::string name;
   std::string object;  // "computeinstance/NAME", as printed
 };
 
-absl::StatusOr<Target> InstanceTarget(const std::string& arg) {
-  Target t{InstanceKind(), arg, ""};
+absl::StatusOr<ActionTarget> InstanceTarget(const std::string& arg) {
+  ActionTarget t{InstanceKind(), arg, ""};
   if (size_t slash = arg.find('/'); slash != std::string::npos) {
     absl::StatusOr<KindInfo> kind = ResolveKind(arg.substr(0, slash));
     if (!kind.ok()) return kind.status();
@@ -52,11 +52,6 @@ absl::StatusOr<Target> InstanceTarget(const std::string& arg) {
   return t;
 }
 KindInfo RunKind() { return KindFromObjectKind("Run"); }
-
-int Fail(CommandContext& ctx, const absl::Status& s) {
-  PrintError(ctx, s);
-  return kExitError;
-}
 
 std::string Backquoted(std::string_view command) { return absl::StrCat("`", Sv(command), "`"); }
 
@@ -267,7 +262,7 @@ int RunAction(CommandContext& ctx, const ActionOptions& options) {
     timeout = *d;
     wait = true;  // --timeout bounds a wait; asking for one implies --wait
   }
-  absl::StatusOr<Target> target = InstanceTarget(options.name);
+  absl::StatusOr<ActionTarget> target = InstanceTarget(options.name);
   if (!target.ok()) {
     PrintError(ctx, target.status());
     return kExitUsage;
@@ -310,7 +305,7 @@ int RunAction(CommandContext& ctx, const ActionOptions& options) {
 }
 
 int RunUpgrade(CommandContext& ctx, const UpgradeOptions& options) {
-  absl::StatusOr<Target> target = InstanceTarget(options.name);
+  absl::StatusOr<ActionTarget> target = InstanceTarget(options.name);
   if (!target.ok()) {
     PrintError(ctx, target.status());
     return kExitUsage;
@@ -345,7 +340,7 @@ int RunLogsCommand(CommandContext& ctx, const LogsOptions& options) {
   // NAME is a run, or an instance whose last run is meant; KIND/NAME an instance of that kind
   // (si/NAME for a service instance).
   const bool typed = options.name.find('/') != std::string::npos;
-  absl::StatusOr<Target> target = InstanceTarget(options.name);
+  absl::StatusOr<ActionTarget> target = InstanceTarget(options.name);
   if (!target.ok()) {
     PrintError(ctx, target.status());
     return kExitUsage;

@@ -19,6 +19,10 @@ void PrintError(CommandContext& ctx, const absl::Status& status) {
 void PrintError(CommandContext& ctx, std::string_view message) {
   *ctx.err << "error: " << message << "\n";
 }
+int Fail(CommandContext& ctx, const absl::Status& status) {
+  PrintError(ctx, status);
+  return kExitError;
+}
 
 absl::Time Clock(const CommandContext& ctx) { return ctx.clock ? ctx.clock() : absl::Now(); }
 

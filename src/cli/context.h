@@ -50,6 +50,8 @@ void Pause(const CommandContext& ctx, absl::Duration d);
 // Prints "error: <message>" on ctx.err.
 void PrintError(CommandContext& ctx, const absl::Status& status);
 void PrintError(CommandContext& ctx, std::string_view message);
+// PrintError(ctx, status), then kExitError: what a command returns when a call failed.
+int Fail(CommandContext& ctx, const absl::Status& status);
 
 // GET `path` → the object. Non-2xx answers become the server's Status (kube_status.h);
 // INVALID_ARGUMENT (Internal) when the body is not a JSON object.

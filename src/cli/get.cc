@@ -11,11 +11,6 @@
 namespace gantry::cli {
 namespace {
 
-int Fail(CommandContext& ctx, const absl::Status& s) {
-  PrintError(ctx, s);
-  return kExitError;
-}
-
 int Usage(CommandContext& ctx, std::string_view message) {
   PrintError(ctx, message);
   return kExitUsage;

@@ -6,7 +6,7 @@
 namespace gantry {
 namespace {
 
-std::string Key(const std::string& path, std::string_view key) {
+std::string ChildPath(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : path + "." + std::string(key);
 }
 
@@ -88,8 +88,8 @@ std::optional<std::string> PathOfInvalid(const boost::json::value& v, const std:
 
 std::optional<std::string> PathOfInvalid(const boost::json::object& o, const std::string& path) {
   for (const auto& kv : o) {
-    if (!IsValidUtf8(kv.key())) return Key(path, ScrubUtf8(kv.key()));
-    if (auto bad = PathOfInvalid(kv.value(), Key(path, kv.key()))) return bad;
+    if (!IsValidUtf8(kv.key())) return ChildPath(path, ScrubUtf8(kv.key()));
+    if (auto bad = PathOfInvalid(kv.value(), ChildPath(path, kv.key()))) return bad;
   }
   return std::nullopt;
 }

@@ -16,11 +16,16 @@ std::string EnvSuffix(std::string_view key) {
   return out;
 }
 
+}  // namespace
+
+std::string Str(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
 std::string Text(const json::value& v) {
   return v.is_string() ? std::string(v.get_string()) : json::serialize(v);
 }
-
-}  // namespace
 
 absl::Status Driver::CanStop(const json::object&) const {
   if (Caps().stop_start) return absl::OkStatus();

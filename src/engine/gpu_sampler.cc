@@ -7,6 +7,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "engine/dependencies.h"
 #include "engine/deployment.h"
@@ -20,18 +21,13 @@ namespace {
 constexpr char kUtilizationMetric[] = "gantry_gpu_utilization";
 constexpr char kFailedMetric[] = "gantry_gpu_samples_failed_total";
 
-std::string_view Trim(std::string_view text) {
-  const size_t first = text.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) return {};
-  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
-}
-
 // An integer that is the whole of `text` (after trimming), else nullopt.
 std::optional<int> WholeInt(std::string_view text) {
-  text = Trim(text);
+  const absl::string_view t =
+      absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size()));
   int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
   return value;
 }
 

@@ -4,26 +4,18 @@
 #include <cctype>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
 #include "drivers/common/process.h"
 
 namespace gantry::engine {
 namespace {
 
-std::string Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
-}
-
 std::vector<std::string> Split(std::string_view s, char sep) {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    size_t pos = s.find(sep, start);
-    out.push_back(Trim(s.substr(start, pos == std::string_view::npos ? pos : pos - start)));
-    if (pos == std::string_view::npos) return out;
-    start = pos + 1;
-  }
+  for (absl::string_view part : absl::StrSplit(absl::string_view(s.data(), s.size()), sep))
+    out.emplace_back(absl::StripAsciiWhitespace(part));
+  return out;
 }
 
 bool ValidType(const std::string& t) {

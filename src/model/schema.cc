@@ -66,7 +66,7 @@ Field ActionField(std::string desc) {
 constexpr char kDurationForm[] = " A duration: 90s, 30m, 8h, 3d.";
 
 // A profile's spec.lifecycle.ttl (compute and service profiles).
-Field TtlPolicy() {
+Field TtlField() {
   const std::string dur = kDurationForm;
   return Obj("ttl", "Time-to-live, counted from the last deploy or start that succeeded.",
              {Str("default", "The ttl of instances that set none." + dur),
@@ -78,7 +78,7 @@ Field TtlPolicy() {
 // instance does, and carries the idle and schedule policies).
 Field ServiceProfileLifecycle() {
   return Obj("lifecycle", "When Gantry stops or destroys a service instance by itself.",
-             {TtlPolicy()});
+             {TtlField()});
 }
 
 // ComputeProfile spec.lifecycle (API.md "Lifecycle policies"; checked beyond types by
@@ -87,7 +87,7 @@ Field ProfileLifecycle() {
   const std::string dur = kDurationForm;
   return Obj(
       "lifecycle", "When Gantry gives an instance's GPUs back by itself.",
-      {TtlPolicy(),
+      {TtlField(),
        Obj("idle", "Reclaim instances whose GPUs sit idle.",
            {Int("gpuUtilizationBelow",
                 "Idle below this mean utilisation of the instance's GPUs, in percent (0-100; "

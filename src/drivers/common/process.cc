@@ -22,7 +22,7 @@
 namespace gantry::drivers {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 void KillGroup(int pgid, int sig) {
   if (pgid > 0) ::kill(-pgid, sig);
@@ -357,8 +357,8 @@ class Supervision {
     *fd = -1;
   }
   bool Reap();
-  void CheckStop(Clock::time_point now);
-  void Wait(Clock::time_point now);
+  void CheckStop(SteadyClock::time_point now);
+  void Wait(SteadyClock::time_point now);
   void WriteStdin();
   void ReadOutput();
   void FlushLines(bool all);
@@ -371,18 +371,18 @@ class Supervision {
   std::string partial_;
   bool exited_ = false;
   int wstatus_ = 0;
-  Clock::time_point deadline_ = Clock::now() + spec_.timeout;
+  SteadyClock::time_point deadline_ = SteadyClock::now() + spec_.timeout;
   // When to send SIGKILL after SIGTERM; max() while none is due.
-  Clock::time_point kill_at_ = Clock::time_point::max();
+  SteadyClock::time_point kill_at_ = SteadyClock::time_point::max();
   // After the exit: how long output left in the pipe by the program's children is read.
-  Clock::time_point drain_until_ = Clock::time_point::max();
+  SteadyClock::time_point drain_until_ = SteadyClock::time_point::max();
   absl::Status stop_reason_;
 };
 
 absl::StatusOr<int> Supervision::Run() {
   while (true) {
-    if (!exited_ && Reap()) drain_until_ = Clock::now() + std::chrono::milliseconds(200);
-    auto now = Clock::now();
+    if (!exited_ && Reap()) drain_until_ = SteadyClock::now() + std::chrono::milliseconds(200);
+    auto now = SteadyClock::now();
     if (exited_ && (out_fd_ < 0 || now >= drain_until_)) break;
     if (!exited_) CheckStop(now);
     Wait(now);
@@ -405,7 +405,7 @@ bool Supervision::Reap() {
 }
 
 // The timeout, a cancellation (polled), and SIGKILL once the grace after SIGTERM is over.
-void Supervision::CheckStop(Clock::time_point now) {
+void Supervision::CheckStop(SteadyClock::time_point now) {
   if (stop_reason_.ok()) {
     if (now >= deadline_) {
       stop_reason_ = absl::DeadlineExceededError(
@@ -420,15 +420,15 @@ void Supervision::CheckStop(Clock::time_point now) {
   }
   if (now >= kill_at_) {
     KillGroup(pid_, SIGKILL);
-    kill_at_ = Clock::time_point::max();
+    kill_at_ = SteadyClock::time_point::max();
   }
 }
 
 // Sleeps until output, stdin room, the child's exit or the next time something is due: the
 // deadline, the kill, the end of the drain, or the next look at `canceled` (50 ms).
-void Supervision::Wait(Clock::time_point now) {
+void Supervision::Wait(SteadyClock::time_point now) {
   using std::chrono::milliseconds;
-  Clock::time_point until = exited_ ? drain_until_ : std::min({deadline_, kill_at_});
+  SteadyClock::time_point until = exited_ ? drain_until_ : std::min({deadline_, kill_at_});
   milliseconds wait = std::chrono::duration_cast<milliseconds>(until - now) + milliseconds(1);
   if (!exited_) wait = std::min(wait, milliseconds(50));
   pollfd fds[3];

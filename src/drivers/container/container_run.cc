@@ -14,11 +14,6 @@ namespace gantry::drivers::container {
 
 namespace json = boost::json;
 
-std::string Str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : std::string();
-}
-
 std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : std::string(sep)) + p;

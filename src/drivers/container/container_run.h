@@ -28,7 +28,6 @@ namespace gantry::drivers::container {
 inline constexpr const char* kStateFile = "container-driver.json";
 inline constexpr const char* kLogFile = "workload.log";
 
-std::string Str(const boost::json::object& o, std::string_view key);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 // gantry-<uid>, else gantry-<project>-<name> (lower-cased, other characters as '-').
 std::string ContainerName(const DeployRequest& r);

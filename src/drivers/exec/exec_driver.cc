@@ -30,10 +30,6 @@ std::string EnvName(std::string_view key) {
   return out;
 }
 
-std::string Str(const json::value& v) {
-  return v.is_string() ? std::string(v.get_string()) : json::serialize(v);
-}
-
 // The outputs file the program wrote, read without following a symlink the program may have
 // planted there (it runs as the workload user, gantryd may be root) and only when the
 // program's user owns it. NOT_FOUND when there is none.
@@ -86,7 +82,7 @@ absl::StatusOr<json::object> ParseOutputs(const std::string& text, const std::st
   json::value v = json::parse(text, jec);
   if (jec || !v.is_object())
     return absl::AbortedError("the outputs file written by " + program + " is not a JSON object");
-  for (const auto& kv : v.get_object()) outputs[kv.key()] = Str(kv.value());
+  for (const auto& kv : v.get_object()) outputs[kv.key()] = Text(kv.value());
   return outputs;
 }
 
@@ -134,7 +130,7 @@ ExecConfig CheckExecConfig(const json::object& config, ConfigProblems* problems)
   if (const json::value* wd = config.if_contains("workingDir"); wd && wd->is_string())
     out.working_dir = std::string(wd->get_string());
   if (const json::value* env = config.if_contains("env"); env && env->is_object())
-    for (const auto& kv : env->get_object()) out.env[std::string(kv.key())] = Str(kv.value());
+    for (const auto& kv : env->get_object()) out.env[std::string(kv.key())] = Text(kv.value());
   CheckActions(config, &out, problems);
   if (const json::value* t = config.if_contains("timeoutSeconds"); t && !t->is_null())
     if (!t->is_int64() || t->get_int64() <= 0)
@@ -196,14 +192,14 @@ absl::StatusOr<json::object> ExecDriver::Run(const DeployRequest& request, RunCo
   spec.env["GANTRY_ACTION"] = request.action;
   spec.env["GANTRY_RUN"] = request.run_name;
   spec.env["GANTRY_INSTANCE"] =
-      Str(request.instance.contains("name") ? request.instance.at("name") : json::value(""));
+      Text(request.instance.contains("name") ? request.instance.at("name") : json::value(""));
   spec.env["GANTRY_PROJECT"] =
-      Str(request.instance.contains("project") ? request.instance.at("project") : json::value(""));
+      Text(request.instance.contains("project") ? request.instance.at("project") : json::value(""));
   spec.env["GANTRY_OUTPUTS"] = outputs_path;
   spec.env["GANTRY_STATE_DIR"] = *workload_dir;
   if (const json::value* labels = request.instance.if_contains("labels");
       labels && labels->is_object())
-    for (const auto& kv : labels->get_object()) spec.env[EnvName(kv.key())] = Str(kv.value());
+    for (const auto& kv : labels->get_object()) spec.env[EnvName(kv.key())] = Text(kv.value());
 
   for (const auto& [k, v] : ComputeEnvironment(request)) spec.env[k] = v;
   spec.stdin_data = ProgramInput(request);

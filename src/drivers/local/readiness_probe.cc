@@ -15,15 +15,15 @@
 namespace gantry::drivers::local {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
-int MillisLeft(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+int MillisLeft(SteadyClock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
   return left.count() > 0 ? static_cast<int>(left.count()) : 0;
 }
 
 // A connected non-blocking socket, or -1 with `why` set.
-int Connect(int port, Clock::time_point deadline, std::string* why) {
+int Connect(int port, SteadyClock::time_point deadline, std::string* why) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     *why = std::string("socket: ") + std::strerror(errno);
@@ -62,14 +62,14 @@ int Connect(int port, Clock::time_point deadline, std::string* why) {
 
 absl::Status ProbeTcp(int port, std::chrono::milliseconds timeout) {
   std::string why;
-  int fd = Connect(port, Clock::now() + timeout, &why);
+  int fd = Connect(port, SteadyClock::now() + timeout, &why);
   if (fd < 0) return absl::UnavailableError(why);
   ::close(fd);
   return absl::OkStatus();
 }
 
 absl::Status ProbeHttp(int port, std::string_view path, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = SteadyClock::now() + timeout;
   std::string why;
   int fd = Connect(port, deadline, &why);
   if (fd < 0) return absl::UnavailableError(why);

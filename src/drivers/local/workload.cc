@@ -21,11 +21,6 @@ namespace json = boost::json;
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-std::string Str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : std::string();
-}
-
 long long Int(const json::object& o, std::string_view key, long long fallback) {
   const json::value* v = o.if_contains(key);
   if (!v) return fallback;

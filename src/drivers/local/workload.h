@@ -37,8 +37,7 @@ inline constexpr auto kKillWait = std::chrono::seconds(10);
 inline constexpr const char* kStateFile = "local-driver.json";
 inline constexpr const char* kLogFile = "workload.log";
 
-// o[key] as a string ("" when absent or not a string) and as an integer (`fallback`).
-std::string Str(const boost::json::object& o, std::string_view key);
+// o[key] as an integer (`fallback` when absent or not a number).
 long long Int(const boost::json::object& o, std::string_view key, long long fallback);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 // The instance's uid, else project/name.

@@ -16,7 +16,7 @@
 namespace gantry::drivers::slurm {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // The last few non-empty lines of `text`, joined by "; " (Slurm's errors are one-liners).
@@ -90,7 +90,7 @@ absl::StatusOr<Started> StartCommand(const drivers::ChildSpec& base, ProcessLaun
 
 // Feeds `stdin_data` and reads stdout and stderr until both are closed; false when the
 // deadline passed first. Closes every fd of `p`.
-bool Exchange(Started& p, const std::string& stdin_data, Clock::time_point deadline,
+bool Exchange(Started& p, const std::string& stdin_data, SteadyClock::time_point deadline,
               CommandResult* result) {
   size_t written = 0;
   if (stdin_data.empty()) {
@@ -116,7 +116,7 @@ bool Exchange(Started& p, const std::string& stdin_data, Clock::time_point deadl
       idx_err = n;
       fds[n++] = {p.err_fd, POLLIN, 0};
     }
-    auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()).count();
     if (left <= 0) {
       timed_out = true;
       break;
@@ -170,7 +170,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   if (!started.ok()) return started.status();
   const pid_t pid = started->pid;
   CommandResult result;
-  bool finished = Exchange(*started, stdin_data, Clock::now() + timeout, &result);
+  bool finished = Exchange(*started, stdin_data, SteadyClock::now() + timeout, &result);
   if (!finished) ::kill(-pid, SIGKILL);
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {

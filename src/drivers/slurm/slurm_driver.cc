@@ -16,15 +16,10 @@ namespace gantry::drivers::slurm {
 namespace {
 
 namespace json = boost::json;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr const char* kStateFile = "slurm-driver.json";
-
-std::string Str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : std::string();
-}
 
 int64_t Int(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
@@ -102,8 +97,8 @@ json::object Outputs(const SlurmJob& j) {
 
 // Sleeps `d` in small steps; false when `canceled` became true meanwhile.
 bool Nap(milliseconds d, RunContext* context) {
-  const auto until = Clock::now() + d;
-  while (Clock::now() < until) {
+  const auto until = SteadyClock::now() + d;
+  while (SteadyClock::now() < until) {
     if (context && context->Canceled()) return false;
     std::this_thread::sleep_for(std::min<milliseconds>(milliseconds(100), d));
   }
@@ -180,7 +175,7 @@ absl::Status SlurmDriver::CancelAndWait(const SlurmCli& cli, int64_t job_id, Run
   log("scancel " + std::to_string(job_id));
   absl::Status s = cli.Cancel(job_id);
   if (!s.ok()) return s;
-  const auto deadline = Clock::now() + options_.cancel_wait;
+  const auto deadline = SteadyClock::now() + options_.cancel_wait;
   std::string last;
   while (true) {
     auto listing = cli.Jobs({job_id});
@@ -198,7 +193,7 @@ absl::Status SlurmDriver::CancelAndWait(const SlurmCli& cli, int64_t job_id, Run
       log("Slurm job " + std::to_string(job_id) + " is " + j->state + "; waiting for it to end");
       last = j->state;
     }
-    if (Clock::now() >= deadline)
+    if (SteadyClock::now() >= deadline)
       return absl::DeadlineExceededError(
           "Slurm job " + std::to_string(job_id) + " was still " + j->state + " " +
           std::to_string(options_.cancel_wait.count()) + "s after scancel");
@@ -298,7 +293,7 @@ absl::StatusOr<json::object> SlurmDriver::AwaitRunning(const DeployRequest& requ
   const std::string id = std::to_string(job_id);
   int64_t timeout_s = Int(request.config, "timeoutSeconds");
   const auto timeout = timeout_s > 0 ? std::chrono::seconds(timeout_s) : request.timeout;
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = SteadyClock::now() + timeout;
   std::string last_logged;
   int missing = 0;
   auto give_up = [&](absl::Status why) -> absl::Status {
@@ -344,7 +339,7 @@ absl::StatusOr<json::object> SlurmDriver::AwaitRunning(const DeployRequest& requ
       last_logged = msg;
       context.SetWaiting(j->state == "SUSPENDED" ? "JobSuspended" : ReasonWord(j->reason), msg);
     }
-    if (Clock::now() >= deadline)
+    if (SteadyClock::now() >= deadline)
       return give_up(absl::DeadlineExceededError(
           "Slurm job " + id + " did not start within " + std::to_string(timeout.count()) +
           "s (spec.slurm.timeoutSeconds)" + (last_logged.empty() ? "" : ": " + last_logged)));

@@ -4,15 +4,12 @@
 #include <boost/json.hpp>
 #include <cctype>
 
+#include "drivers/driver.h"
+
 namespace gantry::drivers::slurm {
 namespace {
 
 namespace json = boost::json;
-
-std::string Str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : std::string();
-}
 
 // A number in either shape: plain, or {"set": bool, "infinite": bool, "number": n}.
 int64_t Num(const json::value* v, int64_t fallback = 0) {

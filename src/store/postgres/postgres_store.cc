@@ -21,14 +21,14 @@ namespace json = boost::json;
 using pg::DbError;
 using pg::Result;
 
-constexpr int kSchemaVersion = 3;
+constexpr int kPostgresSchemaVersion = 3;
 constexpr int64_t kDeliverWindow = 1000;
 // pg_advisory_xact_lock key of schema migrations ("gantry" in ASCII).
 constexpr char kMigrationLock[] = "SELECT pg_advisory_xact_lock(113702011118969)";
 
 // Migrations, applied in order; migration i brings schema_version to i + 1. Never edit one
 // that has shipped: add the next.
-const char* const kMigrations[] = {
+const char* const kPostgresMigrations[] = {
     R"sql(
 CREATE TABLE gantry_state (
   id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -89,7 +89,8 @@ INSERT INTO object_labels (object_id, kind, key, value)
   SELECT o.id, o.kind, l.key, l.value FROM objects o, jsonb_each_text(o.labels) l;
 )sql",
 };
-static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
+static_assert(sizeof(kPostgresMigrations) / sizeof(kPostgresMigrations[0]) ==
+              kPostgresSchemaVersion);
 
 json::object ParsedOrEmpty(const std::string& text) {
   auto obj = model::ParseStoredObject(text);
@@ -195,15 +196,15 @@ absl::Status PostgresStore::Init() {
   } else {
     version = static_cast<int>(r.integer(0, 0));
   }
-  if (version > kSchemaVersion) {
+  if (version > kPostgresSchemaVersion) {
     c->Exec("ROLLBACK");
-    return absl::UnavailableError(Redacted(options_.url) + " has schema version " +
-                                  std::to_string(version) +
-                                  ", newer than this gantryd understands (" +
-                                  std::to_string(kSchemaVersion) + "); run a newer gantryd");
+    return absl::UnavailableError(
+        Redacted(options_.url) + " has schema version " + std::to_string(version) +
+        ", newer than this gantryd understands (" + std::to_string(kPostgresSchemaVersion) +
+        "); run a newer gantryd");
   }
-  for (int v = version; v < kSchemaVersion; ++v) {
-    if (r = c->Exec(kMigrations[v]); !r.ok()) return fail(r, "schema migration");
+  for (int v = version; v < kPostgresSchemaVersion; ++v) {
+    if (r = c->Exec(kPostgresMigrations[v]); !r.ok()) return fail(r, "schema migration");
     if (r = c->Run("UPDATE schema_version SET version = $1::integer", {std::to_string(v + 1)});
         !r.ok())
       return fail(r, "schema migration");

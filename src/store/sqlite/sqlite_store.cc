@@ -20,12 +20,12 @@ using sqlite::IsFatal;
 using sqlite::SqlError;
 using sqlite::Stmt;
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSqliteSchemaVersion = 2;
 constexpr int64_t kCompactEvery = 100;
 constexpr size_t kMaxReaders = 16;
 
 // Migrations, applied in order; migration i brings the schema to user_version i + 1.
-const char* const kMigrations[] = {
+const char* const kSqliteMigrations[] = {
     R"sql(
 CREATE TABLE objects (
   id        INTEGER PRIMARY KEY,
@@ -77,7 +77,7 @@ INSERT INTO label_index (kind, key, value, id)
   WHERE j.type = 'text';
 )sql",
 };
-static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
+static_assert(sizeof(kSqliteMigrations) / sizeof(kSqliteMigrations[0]) == kSqliteSchemaVersion);
 
 constexpr char kSelectCurrent[] =
     "SELECT rv, id, labels FROM objects WHERE kind=?1 AND namespace=?2 AND name=?3";
@@ -160,13 +160,13 @@ absl::Status SqliteStore::Migrate() {
       return absl::UnavailableError(options_.path + " is not a Gantry database: " + s.Error());
     version = static_cast<int>(s.Int(0));
   }
-  if (version > kSchemaVersion)
+  if (version > kSqliteSchemaVersion)
     return absl::UnavailableError(options_.path + " has schema version " + std::to_string(version) +
                                   ", newer than this gantryd understands (" +
-                                  std::to_string(kSchemaVersion) + "); run a newer gantryd");
-  for (int v = version; v < kSchemaVersion; ++v) {
+                                  std::to_string(kSqliteSchemaVersion) + "); run a newer gantryd");
+  for (int v = version; v < kSqliteSchemaVersion; ++v) {
     RETURN_IF_ERROR(Exec(writer_->db(), "BEGIN IMMEDIATE"));
-    absl::Status s = Exec(writer_->db(), kMigrations[v]);
+    absl::Status s = Exec(writer_->db(), kSqliteMigrations[v]);
     if (s.ok()) s = Exec(writer_->db(), ("PRAGMA user_version=" + std::to_string(v + 1)).c_str());
     if (!s.ok()) {
       Exec(writer_->db(), "ROLLBACK").IgnoreError();
