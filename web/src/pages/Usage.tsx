@@ -160,9 +160,14 @@ export function UsagePage() {
   const keys = GROUPINGS[grouping];
   const params = { from: range.from, to: range.to, groupBy: keys.join(',') };
   useEffect(() => {
+    // A response to an earlier period or grouping is dropped: arriving late, it would show
+    // that period's refusal (or figures) over the one the user has chosen since.
+    let current = true;
+    const fail = (clear: (r: null) => void) => (e: unknown) => { if (current) { setError(e); clear(null); } };
     setError(null);
-    get<UsageReport>(reportPath({ ...params, groupBy: 'project', step })).then(setChart).catch((e) => { setError(e); setChart(null); });
-    get<UsageReport>(reportPath(params)).then(setTable).catch((e) => { setError(e); setTable(null); });
+    get<UsageReport>(reportPath({ ...params, groupBy: 'project', step })).then((r) => current && setChart(r), fail(setChart));
+    get<UsageReport>(reportPath(params)).then((r) => current && setTable(r), fail(setTable));
+    return () => { current = false; };
   }, [range.from, range.to, grouping, step]); // eslint-disable-line react-hooks/exhaustive-deps
   const csv = async () => {
     try {
