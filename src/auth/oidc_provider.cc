@@ -9,6 +9,7 @@
 #include "auth/credentials.h"
 #include "client/http_client.h"
 #include "common/errors.h"
+#include "common/json_member.h"
 #include "model/label_selector.h"
 
 namespace gantry::auth {

@@ -6,6 +6,7 @@
 #include <array>
 
 #include "common/errors.h"
+#include "common/json_member.h"
 
 namespace gantry::auth {
 namespace {
@@ -86,11 +87,6 @@ absl::Status CheckClaims(const json::object& claims, const IdTokenExpectations& 
 }
 
 }  // namespace
-
-std::string StringMember(const json::object& o, std::string_view name) {
-  const json::value* v = o.if_contains(name);
-  return v && v->is_string() ? std::string(v->get_string()) : "";
-}
 
 absl::StatusOr<std::shared_ptr<const OidcKeySet>> OidcKeySet::Parse(std::string_view jwks) {
   boost::system::error_code ec;

@@ -61,10 +61,6 @@ struct IdTokenExpectations {
 absl::StatusOr<boost::json::object> VerifyIdToken(std::string_view token, const OidcKeySet& keys,
                                                   const IdTokenExpectations& expect);
 
-// The string member `name` of `o` (a claim, or a field of a provider's answer); "" when it is
-// absent or not a string. `name` is one key, not a dotted path: claim names may hold dots.
-std::string StringMember(const boost::json::object& o, std::string_view name);
-
 // The kid in a compact JWS's protected header ("" when none; INVALID_ARGUMENT when `token`
 // is not a JWS).
 absl::StatusOr<std::string> IdTokenKeyId(std::string_view token);

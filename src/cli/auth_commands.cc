@@ -11,6 +11,7 @@
 #include "cli/kinds.h"
 #include "client/absl_compat.h"
 #include "client/kube_status.h"
+#include "common/json_member.h"
 
 namespace gantry::cli {
 namespace {
@@ -18,11 +19,6 @@ namespace {
 namespace json = boost::json;
 
 constexpr char kGroupPath[] = "/apis/paas.gantry.dev/v1";
-
-std::string Str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : "";
-}
 
 // Sends and returns the JSON object answered, or the server's refusal.
 absl::StatusOr<json::object> Call(CommandContext& ctx, std::string_view method,
@@ -37,7 +33,7 @@ absl::StatusOr<json::object> Call(CommandContext& ctx, std::string_view method,
 absl::StatusOr<std::string> CurrentUser(CommandContext& ctx) {
   auto me = Call(ctx, "GET", "/auth/whoami");
   if (!me.ok()) return me.status();
-  return Str(*me, "username");
+  return StringMember(*me, "username");
 }
 
 // Reads one line from stdin without echo when it is a terminal.
@@ -133,12 +129,12 @@ int RunLogin(CommandContext& ctx, const LoginOptions& o) {
     PrintError(ctx, "no config file to write to: set HOME, GANTRY_CONFIG or --config");
     return kExitUsage;
   }
-  if (!SaveToken(ctx, s, Str(*token, "token"))) return kExitError;
+  if (!SaveToken(ctx, s, StringMember(*token, "token"))) return kExitError;
   std::string expires, name;
   if (const json::value* spec = token->if_contains("spec"); spec && spec->is_object())
-    expires = Str(spec->get_object(), "expiresAt");
+    expires = StringMember(spec->get_object(), "expiresAt");
   if (const json::value* meta = token->if_contains("metadata"); meta && meta->is_object())
-    name = Str(meta->get_object(), "name");
+    name = StringMember(meta->get_object(), "name");
   *ctx.out << "Logged in to " << s.server << " as " << o.user << " (token " << name
            << (expires.empty() ? "" : ", expires " + expires) << ", saved in " << s.config_path
            << ")\n";
@@ -151,8 +147,8 @@ int RunWhoAmI(CommandContext& ctx) {
     PrintError(ctx, me.status());
     return kExitError;
   }
-  std::string org = Str(*me, "orgRole");
-  *ctx.out << Str(*me, "username") << (org.empty() ? "" : " (" + org + ")") << "\n";
+  std::string org = StringMember(*me, "orgRole");
+  *ctx.out << StringMember(*me, "username") << (org.empty() ? "" : " (" + org + ")") << "\n";
   if (const json::value* p = me->if_contains("projects"); p && p->is_object())
     for (const auto& kv : p->get_object())
       *ctx.out << "  " << std::string(kv.key()) << ": "
@@ -179,8 +175,8 @@ int RunTokens(CommandContext& ctx, const TokensOptions& o) {
       PrintError(ctx, t.status());
       return kExitError;
     }
-    *ctx.out << Str(*t, "token") << "\n";
-    *ctx.err << "token " << Str(t->at("metadata").as_object(), "name")
+    *ctx.out << StringMember(*t, "token") << "\n";
+    *ctx.err << "token " << StringMember(t->at("metadata").as_object(), "name")
              << " created; it is shown only this once\n";
     return kExitOk;
   }
@@ -203,18 +199,18 @@ int RunTokens(CommandContext& ctx, const TokensOptions& o) {
   for (const auto& item : list->at("items").as_array()) {
     const json::object& t = item.as_object();
     const json::object& spec = t.at("spec").as_object();
-    std::string expires = Str(spec, "expiresAt");
+    std::string expires = StringMember(spec, "expiresAt");
     const json::value* st = t.if_contains("status");
     if (st && st->is_object() && st->as_object().if_contains("expired") &&
         st->as_object().at("expired").is_bool() && st->as_object().at("expired").get_bool())
       expires += " (expired)";
-    std::string name = Str(t.at("metadata").as_object(), "name");
-    std::string created = Str(t.at("metadata").as_object(), "creationTimestamp");
+    std::string name = StringMember(t.at("metadata").as_object(), "name");
+    std::string created = StringMember(t.at("metadata").as_object(), "creationTimestamp");
     auto pad = [](std::string s, size_t w) {
       return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
     };
     *ctx.out << pad(name, 27) << pad(created, 23) << pad(expires.empty() ? "never" : expires, 23)
-             << Str(spec, "description") << "\n";
+             << StringMember(spec, "description") << "\n";
   }
   return kExitOk;
 }
@@ -249,7 +245,7 @@ int RunShare(CommandContext& ctx, const ShareOptions& o) {
     PrintError(ctx, r.status());
     return kExitError;
   }
-  std::string mode = Str(sharing, "mode");
+  std::string mode = StringMember(sharing, "mode");
   *ctx.out << kind->singular << "/" << o.name << " shared: "
            << (mode == "All"    ? "with all projects"
                : mode == "None" ? "with no other project"

@@ -18,11 +18,6 @@ std::string EnvSuffix(std::string_view key) {
 
 }  // namespace
 
-std::string Str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v && v->is_string() ? std::string(v->get_string()) : std::string();
-}
-
 std::string Text(const json::value& v) {
   return v.is_string() ? std::string(v.get_string()) : json::serialize(v);
 }

@@ -55,8 +55,6 @@ struct DeployRequest {
   std::optional<std::chrono::seconds> stop_grace;
 };
 
-// o[key] as a string: "" when it is absent or not a string.
-std::string Str(const boost::json::object& o, std::string_view key);
 // A JSON value as text for an environment variable: a string as it is, anything else
 // serialised ("8", "true", "[1,2]").
 std::string Text(const boost::json::value& v);

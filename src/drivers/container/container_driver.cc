@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/json_member.h"
 #include "drivers/common/state_file.h"
 #include "drivers/container/container_run.h"
 #include "drivers/local/readiness_probe.h"
@@ -175,8 +176,9 @@ absl::Status ContainerDriver::EnsureVolumes(const ContainerConfig& c,
   for (const auto& v : c.volumes) {
     const std::string name = VolumeName(r, v.name);
     if (Podman({"volume", "exists", name}).ok()) continue;
-    Outcome o = Podman({"volume", "create", "--label", "gantry.instance=" + Str(r.instance, "uid"),
-                        "--label", "gantry.owner=" + options_.owner, name});
+    Outcome o =
+        Podman({"volume", "create", "--label", "gantry.instance=" + StringMember(r.instance, "uid"),
+                "--label", "gantry.owner=" + options_.owner, name});
     if (!o.ok()) return absl::UnavailableError("cannot create volume " + name + ": " + o.Why());
   }
   return absl::OkStatus();
@@ -265,7 +267,7 @@ absl::StatusOr<std::string> ContainerDriver::StartContainer(
 
 absl::StatusOr<json::object> ContainerDriver::Run(const ContainerConfig& c, const DeployRequest& r,
                                                   RunContext& context) {
-  const std::string uid = Str(r.instance, "uid"), container = ContainerName(r);
+  const std::string uid = StringMember(r.instance, "uid"), container = ContainerName(r);
   std::vector<std::string> names;
   for (const auto& p : c.ports) names.push_back(p.name);
   auto ports = ports_.Allocate(uid, names);
@@ -313,7 +315,7 @@ absl::StatusOr<json::object> ContainerDriver::Apply(const DeployRequest& request
                                                     RunContext& context) {
   auto config = ParseContainerConfig(request.config);
   if (!config.ok()) return config.status();
-  if (request.state_dir.empty() || Str(request.instance, "uid").empty())
+  if (request.state_dir.empty() || StringMember(request.instance, "uid").empty())
     return absl::InvalidArgumentError(
         "the container driver needs the instance's uid and state "
         "directory");
@@ -322,12 +324,12 @@ absl::StatusOr<json::object> ContainerDriver::Apply(const DeployRequest& request
   if (ec) return absl::UnavailableError("cannot create " + request.state_dir + ": " + ec.message());
   // What this instance ran before is removed when `podman run` finds its name taken.
   Unwatch(ContainerName(request));
-  ports_.Release(Str(request.instance, "uid"));
+  ports_.Release(StringMember(request.instance, "uid"));
   return Run(*config, request, context);
 }
 
 absl::Status ContainerDriver::Destroy(const DeployRequest& request, RunContext& context) {
-  const std::string container = ContainerName(request), uid = Str(request.instance, "uid");
+  const std::string container = ContainerName(request), uid = StringMember(request.instance, "uid");
   Unwatch(container);
   if (absl::Status s = RemoveContainer(container, &context); !s.ok()) return s;
   Outcome volumes = Podman({"volume", "ls", "-q", "--filter", "label=gantry.instance=" + uid});
@@ -350,7 +352,7 @@ absl::Status ContainerDriver::Stop(const DeployRequest& request, RunContext& con
   Unwatch(container);
   context.Log("stopping container " + container + " (its volumes are kept)");
   if (absl::Status s = RemoveContainer(container, &context); !s.ok()) return s;
-  ports_.Release(Str(request.instance, "uid"));
+  ports_.Release(StringMember(request.instance, "uid"));
   RemoveStateFile(request.state_dir, kStateFile);
   return absl::OkStatus();
 }
@@ -362,20 +364,21 @@ absl::StatusOr<json::object> ContainerDriver::Start(const DeployRequest& request
 }
 
 bool ContainerDriver::Recover(const json::object& state) {
-  const std::string container = Str(state, "container");
+  const std::string container = StringMember(state, "container");
   if (container.rfind("gantry-", 0) == 0) (void)RemoveContainer(container, nullptr);
   return true;
 }
 
 bool ContainerDriver::Adopt(const DeployRequest& request, const json::object& state) {
   const std::string container = ContainerName(request);
-  if (Str(state, "container") != container) return false;
+  if (StringMember(state, "container") != container) return false;
   Outcome label = Podman({"container", "inspect", "--format",
                           "{{index .Config.Labels \"gantry.instance\"}}", container});
-  if (!label.ok() || label.lines.empty() || label.lines.back() != Str(request.instance, "uid"))
+  if (!label.ok() || label.lines.empty() ||
+      label.lines.back() != StringMember(request.instance, "uid"))
     return false;
   if (ContainerState(container) != "running") return false;
-  const std::string uid = Str(request.instance, "uid");
+  const std::string uid = StringMember(request.instance, "uid");
   ports_.Release(uid);
   ports_.Reserve(uid, StatePorts(state));
   Watch(request, state);
@@ -383,8 +386,8 @@ bool ContainerDriver::Adopt(const DeployRequest& request, const json::object& st
 }
 
 void ContainerDriver::Watch(const DeployRequest& r, json::object state) {
-  Supervised s{Str(r.instance, "project"), Str(r.instance, "name"), Str(r.instance, "uid"),
-               r.state_dir + "/" + kLogFile, std::move(state)};
+  Supervised s{StringMember(r.instance, "project"), StringMember(r.instance, "name"),
+               StringMember(r.instance, "uid"), r.state_dir + "/" + kLogFile, std::move(state)};
   std::lock_guard<std::mutex> lock(mu_);
   s.watch = ++watches_;
   watched_[ContainerName(r)] = std::move(s);
@@ -420,7 +423,8 @@ void ContainerDriver::SupervisorLoop() {
             !names->get_array()[0].is_string())
           continue;
         seen[std::string(names->get_array()[0].get_string())] = {
-            Str(o, "State"), code && code->is_int64() ? std::to_string(code->get_int64()) : "?"};
+            StringMember(o, "State"),
+            code && code->is_int64() ? std::to_string(code->get_int64()) : "?"};
       }
     if (ec) ps.exit_code = -1;
     std::vector<WorkloadEvent> events;

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "common/json_member.h"
+
 namespace gantry::drivers::container {
 
 namespace json = boost::json;
@@ -50,8 +52,8 @@ std::map<std::string, std::string> GantryEnv(const ContainerConfig& c, const Dep
   if (!use_cdi) env["NVIDIA_VISIBLE_DEVICES"] = r.gpu_indices.empty() ? "void" : gpus;
   env["GANTRY_GPUS"] = gpus;
   if (!r.gpu_uuids.empty()) env["GANTRY_GPU_UUIDS"] = Join(r.gpu_uuids, ",");
-  env["GANTRY_INSTANCE"] = Str(r.instance, "name");
-  env["GANTRY_PROJECT"] = Str(r.instance, "project");
+  env["GANTRY_INSTANCE"] = StringMember(r.instance, "name");
+  env["GANTRY_PROJECT"] = StringMember(r.instance, "project");
   for (const auto& [k, v] : r.variables) env[VarEnvName(k)] = v;
   for (const auto& [k, v] : ComputeEnvironment(r)) env[k] = v;
   for (size_t i = 0; i < c.ports.size(); ++i) {
@@ -116,7 +118,7 @@ std::vector<std::string> RunOptions(const ContainerConfig& c, const DeployReques
                                     const ContainerDriverOptions& o,
                                     const std::map<std::string, int>& ports, bool use_cdi,
                                     const std::vector<std::string>& env_names) {
-  const std::string uid = Str(r.instance, "uid");
+  const std::string uid = StringMember(r.instance, "uid");
   std::vector<std::string> a = {"run",
                                 "-d",
                                 "--name",
@@ -125,9 +127,9 @@ std::vector<std::string> RunOptions(const ContainerConfig& c, const DeployReques
                                 "--label",
                                 "gantry.instance=" + uid,
                                 "--label",
-                                "gantry.project=" + Str(r.instance, "project"),
+                                "gantry.project=" + StringMember(r.instance, "project"),
                                 "--label",
-                                "gantry.name=" + Str(r.instance, "name"),
+                                "gantry.name=" + StringMember(r.instance, "name"),
                                 "--label",
                                 "gantry.owner=" + o.owner,
                                 "--pull",
@@ -157,9 +159,10 @@ std::vector<std::string> RunOptions(const ContainerConfig& c, const DeployReques
 }  // namespace
 
 std::string ContainerName(const DeployRequest& r) {
-  std::string uid = Str(r.instance, "uid");
+  std::string uid = StringMember(r.instance, "uid");
   if (!uid.empty()) return "gantry-" + Sanitize(uid);
-  return "gantry-" + Sanitize(Str(r.instance, "project")) + "-" + Sanitize(Str(r.instance, "name"));
+  return "gantry-" + Sanitize(StringMember(r.instance, "project")) + "-" +
+         Sanitize(StringMember(r.instance, "name"));
 }
 
 std::string VolumeName(const DeployRequest& r, const std::string& volume) {

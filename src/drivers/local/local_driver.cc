@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/json_member.h"
 #include "drivers/common/proc_info.h"
 #include "drivers/common/state_file.h"
 #include "drivers/local/readiness_probe.h"
@@ -250,9 +251,9 @@ void LocalDriver::Supervise(const DeployRequest& request, const LocalConfig& con
                             std::chrono::steady_clock::time_point started_at) {
   auto w = std::make_shared<Workload>();
   w->key = InstanceKey(request);
-  w->ns = Str(request.instance, "project");
-  w->name = Str(request.instance, "name");
-  w->uid = Str(request.instance, "uid");
+  w->ns = StringMember(request.instance, "project");
+  w->name = StringMember(request.instance, "name");
+  w->uid = StringMember(request.instance, "uid");
   w->state_dir = request.state_dir;
   w->config = config;
   w->launch = launch;
@@ -315,9 +316,9 @@ bool LocalDriver::Adopt(const DeployRequest& request, const json::object& state)
   }
   auto w = std::make_shared<Workload>();
   w->key = InstanceKey(request);
-  w->ns = Str(request.instance, "project");
-  w->name = Str(request.instance, "name");
-  w->uid = Str(request.instance, "uid");
+  w->ns = StringMember(request.instance, "project");
+  w->name = StringMember(request.instance, "name");
+  w->uid = StringMember(request.instance, "uid");
   w->state_dir = request.state_dir;
   if (const json::value* p = state.if_contains("ports"); p && p->is_object())
     for (const auto& kv : p->get_object())

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/json_member.h"
 #include "drivers/common/proc_info.h"
 
 namespace gantry::drivers::local {
@@ -37,8 +38,9 @@ std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
 }
 
 std::string InstanceKey(const DeployRequest& r) {
-  std::string uid = Str(r.instance, "uid");
-  return uid.empty() ? Str(r.instance, "project") + "/" + Str(r.instance, "name") : uid;
+  std::string uid = StringMember(r.instance, "uid");
+  return uid.empty() ? StringMember(r.instance, "project") + "/" + StringMember(r.instance, "name")
+                     : uid;
 }
 
 std::string Seconds(milliseconds d) {
@@ -108,8 +110,8 @@ absl::StatusOr<Launch> BuildLaunch(const LocalConfig& c, const DeployRequest& r,
   gantry["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
   gantry["GANTRY_GPUS"] = joined;
   if (!r.gpu_uuids.empty()) gantry["GANTRY_GPU_UUIDS"] = Join(r.gpu_uuids, ",");
-  gantry["GANTRY_INSTANCE"] = Str(r.instance, "name");
-  gantry["GANTRY_PROJECT"] = Str(r.instance, "project");
+  gantry["GANTRY_INSTANCE"] = StringMember(r.instance, "name");
+  gantry["GANTRY_PROJECT"] = StringMember(r.instance, "project");
   gantry["GANTRY_STATE_DIR"] = workload_dir;
   for (const auto& [k, v] : ComputeEnvironment(r)) gantry[k] = v;
   for (size_t i = 0; i < c.ports.size(); ++i) {

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "common/json_member.h"
 #include "drivers/common/state_file.h"
 #include "drivers/slurm/slurm_config.h"
 #include "drivers/slurm/slurm_json.h"
@@ -35,8 +36,9 @@ int64_t Int(const json::object& o, std::string_view key) {
 }
 
 std::string InstanceKey(const DeployRequest& r) {
-  std::string uid = Str(r.instance, "uid");
-  return uid.empty() ? Str(r.instance, "project") + "/" + Str(r.instance, "name") : uid;
+  std::string uid = StringMember(r.instance, "uid");
+  return uid.empty() ? StringMember(r.instance, "project") + "/" + StringMember(r.instance, "name")
+                     : uid;
 }
 
 std::string EnvName(std::string_view prefix, std::string_view key) {
@@ -114,10 +116,10 @@ std::map<std::string, std::string> JobEnvironment(const DeployRequest& request,
   std::map<std::string, std::string> env;
   for (const auto& [k, v] : config.env) env[k] = v;
   for (const auto& [k, v] : request.variables) env[EnvName("GANTRY_VAR_", k)] = v;
-  env["GANTRY_INSTANCE"] = Str(request.instance, "name");
-  env["GANTRY_PROJECT"] = Str(request.instance, "project");
+  env["GANTRY_INSTANCE"] = StringMember(request.instance, "name");
+  env["GANTRY_PROJECT"] = StringMember(request.instance, "project");
   for (const auto& [k, v] : ComputeEnvironment(request)) env[k] = v;
-  env["GANTRY_INSTANCE_UID"] = Str(request.instance, "uid");
+  env["GANTRY_INSTANCE_UID"] = StringMember(request.instance, "uid");
   env["GANTRY_RUN"] = request.run_name;
   env["GANTRY_STATE_DIR"] = workload_dir;
   if (user) {  // what the job's user would see, not gantryd's
@@ -224,9 +226,9 @@ absl::StatusOr<int64_t> SlurmDriver::ResumeOrReplace(const DeployRequest& reques
   json::object previous = ReadStateFile(request.state_dir, kStateFile);
   const int64_t prev = Int(previous, "jobId");
   if (prev <= 0) return 0;
-  const SlurmCli prev_cli = Cli(Str(previous, "slurmConf"));
-  if (Str(previous, "runUid") == request.run_uid &&
-      Str(previous, "slurmConf") == config.slurm_conf) {
+  const SlurmCli prev_cli = Cli(StringMember(previous, "slurmConf"));
+  if (StringMember(previous, "runUid") == request.run_uid &&
+      StringMember(previous, "slurmConf") == config.slurm_conf) {
     auto listing = prev_cli.Jobs({prev});
     if (!listing.ok()) return listing.status();
     const SlurmJob* j = FindJob(*listing, prev);
@@ -247,9 +249,9 @@ absl::StatusOr<int64_t> SlurmDriver::ResumeOrReplace(const DeployRequest& reques
 absl::StatusOr<int64_t> SlurmDriver::Submit(const DeployRequest& request, const SlurmConfig& config,
                                             const std::string& gres, const SlurmCli& cli,
                                             RunContext& context) {
-  const std::string project = Str(request.instance, "project");
-  const std::string name = Str(request.instance, "name");
-  const std::string uid = Str(request.instance, "uid");
+  const std::string project = StringMember(request.instance, "project");
+  const std::string name = StringMember(request.instance, "name");
+  const std::string uid = StringMember(request.instance, "uid");
   std::error_code ec;
   std::filesystem::create_directories(request.state_dir, ec);
   auto workload_dir = PrepareWorkloadDir(options_.sandbox, request.state_dir);
@@ -350,9 +352,9 @@ absl::StatusOr<json::object> SlurmDriver::AwaitRunning(const DeployRequest& requ
 void SlurmDriver::Track(const DeployRequest& request, const SlurmConfig& config, int64_t job_id) {
   auto t = std::make_shared<Tracked>();
   t->key = InstanceKey(request);
-  t->ns = Str(request.instance, "project");
-  t->name = Str(request.instance, "name");
-  t->uid = Str(request.instance, "uid");
+  t->ns = StringMember(request.instance, "project");
+  t->name = StringMember(request.instance, "name");
+  t->uid = StringMember(request.instance, "uid");
   t->state_dir = request.state_dir;
   t->slurm_conf = config.slurm_conf;
   t->job_id = job_id;
@@ -365,7 +367,7 @@ absl::Status SlurmDriver::Destroy(const DeployRequest& request, RunContext& cont
   Untrack(InstanceKey(request));
   json::object state = ReadStateFile(request.state_dir, kStateFile);
   int64_t job_id = Int(state, "jobId");
-  std::string slurm_conf = Str(state, "slurmConf");
+  std::string slurm_conf = StringMember(state, "slurmConf");
   if (job_id <= 0) {
     // No state file (an older data directory): what the last deploy reported.
     job_id = Int(request.previous_outputs, "jobId");
@@ -403,13 +405,13 @@ bool SlurmDriver::Adopt(const DeployRequest& request, const json::object& state)
   if (job_id <= 0) return false;
   auto t = std::make_shared<Tracked>();
   t->key = InstanceKey(request);
-  t->ns = Str(request.instance, "project");
-  t->name = Str(request.instance, "name");
-  t->uid = Str(request.instance, "uid");
+  t->ns = StringMember(request.instance, "project");
+  t->name = StringMember(request.instance, "name");
+  t->uid = StringMember(request.instance, "uid");
   t->state_dir = request.state_dir;
-  t->slurm_conf = Str(state, "slurmConf");
+  t->slurm_conf = StringMember(state, "slurmConf");
   t->job_id = job_id;
-  t->run_uid = Str(state, "runUid");
+  t->run_uid = StringMember(state, "runUid");
   if (ReadStateFile(t->state_dir, kStateFile).empty())
     WriteStateFile(t->state_dir, kStateFile, state);
   std::lock_guard<std::mutex> lock(mu_);

@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 #include <cctype>
 
+#include "common/json_member.h"
 #include "drivers/driver.h"
 
 namespace gantry::drivers::slurm {
@@ -41,7 +42,7 @@ int64_t Num(const json::object& o, std::string_view key, int64_t fallback = 0) {
 SlurmJob ParseJob(const json::object& j) {
   SlurmJob job;
   job.job_id = Num(j, "job_id");
-  job.name = Str(j, "name");
+  job.name = StringMember(j, "name");
   if (const json::value* s = j.if_contains("job_state")) {
     if (s->is_string()) {
       job.state = std::string(s->get_string());
@@ -54,20 +55,20 @@ SlurmJob ParseJob(const json::object& j) {
         if (f.is_string() && f.get_string() == "COMPLETING") job.state = "COMPLETING";
     }
   }
-  job.reason = Str(j, "state_reason");
-  job.description = Str(j, "state_description");
-  job.cluster = Str(j, "cluster");
-  job.partition = Str(j, "partition");
-  job.account = Str(j, "account");
-  job.qos = Str(j, "qos");
-  job.user = Str(j, "user_name");
-  job.comment = Str(j, "comment");
-  job.nodes = Str(j, "nodes");
+  job.reason = StringMember(j, "state_reason");
+  job.description = StringMember(j, "state_description");
+  job.cluster = StringMember(j, "cluster");
+  job.partition = StringMember(j, "partition");
+  job.account = StringMember(j, "account");
+  job.qos = StringMember(j, "qos");
+  job.user = StringMember(j, "user_name");
+  job.comment = StringMember(j, "comment");
+  job.nodes = StringMember(j, "nodes");
   job.node_count = Num(j, "node_count");
   if (const json::value* g = j.if_contains("gres_detail"); g && g->is_array())
     for (const auto& e : g->get_array())
       if (e.is_string() && !e.get_string().empty()) job.gres_detail.emplace_back(e.get_string());
-  job.tres_per_node = Str(j, "tres_per_node");
+  job.tres_per_node = StringMember(j, "tres_per_node");
   job.start_time = Num(j, "start_time");
   job.end_time = Num(j, "end_time");
   job.submit_time = Num(j, "submit_time");
@@ -104,9 +105,9 @@ absl::StatusOr<JobListing> ParseJobListing(std::string_view text) {
     for (const auto& e : errs->get_array()) {
       if (!e.is_object()) continue;
       const json::object& o = e.get_object();
-      std::string text = Str(o, "description");
-      std::string source = Str(o, "source");
-      std::string error = Str(o, "error");
+      std::string text = StringMember(o, "description");
+      std::string source = StringMember(o, "source");
+      std::string error = StringMember(o, "error");
       if (!error.empty() && error != "Unspecified error")
         text += (text.empty() ? "" : " (") + error + (text.empty() ? "" : ")");
       if (!source.empty()) text = source + ": " + text;
