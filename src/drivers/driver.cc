@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "common/json_member.h"
+
 namespace gantry::drivers {
 namespace {
 
@@ -17,6 +19,12 @@ std::string EnvSuffix(std::string_view key) {
 }
 
 }  // namespace
+
+std::string InstanceKey(const DeployRequest& r) {
+  std::string uid = StringMember(r.instance, "uid");
+  return uid.empty() ? StringMember(r.instance, "project") + "/" + StringMember(r.instance, "name")
+                     : uid;
+}
 
 std::string Text(const json::value& v) {
   return v.is_string() ? std::string(v.get_string()) : json::serialize(v);

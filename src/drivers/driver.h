@@ -55,6 +55,8 @@ struct DeployRequest {
   std::optional<std::chrono::seconds> stop_grace;
 };
 
+// What a driver tracks a request's workload by: the instance's uid, else project/name.
+std::string InstanceKey(const DeployRequest& r);
 // A JSON value as text for an environment variable: a string as it is, anything else
 // serialised ("8", "true", "[1,2]").
 std::string Text(const boost::json::value& v);

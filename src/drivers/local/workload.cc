@@ -37,12 +37,6 @@ std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
   return out;
 }
 
-std::string InstanceKey(const DeployRequest& r) {
-  std::string uid = StringMember(r.instance, "uid");
-  return uid.empty() ? StringMember(r.instance, "project") + "/" + StringMember(r.instance, "name")
-                     : uid;
-}
-
 std::string Seconds(milliseconds d) {
   std::ostringstream s;
   if (d.count() % 1000 == 0)

@@ -40,8 +40,6 @@ inline constexpr const char* kLogFile = "workload.log";
 // o[key] as an integer (`fallback` when absent or not a number).
 long long Int(const boost::json::object& o, std::string_view key, long long fallback);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
-// The instance's uid, else project/name.
-std::string InstanceKey(const DeployRequest& r);
 // "2s", "1.5s".
 std::string Seconds(std::chrono::milliseconds d);
 // "exited with code 3" / "was killed by signal 9 (SIGKILL)"; exit code -1 for signals.

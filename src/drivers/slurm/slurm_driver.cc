@@ -35,12 +35,6 @@ int64_t Int(const json::object& o, std::string_view key) {
   return 0;
 }
 
-std::string InstanceKey(const DeployRequest& r) {
-  std::string uid = StringMember(r.instance, "uid");
-  return uid.empty() ? StringMember(r.instance, "project") + "/" + StringMember(r.instance, "name")
-                     : uid;
-}
-
 std::string EnvName(std::string_view prefix, std::string_view key) {
   std::string out(prefix);
   for (char c : key)
