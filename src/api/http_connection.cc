@@ -11,6 +11,7 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/read_size.hpp>
 #include <cstdio>
+#include <utility>
 
 namespace gantry::api {
 
@@ -42,6 +43,7 @@ void Connection::OnTimer() {
   if (closed_) return;
   if (Clock::now() >= deadline_) {
     timed_out_ = true;
+    Ending();
     error_code ignored;
     socket_.close(ignored);  // what is pending fails now
     return;
@@ -58,8 +60,15 @@ void Connection::ExpiresAfter(Clock::duration after) {
 
 void Connection::ExpiresNever() { deadline_ = Clock::time_point::max(); }
 
+void Connection::OnEnd(std::function<void()> ended) { ended_ = std::move(ended); }
+
+void Connection::Ending() {
+  if (auto ended = std::exchange(ended_, nullptr)) ended();
+}
+
 void Connection::Close() {
   closed_ = true;
+  Ending();
   timer_.cancel();
   error_code ignored;
   socket_.close(ignored);
@@ -121,6 +130,7 @@ class Plain final : private PlainStream, public Connection {
   }
 
   awaitable<void> Finish() override {
+    Ending();
     error_code ignored;
     PlainStream::socket.shutdown(tcp::socket::shutdown_send, ignored);
     co_return;

@@ -18,6 +18,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -55,6 +56,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Start();
   // Stops the deadline's watch and closes the socket. Call once, when the session ends.
   void Close();
+  // `ended` runs once, at the moment the peer can first see the connection end: just before
+  // the deadline closes the socket, a plain connection's Finish, or Close. The server gives
+  // the connection's slot back there, so a client that reconnects as soon as it sees its
+  // connection closed finds the slot free (a TLS connection's slot stays taken through its
+  // close_notify, which can last 5 s: releasing it earlier would let a peer that never
+  // answers hold file descriptors beyond --max-connections).
+  void OnEnd(std::function<void()> ended);
 
  protected:
   Connection(boost::asio::ip::tcp::socket& socket, boost::asio::any_io_executor executor);
@@ -62,6 +70,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       boost::asio::mutable_buffer into) = 0;
   // What an operation that failed with `ec` reports: timeout once the deadline closed us.
   boost::system::error_code Failed(boost::system::error_code ec) const;
+  // Runs OnEnd's function, the first time only.
+  void Ending();
 
  private:
   // Waits for the timer; OnTimer closes the socket once the deadline has passed.
@@ -73,6 +83,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Clock::time_point deadline_ = Clock::time_point::max();
   bool timed_out_ = false;
   bool closed_ = false;
+  std::function<void()> ended_;  // OnEnd's; empty once it ran
 };
 
 // A plain TCP connection. `executor`: the session's strand (the deadline's watch runs on it).

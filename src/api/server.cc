@@ -19,7 +19,9 @@
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/message.hpp>
 #include <chrono>
+#include <memory>
 #include <thread>
+#include <utility>
 
 #include "api/http_connection.h"
 #include "api/status_http.h"
@@ -303,11 +305,21 @@ void Server::Impl::ReleaseSlot() {
 
 namespace {
 
-// Gives a connection's slot back when its session ends, however it ends (also when the
-// io_context stops and destroys the coroutine).
-struct SlotGuard {
-  std::function<void()> release;
-  ~SlotGuard() { release(); }
+// Gives a connection's slot back once: when the peer can first see its connection end
+// (Connection::OnEnd), or else when the session ends however it ends (also when the
+// io_context stops and destroys the coroutine, or a TLS handshake fails).
+class Slot {
+ public:
+  explicit Slot(std::function<void()> release) : release_(std::move(release)) {}
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+  ~Slot() { Release(); }
+  void Release() {
+    if (auto release = std::exchange(release_, nullptr)) release();
+  }
+
+ private:
+  std::function<void()> release_;
 };
 
 }  // namespace
@@ -411,7 +423,7 @@ awaitable<Response> Server::Impl::Handle(const Request& r) {
 }
 
 awaitable<void> Server::Impl::Session(tcp::socket socket, bool tls) {
-  SlotGuard slot{[this] { ReleaseSlot(); }};
+  auto slot = std::make_shared<Slot>([this] { ReleaseSlot(); });
   std::string remote = RemoteOf(socket);
   auto executor = co_await net::this_coro::executor;
   // Not a conditional expression: GCC 12 destroys a co_await's temporaries twice there.
@@ -421,6 +433,7 @@ awaitable<void> Server::Impl::Session(tcp::socket socket, bool tls) {
   else
     connection = PlainConnection(std::move(socket), executor);
   if (!connection) co_return;
+  connection->OnEnd([slot] { slot->Release(); });
   co_await Serve(*connection, remote);
   co_await connection->Finish();
   connection->Close();
