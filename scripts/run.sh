@@ -6,6 +6,8 @@
 #   GANTRY_TLS_LISTEN=HOST:PORT  where to serve HTTPS for kubectl (default 127.0.0.1:8443;
 #                             a self-signed certificate in .gantry/tls.crt)
 #   GANTRY_GPUS=TYPE:COUNT    GPUs to configure when nvidia-smi is absent (default demo-gpu:4)
+#   GANTRY_OPT=-O2            the compiler's optimisation level (default -Og: the quickest
+#                             build; -O2 for a gantryd that serves many users for long)
 # It prints one line per step; the full output of apt, npm, cmake, the compiler and the CLI
 # goes to build-release/run.log (on a failure, its last lines are printed). gantryd's own log
 # stays on the terminal.
