@@ -87,6 +87,13 @@ std::string GantrydProcess::Log() const {
   return log_;
 }
 
+bool GantrydProcess::WaitForLog(std::string_view text) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto found = [&] { return log_.find(text) != std::string::npos; };
+  cv_.wait_for(lock, kStartDeadline, [&] { return found() || eof_; });
+  return found();
+}
+
 absl::Status GantrydProcess::Start() {
   if (running()) return absl::FailedPreconditionError("gantryd is already running");
   StopReader();  // the previous run's reader, if any, has seen EOF or will now
@@ -181,6 +188,7 @@ void GantrydProcess::ReaderLoop(int fd) {
     if (n <= 0) break;
     std::lock_guard<std::mutex> lock(mu_);
     log_.append(buf, static_cast<size_t>(n));
+    cv_.notify_all();  // WaitForLog
     if (found_port_ == 0) {
       size_t at = log_.find(kListening, run_start_);
       if (at != std::string::npos) {

@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -82,6 +83,10 @@ class GantrydProcess {
   const std::string& store_url() const { return store_url_; }
   // Everything gantryd wrote to stderr so far (all runs).
   std::string Log() const;
+  // Waits until the log holds `text`: gantryd writes a line before it answers, but the test
+  // reads its stderr on a thread of its own, so the line may arrive after the answer. False
+  // when the current run's stderr closed, or two minutes passed, without it.
+  bool WaitForLog(std::string_view text);
 
  private:
   void ReaderLoop(int fd);

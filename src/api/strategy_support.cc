@@ -131,9 +131,9 @@ absl::Status CheckAndSealVariables(const StrategyContext& ctx, const json::objec
                                    const json::object& template_spec,
                                    const json::object& profile_spec, const json::object* current,
                                    json::object& variables) {
-  ASSIGN_OR_RETURN(const model::Instance instance, model::DecodeInstance(next));
-  const std::string& kind = instance.kind;
-  const std::string& name = instance.metadata.name;
+  // For messages only: `next` was decoded (and checked) by the caller.
+  const std::string kind = model::GetString(next, "kind");
+  const std::string name = model::GetString(next, "metadata.name");
   static const json::object kNone;
   const json::object& stored_vars = current ? ObjectAt(*current, "spec.variables") : kNone;
   std::vector<FieldCause> causes;

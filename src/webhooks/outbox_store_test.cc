@@ -91,8 +91,11 @@ TEST_F(OutboxStoreTest, ConcurrentGuardedChangesFromOneVersionTellOnlyTheOneThat
       });
     for (auto& t : writers) t.join();
     ASSERT_NE(results[0].ok(), results[1].ok()) << results[0] << " / " << results[1];
-    for (const auto& r : results)
-      if (!r.ok()) EXPECT_TRUE(absl::IsAborted(r)) << r;
+    for (const auto& r : results) {
+      if (!r.ok()) {
+        EXPECT_TRUE(absl::IsAborted(r)) << r;
+      }
+    }
     auto ds = Deliveries();
     ASSERT_EQ(ds.size(), told_before + 1) << "round " << round;
     auto after = outbox_->Get("ComputeInstance", "ml", "web");
