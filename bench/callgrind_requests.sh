@@ -12,8 +12,9 @@
 # The requests are sent one at a time by curl over a new connection each, which gantryd's
 # count includes (accept and close), the same for every build. Prints per request: the
 # instructions, and the 20 functions of Gantry, SQLite and Boost.JSON that executed the most
-# of them, inclusive (callgrind_annotate). Keeps nothing: everything lives in a temp
-# directory.
+# of them, inclusive (callgrind_annotate). Keeps nothing (everything lives in a temp
+# directory) unless CALLGRIND_KEEP=DIR names a directory to copy the two dumps into, as
+# create.out and get.out, for callgrind_annotate or kcachegrind.
 set -euo pipefail
 
 GANTRYD=${1:?usage: bench/callgrind_requests.sh GANTRYD [N]}
@@ -70,6 +71,7 @@ phase() {  # NAME: runs the requests of one phase between a zero and a dump of t
   callgrind_control -d "$1" "$PID" >/dev/null
   local dump
   dump=$(ls -t "$TMP"/cg.out.* | head -n 1)
+  [[ -z ${CALLGRIND_KEEP:-} ]] || cp "$dump" "$CALLGRIND_KEEP/$1.out"
   local total
   total=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p; s/^summary: *\([0-9]*\).*/\1/p' "$dump" | head -n 1)
   printf '%-7s %d requests: %s instructions per request\n' "$1" "$N" \
