@@ -25,7 +25,7 @@ class ComputeInstanceStrategy : public InstanceStrategy {
   absl::Status BeforeCreate(const Target& t, std::vector<store::Write>* writes) const override {
     if (t.caller.empty()) return absl::OkStatus();
     ASSIGN_OR_RETURN(json::object project, ctx_.store.Get(kProjectKind, "", t.ns));
-    ASSIGN_OR_RETURN(const model::Project typed, model::DecodeProject(project));
+    ASSIGN_OR_RETURN(model::Project typed, model::DecodeProject(std::move(project)));
     const std::optional<int64_t> limit = typed.quota.instances_per_user;
     if (!limit) return absl::OkStatus();
     ASSIGN_OR_RETURN(int64_t owned, ctx_.store.Count(kComputeInstanceKind, t.ns,
@@ -39,7 +39,7 @@ class ComputeInstanceStrategy : public InstanceStrategy {
     // conflict and counts again (the project's content does not change).
     int64_t rv = typed.metadata.resource_version;
     writes->push_back(
-        store::Write{store::Write::Op::kUpdate, kProjectKind, std::move(project), rv, 0});
+        store::Write{store::Write::Op::kUpdate, kProjectKind, std::move(typed.raw), rv, 0});
     return absl::OkStatus();
   }
 

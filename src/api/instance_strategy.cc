@@ -108,7 +108,7 @@ absl::StatusOr<PlainSpecs> InstanceStrategy::PinRevisions(const Target& t,
   if (ref_changed) {
     ASSIGN_OR_RETURN(json::object stored, ResolveRef(ctx_, t, kind, name, "profileRef",
                                                      ProfileKindOf(kind), ref.ns, ref.name));
-    ASSIGN_OR_RETURN(model::Profile profile, model::DecodeProfile(stored));
+    ASSIGN_OR_RETURN(model::Profile profile, model::DecodeProfile(std::move(stored)));
     instance.status.profile_revision = profile.revision;
     instance.status.template_revision = profile.template_revision;
     PinLatest(profile, next);
@@ -183,7 +183,7 @@ absl::StatusOr<json::object> UpgradedInstance(const StrategyContext& ctx, const 
   ASSIGN_OR_RETURN(model::Instance instance, model::DecodeInstance(current));
   ASSIGN_OR_RETURN(json::object stored,
                    UpgradeProfile(ctx, t, instance.profile_ns, instance.profile_name));
-  ASSIGN_OR_RETURN(model::Profile profile, model::DecodeProfile(stored));
+  ASSIGN_OR_RETURN(model::Profile profile, model::DecodeProfile(std::move(stored)));
   if (profile.revision == instance.status.profile_revision &&
       profile.template_revision == instance.status.template_revision)
     return current;  // already on the latest revision

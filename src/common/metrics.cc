@@ -7,6 +7,12 @@ namespace {
 
 // Appends `v` escaped as a label value of the text format.
 void AppendEscaped(const std::string& v, std::string& out) {
+  bool plain = true;
+  for (char c : v) plain = plain && c != '\\' && c != '"' && c != '\n';
+  if (plain) {  // the usual case: at once
+    out += v;
+    return;
+  }
   for (char c : v) {
     if (c == '\\' || c == '"') out += '\\';
     if (c == '\n') {
@@ -17,16 +23,29 @@ void AppendEscaped(const std::string& v, std::string& out) {
   }
 }
 
-// Appends `k1="v1",k2="v2"` (no braces): a series' key in its family. In place, without
-// temporaries: every request adds to two families (Router::Handle).
+// Appends `k1="v1",k2="v2"` (no braces).
 void AppendLabels(const MetricLabels& labels, std::string& out) {
+  bool first = true;
   for (const auto& [k, v] : labels) {
-    if (!out.empty()) out += ',';
+    if (!first) out += ',';
+    first = false;
     out += k;
     out += "=\"";
     AppendEscaped(v, out);
     out += '"';
   }
+}
+
+// A series' key in the calling thread's buffer: `{k1="v1",...}` ("" without labels) for a
+// counter or gauge, without braces for a histogram. Made before the lock is taken, and once
+// the buffer has grown, without allocating: every request adds to two families.
+const std::string& SeriesKey(const MetricLabels& labels, bool braces) {
+  thread_local std::string key;
+  key.clear();
+  if (braces && !labels.empty()) key += '{';
+  AppendLabels(labels, key);
+  if (braces && !labels.empty()) key += '}';
+  return key;
 }
 
 std::string Num(double v) {
@@ -68,16 +87,16 @@ void Metrics::Describe(const std::string& name, const std::string& type, const s
 }
 
 void Metrics::Add(const std::string& name, const MetricLabels& labels, double value) {
+  const std::string& key = SeriesKey(labels, /*braces=*/true);
   std::lock_guard<std::mutex> lock(mu_);
   Family& f = families_[name];
-  std::string key = RenderLabels(labels);
   if (Admit(name, f, key)) f.values[key] += value;
 }
 
 void Metrics::Set(const std::string& name, const MetricLabels& labels, double value) {
+  const std::string& key = SeriesKey(labels, /*braces=*/true);
   std::lock_guard<std::mutex> lock(mu_);
   Family& f = families_[name];
-  std::string key = RenderLabels(labels);
   if (Admit(name, f, key)) f.values[key] = value;
 }
 
@@ -93,10 +112,9 @@ void Metrics::Replace(const std::string& name,
 }
 
 void Metrics::Observe(const std::string& name, const MetricLabels& labels, double value) {
+  const std::string& key = SeriesKey(labels, /*braces=*/false);
   std::lock_guard<std::mutex> lock(mu_);
   Family& f = families_[name];
-  std::string key;
-  AppendLabels(labels, key);
   if (!Admit(name, f, key)) return;
   auto& counts = f.counts[key];
   counts.resize(f.buckets.size() + 1);

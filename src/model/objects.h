@@ -94,14 +94,15 @@ Run NewRun(const std::string& name, const std::string& ns, const std::string& ui
 absl::StatusOr<ObjectMeta> DecodeObjectMeta(const boost::json::object& stored);
 
 // A typed object T (one with `raw` and `metadata`: Profile, Template, Project, ...) holding
-// `stored` and its metadata, for the T's decoder to fill in the rest.
+// `stored` and its metadata, for the T's decoder to fill in the rest (from out.raw). Taken by
+// value: a caller done with its object moves it in instead of copying it.
 template <typename T>
-absl::StatusOr<T> DecodeObjectWithMeta(const boost::json::object& stored) {
+absl::StatusOr<T> DecodeObjectWithMeta(boost::json::object stored) {
   T out;
-  out.raw = stored;
   absl::StatusOr<ObjectMeta> meta = DecodeObjectMeta(stored);
   if (!meta.ok()) return meta.status();
   out.metadata = *std::move(meta);
+  out.raw = std::move(stored);
   return out;
 }
 

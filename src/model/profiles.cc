@@ -34,11 +34,11 @@ ProfileSpec DecodeProfileSpec(const json::object& spec, const std::string& ns) {
   return p;
 }
 
-absl::StatusOr<Profile> DecodeProfile(const json::object& stored) {
-  ASSIGN_OR_RETURN(Profile p, DecodeObjectWithMeta<Profile>(stored));
-  p.kind = GetString(stored, "kind");
-  p.spec = DecodeProfileSpec(ObjectAtPath(stored, "spec"), p.metadata.ns);
-  const json::object& status = ObjectAtPath(stored, "status");
+absl::StatusOr<Profile> DecodeProfile(json::object stored) {
+  ASSIGN_OR_RETURN(Profile p, DecodeObjectWithMeta<Profile>(std::move(stored)));
+  p.kind = GetString(p.raw, "kind");
+  p.spec = DecodeProfileSpec(ObjectAtPath(p.raw, "spec"), p.metadata.ns);
+  const json::object& status = ObjectAtPath(p.raw, "status");
   p.revision = GetInt(status, "revision", 1);
   p.template_revision = GetInt(status, "templateRevision", 1);
   return p;

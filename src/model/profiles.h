@@ -63,7 +63,7 @@ struct Profile {
   int64_t revision = 1;           // status.revision: the latest
   int64_t template_revision = 1;  // status.templateRevision: its template's, pinned with it
 };
-// INTERNAL when the object has no metadata.name.
-absl::StatusOr<Profile> DecodeProfile(const boost::json::object& stored);
+// INTERNAL when the object has no metadata.name. Moving `stored` in saves a copy of it.
+absl::StatusOr<Profile> DecodeProfile(boost::json::object stored);
 
 }  // namespace gantry::model

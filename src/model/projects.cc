@@ -16,9 +16,9 @@ const json::object& SpecOf(const json::object& stored) {
 
 }  // namespace
 
-absl::StatusOr<Project> DecodeProject(const json::object& stored) {
-  ASSIGN_OR_RETURN(Project p, DecodeObjectWithMeta<Project>(stored));
-  p.quota = DecodeQuota(stored);
+absl::StatusOr<Project> DecodeProject(json::object stored) {
+  ASSIGN_OR_RETURN(Project p, DecodeObjectWithMeta<Project>(std::move(stored)));
+  p.quota = DecodeQuota(p.raw);
   return p;
 }
 

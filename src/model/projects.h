@@ -21,8 +21,8 @@ struct Project {
   ObjectMeta metadata;
   Quota quota;  // spec.quota
 };
-// INTERNAL when the object has no metadata.name.
-absl::StatusOr<Project> DecodeProject(const boost::json::object& stored);
+// INTERNAL when the object has no metadata.name. Moving `stored` in saves a copy of it.
+absl::StatusOr<Project> DecodeProject(boost::json::object stored);
 
 inline constexpr char kOrgAdminRole[] = "org-admin";
 
