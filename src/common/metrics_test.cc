@@ -38,7 +38,8 @@ TEST(MetricsTest, HistogramBucketsSumAndCount) {
   m.Observe("latency_seconds", {{"route", "/a"}}, 0.5);
   m.Observe("latency_seconds", {}, 2);
   std::string out = m.Render();
-  EXPECT_THAT(out, HasSubstr("latency_seconds_bucket{route=\"/a\",le=\"0.10000000000000001\"} 1\n"));
+  EXPECT_THAT(out,
+              HasSubstr("latency_seconds_bucket{route=\"/a\",le=\"0.10000000000000001\"} 1\n"));
   EXPECT_THAT(out, HasSubstr("latency_seconds_bucket{route=\"/a\",le=\"1\"} 2\n"));
   EXPECT_THAT(out, HasSubstr("latency_seconds_bucket{route=\"/a\",le=\"+Inf\"} 2\n"));
   EXPECT_THAT(out, HasSubstr("latency_seconds_sum{route=\"/a\"} 0.55000000000000004\n"));
@@ -76,8 +77,8 @@ TEST(MetricsTest, AFamilyHoldsAtMostTheCapOfSeries) {
     m.Add("many_total", {{"i", std::to_string(i)}});
   std::string out = m.Render();
   EXPECT_THAT(out, HasSubstr("many_total{i=\"0\"} 1\n"));
-  EXPECT_THAT(out, Not(HasSubstr("many_total{i=\"" +
-                                 std::to_string(Metrics::kMaxSeriesPerFamily) + "\"}")));
+  EXPECT_THAT(out, Not(HasSubstr("many_total{i=\"" + std::to_string(Metrics::kMaxSeriesPerFamily) +
+                                 "\"}")));
   EXPECT_THAT(out, HasSubstr("gantry_metrics_series_dropped_total{family=\"many_total\"} 5\n"));
 }
 

@@ -200,7 +200,7 @@ TEST_F(ContainerDriverTest, Kill9OfGantrydReadoptsTheContainer) {
   Reconnect();
   o = Get("nb");
   EXPECT_EQ(Str(o, "status.phase"), "Success") << json::serialize(o);
-  EXPECT_NE(gantryd_->Log().find("adopted the workload of instance default/nb"), std::string::npos)
+  EXPECT_TRUE(gantryd_->WaitForLog("adopted the workload of instance default/nb"))
       << gantryd_->Log();
   EXPECT_EQ(Assignments(GetNode(api())), node_before);
   EXPECT_EQ(HttpGet(port, "/").first, 200);

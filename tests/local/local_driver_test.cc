@@ -465,8 +465,8 @@ TEST_F(LocalDriverTest, Kill9OfGantrydReadoptsRunningWorkloads) {
     EXPECT_EQ(At(o, "status.gpus"), At(before, "status.gpus"));
     EXPECT_TRUE(Alive(pid));
   }
-  EXPECT_NE(gantryd_->Log().find("adopted the workload of instance default/web"),
-            std::string::npos);
+  EXPECT_TRUE(gantryd_->WaitForLog("adopted the workload of instance default/web"))
+      << gantryd_->Log();
   EXPECT_EQ(Assignments(GetNode(api())), node_before) << "the same GPUs, held by the same";
   auto [status, body] = HttpGet(port);
   EXPECT_EQ(status, 200);

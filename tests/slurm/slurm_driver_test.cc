@@ -336,7 +336,8 @@ TEST_F(SlurmDriverTest, Kill9OfGantrydReadoptsItsJobsById) {
   EXPECT_EQ(Str(o, "status.phase"), "Success");
   EXPECT_EQ(Str(o, "status.outputs.jobId"), kept);
   EXPECT_EQ(cluster_->JobState(kept), "RUNNING");
-  EXPECT_TRUE(Has(gantryd_->Log(), "adopted the workload of instance default/kept"));
+  EXPECT_TRUE(gantryd_->WaitForLog("adopted the workload of instance default/kept"))
+      << gantryd_->Log();
 
   // The re-adopted job is supervised: cancelling it outside Gantry shows.
   ASSERT_EQ(cluster_->Run({"scancel", kept}).exit_code, 0);
