@@ -36,15 +36,21 @@ void AppendLabels(const MetricLabels& labels, std::string& out) {
   }
 }
 
-// A series' key in the calling thread's buffer: `{k1="v1",...}` ("" without labels) for a
-// counter or gauge, without braces for a histogram. Made before the lock is taken, and once
-// the buffer has grown, without allocating: every request adds to two families.
+// Sets `out` to a series' key in its family: `{k1="v1",...}` ("" without labels) for a
+// counter or gauge, without braces for a histogram.
+void SeriesKeyInto(const MetricLabels& labels, bool braces, std::string& out) {
+  out.clear();
+  if (braces && !labels.empty()) out += '{';
+  AppendLabels(labels, out);
+  if (braces && !labels.empty()) out += '}';
+}
+
+// The key in the calling thread's buffer: made before the lock is taken, and once the buffer
+// has grown, without allocating (every request adds to two families). Valid until the
+// thread's next call.
 const std::string& SeriesKey(const MetricLabels& labels, bool braces) {
   thread_local std::string key;
-  key.clear();
-  if (braces && !labels.empty()) key += '{';
-  AppendLabels(labels, key);
-  if (braces && !labels.empty()) key += '}';
+  SeriesKeyInto(labels, braces, key);
   return key;
 }
 
@@ -56,13 +62,6 @@ std::string Num(double v) {
 
 }  // namespace
 
-std::string Metrics::RenderLabels(const MetricLabels& labels, const std::string& extra) {
-  std::string out;
-  AppendLabels(labels, out);
-  if (!extra.empty()) out += (out.empty() ? "" : ",") + extra;
-  return out.empty() ? "" : "{" + out + "}";
-}
-
 Metrics::Metrics() {
   Describe("gantry_metrics_series_dropped_total", "counter",
            "Samples dropped because their metric family already holds the most series allowed.");
@@ -72,8 +71,11 @@ bool Metrics::Admit(const std::string& name, const Family& f, const std::string&
   if (f.values.size() + f.counts.size() < kMaxSeriesPerFamily || f.values.count(key) ||
       f.counts.count(key))
     return true;
-  // The refusal counter has one series per family, so it is itself bounded.
-  families_["gantry_metrics_series_dropped_total"].values[RenderLabels({{"family", name}})] += 1;
+  // The refusal counter has one series per family, so it is itself bounded. Its key is not
+  // made in the thread's buffer, which may hold `key`.
+  std::string dropped;
+  SeriesKeyInto({{"family", name}}, /*braces=*/true, dropped);
+  families_["gantry_metrics_series_dropped_total"].values[dropped] += 1;
   return false;
 }
 
@@ -106,7 +108,7 @@ void Metrics::Replace(const std::string& name,
   Family& f = families_[name];
   f.values.clear();
   for (const auto& [labels, value] : samples) {
-    std::string key = RenderLabels(labels);
+    const std::string& key = SeriesKey(labels, /*braces=*/true);
     if (Admit(name, f, key)) f.values[key] = value;
   }
 }

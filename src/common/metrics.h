@@ -48,7 +48,6 @@ class Metrics {
     std::map<std::string, std::vector<double>> counts;  // histogram bucket counts (+Inf last)
     std::map<std::string, double> sums;
   };
-  static std::string RenderLabels(const MetricLabels& labels, const std::string& extra = "");
   // Whether `f` may hold the series `key` (it has it, or has room for it); counts a refusal.
   bool Admit(const std::string& name, const Family& f, const std::string& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
