@@ -130,7 +130,8 @@ std::string HeadOf(const Response& r, unsigned version, bool keep_alive) {
 // Asio skip the locking a loop's own thread does not need.
 std::vector<std::unique_ptr<net::io_context>> MakeLoops(int threads) {
   std::vector<std::unique_ptr<net::io_context>> loops;
-  for (int i = 0; i < std::max(1, threads); ++i) loops.push_back(std::make_unique<net::io_context>(1));
+  for (int i = 0; i < std::max(1, threads); ++i)
+    loops.push_back(std::make_unique<net::io_context>(1));
   return loops;
 }
 
