@@ -28,6 +28,7 @@
 #include "api/static_files.h"
 #include "api/watch_hub.h"
 #include "app/oidc_flags.h"
+#include "app/store_flags.h"
 #include "auth/audit.h"
 #include "auth/authenticator.h"
 #include "auth/credentials.h"
@@ -53,8 +54,7 @@
 #include "engine/share_monitor.h"
 #include "model/codec.h"
 #include "model/lifecycle_policy.h"
-#include "store/postgres/postgres_store.h"
-#include "store/sqlite/sqlite_store.h"
+#include "store/store.h"
 #include "webhooks/delivery_worker.h"
 #include "webhooks/http_post.h"
 #include "webhooks/outbox_store.h"
@@ -240,10 +240,9 @@ int main(int argc, char** argv) {
   std::string data_dir = ".gantry";
   std::string log_format = "text";
   std::string log_level = "info";
-  std::string sync = "FULL";
   // The HTTP server's flags are bound to its options (api/server.h has the defaults).
   gantry::api::ServerOptions server_options;
-  int64_t event_retention = 100000;
+  gantry::app::StoreFlags store_flags;
   int workers = 4;
   int drain_seconds = 10;
   std::string gpus_flag;
@@ -251,7 +250,6 @@ int main(int argc, char** argv) {
   // Not the 127.0.0.1 the UI is served on by default: a session cookie set there must not
   // reach workloads (Router::SetWorkloadHost).
   std::string advertise_host = "localhost";
-  std::string store_url;
   std::string host_id;
   int lease_seconds = 30;
   app.add_option("--listen", listen, "HOST:PORT to serve HTTP on (port 0 picks a free port)")
@@ -259,9 +257,7 @@ int main(int argc, char** argv) {
   app.add_option("--data-dir", data_dir,
                  "Directory of the SQLite database, the secret key and the run logs")
       ->capture_default_str();
-  app.add_option("--store", store_url,
-                 "postgres://USER:PASSWORD@HOST/DB for a PostgreSQL store shared by several "
-                 "replicas (default: SQLite in --data-dir)");
+  gantry::app::AddStoreFlags(app, store_flags);
   app.add_option("--host-id", host_id,
                  "This replica's host identity: runs of host-bound drivers (local) stay with "
                  "their host (default: the host name)");
@@ -276,10 +272,6 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();
-  app.add_option("--sqlite-synchronous", sync,
-                 "FULL: acknowledged writes survive power loss; NORMAL: survive a crash of gantryd")
-      ->check(CLI::IsMember({"FULL", "NORMAL"}))
-      ->capture_default_str();
   app.add_option("--max-body-bytes", server_options.body_limit, "Larger request bodies get 413")
       ->capture_default_str();
   app.add_option("--threads", server_options.threads, "HTTP I/O threads; reads are handled on them")
@@ -289,10 +281,6 @@ int main(int argc, char** argv) {
                  "Threads for requests that write (they wait for the commit; writes waiting "
                  "together are committed together); 0: on the I/O threads")
       ->check(CLI::Range(0, 1024))
-      ->capture_default_str();
-  app.add_option("--event-retention", event_retention,
-                 "Changes kept for watch resumption; older resourceVersions get 410 Expired")
-      ->check(CLI::Range(int64_t{1}, int64_t{100000000}))
       ->capture_default_str();
   int64_t list_page_size = 500;
   app.add_option("--list-page-size", list_page_size,
@@ -454,35 +442,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   gantry::Metrics metrics;
-  const bool postgres = !store_url.empty() && store_url != "sqlite";
-  std::unique_ptr<gantry::store::Store> store;
-  std::string store_where;
-  if (postgres) {
-    gantry::store::PostgresOptions pg_options;
-    pg_options.url = store_url;
-    pg_options.event_retention = event_retention;
-    pg_options.metrics = &metrics;
-    auto pg = gantry::store::PostgresStore::Open(pg_options);
-    if (!pg.ok()) {
-      spdlog::critical("{}", std::string(pg.status().message()));
-      return pg.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-    }
-    store = std::move(*pg);
-    store_where = gantry::store::PostgresStore::Redacted(store_url);
-  } else {
-    gantry::store::SqliteOptions store_options;
-    store_options.path = (std::filesystem::path(data_dir) / "gantry.db").string();
-    store_options.synchronous = sync;
-    store_options.event_retention = event_retention;
-    store_options.metrics = &metrics;
-    auto sqlite = gantry::store::SqliteStore::Open(store_options);
-    if (!sqlite.ok()) {
-      spdlog::critical("{}", std::string(sqlite.status().message()));
-      return 1;
-    }
-    store = std::move(*sqlite);
-    store_where = store_options.path;
+  const bool postgres = store_flags.postgres();
+  auto opened = gantry::app::OpenStore(store_flags, data_dir, metrics);
+  if (!opened.ok()) {
+    spdlog::critical("{}", std::string(opened.status().message()));
+    return postgres && absl::IsInvalidArgument(opened.status()) ? 2 : 1;
   }
+  std::unique_ptr<gantry::store::Store> store = std::move(opened->store);
+  const std::string store_where = opened->where;
 
   auto secrets = gantry::SecretBox::Open((std::filesystem::path(data_dir) / "secret.key").string());
   if (!secrets.ok()) {

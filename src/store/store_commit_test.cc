@@ -228,6 +228,84 @@ TEST_P(SqliteCommitTest, IndexedSelectorsReadOnlyMatchingRows) {
   }
 }
 
+// A read begun after a write was acknowledged returns that write or a later one, while other
+// threads read the object all along: on SQLite those reads fill the object cache that each
+// commit invalidates (store/object_cache.h); a stale text left in it would show here.
+TEST_P(StoreTest, AReadBegunAfterAnAcknowledgedWriteSeesIt) {
+  constexpr int kUpdates = 150;
+  json::object obj = MustCreate(Make({.name = "hot", .display_name = "v0"}));
+  std::atomic<int64_t> acknowledged{std::stoll(Rv(obj))};
+  std::atomic<bool> done{false};
+  std::atomic<int> stale{0};
+  std::atomic<int> reads{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 3; ++t)
+    readers.emplace_back([&, t] {
+      while (!done) {
+        const int64_t floor = acknowledged.load();
+        absl::StatusOr<json::object> got;
+        if (t == 0) {
+          auto text = store_->GetText(kInstance, "ml-research", "hot");
+          got = text.ok() ? absl::StatusOr<json::object>(json::parse(*text).as_object())
+                          : text.status();
+        } else {
+          got = store_->Get(kInstance, "ml-research", "hot");
+        }
+        if (!got.ok() || std::stoll(Rv(*got)) < floor) ++stale;
+        ++reads;
+      }
+    });
+  for (int i = 1; i <= kUpdates; ++i) {
+    json::object stored =
+        MustCommit(Update(Make({.name = "hot", .display_name = "v" + std::to_string(i)})));
+    acknowledged = std::stoll(Rv(stored));
+    auto got = store_->Get(kInstance, "ml-research", "hot");  // this thread, at once
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(model::GetString(*got, "spec.displayName"), "v" + std::to_string(i));
+  }
+  done = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(stale.load(), 0) << "of " << reads.load() << " reads";
+  EXPECT_GT(reads.load(), 0);
+  ASSERT_TRUE(store_->Commit(One(Delete("hot"))).ok());
+  EXPECT_EQ(store_->Get(kInstance, "ml-research", "hot").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+// Reads of an object read before are answered from the cache until a commit writes it; a
+// store opened with no cache reads the database every time and answers the same.
+TEST_P(SqliteCommitTest, RepeatedReadsComeFromTheCacheUntilTheObjectIsWritten) {
+  auto* sqlite = dynamic_cast<SqliteStore*>(store_.get());
+  ASSERT_NE(sqlite, nullptr);
+  MustCreate(Make({.name = "a", .display_name = "one"}));
+  ObjectCacheStats before = sqlite->CacheStats();
+  ASSERT_TRUE(store_->Get(kInstance, "ml-research", "a").ok());
+  auto text = store_->GetText(kInstance, "ml-research", "a");
+  ASSERT_TRUE(text.ok());
+  ObjectCacheStats after = sqlite->CacheStats();
+  EXPECT_EQ(after.misses - before.misses, 1);
+  EXPECT_EQ(after.hits - before.hits, 1);
+  MustCommit(Update(Make({.name = "a", .display_name = "two"})));
+  auto got = store_->Get(kInstance, "ml-research", "a");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(model::GetString(*got, "spec.displayName"), "two");
+  EXPECT_EQ(sqlite->CacheStats().misses - after.misses, 1);
+
+  store_.reset();
+  SqliteOptions options;
+  options.path = path_;
+  options.object_cache_bytes = 0;
+  auto uncached = SqliteStore::Open(options);
+  ASSERT_TRUE(uncached.ok()) << uncached.status();
+  for (int i = 0; i < 2; ++i) {
+    auto again = (*uncached)->GetText(kInstance, "ml-research", "a");
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(json::parse(*again), json::value(*got));
+  }
+  EXPECT_EQ((*uncached)->CacheStats().hits, 0);
+  EXPECT_EQ((*uncached)->CacheStats().entries, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Sqlite, SqliteCommitTest, ::testing::Values("sqlite"), BackendName);
 
 }  // namespace

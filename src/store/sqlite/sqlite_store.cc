@@ -106,7 +106,9 @@ struct SqliteStore::Current {
 };
 
 SqliteStore::SqliteStore(SqliteOptions options)
-    : options_(std::move(options)), queue_(kMaxBatch, options_.metrics) {}
+    : options_(std::move(options)),
+      queue_(kMaxBatch, options_.metrics),
+      cache_(options_.object_cache_bytes) {}
 
 SqliteStore::~SqliteStore() {
   std::lock_guard<std::mutex> r(readers_mu_);
@@ -236,6 +238,12 @@ absl::StatusOr<std::string> SqliteStore::GetText(const std::string& kind, const 
 absl::Status SqliteStore::ReadBody(const std::string& kind, const std::string& ns,
                                    const std::string& name,
                                    absl::FunctionRef<void(std::string_view body)> use) {
+  const std::string key = ObjectCache::Key(kind, ns, name);
+  uint64_t generation = 0;
+  if (ObjectCache::Text text = cache_.Find(key, &generation)) {
+    use(*text);
+    return absl::OkStatus();
+  }
   Reader r = AcquireReader();
   if (!r.conn()) return absl::UnavailableError("cannot open a database connection");
   Stmt s(*r.conn(), "SELECT body FROM objects WHERE kind=?1 AND namespace=?2 AND name=?3");
@@ -244,6 +252,7 @@ absl::Status SqliteStore::ReadBody(const std::string& kind, const std::string& n
   if (rc == SQLITE_DONE) return ObjectNotFound(kind, name);
   if (rc != SQLITE_ROW) return SqlError(r.db(), "get");
   use(s.View(0));
+  cache_.Fill(key, generation, s.View(0));
   return absl::OkStatus();
 }
 
@@ -497,6 +506,9 @@ size_t SqliteStore::CommitBatch(const std::vector<PendingCommit*>& batch) {
   }
   if (status.ok() && !applied.empty() && ExecCached(*writer_, "COMMIT") != SQLITE_OK)
     status = SqlError(writer_->db(), "commit");
+  // After the COMMIT (a read begun before it must not fill the cache once this has run) and
+  // before any call is acknowledged; also when the COMMIT failed, in case it half happened.
+  InvalidateWritten(applied);
   if (!status.ok() || applied.empty()) {
     int ext = sqlite3_extended_errcode(writer_->db());
     ExecCached(*writer_, "ROLLBACK");
@@ -517,6 +529,11 @@ size_t SqliteStore::CommitBatch(const std::vector<PendingCommit*>& batch) {
     for (PendingCommit* call : applied)
       if (!call->events.empty()) observer_(call->events);
   return applied.size();
+}
+
+void SqliteStore::InvalidateWritten(const std::vector<PendingCommit*>& calls) {
+  for (const PendingCommit* call : calls)
+    for (const Event& e : call->events) cache_.Invalidate(ObjectCache::Key(e.kind, e.ns, e.name));
 }
 
 void SqliteStore::MaybeCompact() {
@@ -559,6 +576,8 @@ absl::StatusOr<std::vector<Event>> SqliteStore::EventsSince(int64_t after, size_
 int64_t SqliteStore::CurrentResourceVersion() { return current_rv_; }
 
 GroupCommitStats SqliteStore::CommitStats() { return queue_.Stats(); }
+
+ObjectCacheStats SqliteStore::CacheStats() { return cache_.Stats(); }
 
 absl::StatusOr<std::vector<Revision>> SqliteStore::ListRevisions(const std::string& kind,
                                                                  const std::string& ns,

@@ -19,6 +19,10 @@
 // after the WAL is flushed). The batch is flushed unless every call in it is relaxed.
 // The commit observer gets each call's events, in resourceVersion order, after the commit.
 //
+// Reads of one object (Get, GetText) are answered from an ObjectCache (store/object_cache.h)
+// when the object was read before and not written since: a batch invalidates what it wrote
+// after its COMMIT and before any of its calls is acknowledged.
+//
 // Metrics (when SqliteOptions::metrics is set): the group commit's (store/group_commit.h).
 //
 // Durability: with synchronous=FULL an acknowledged write survives power loss, with NORMAL
@@ -41,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "common/metrics.h"
 #include "store/group_commit.h"
+#include "store/object_cache.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/store.h"
 
@@ -51,6 +56,9 @@ struct SqliteOptions {
   std::string synchronous = "FULL";  // FULL or NORMAL
   int64_t event_retention = 100000;  // events kept for watch resumption
   Metrics* metrics = nullptr;        // the group commit's figures; must outlive the store
+  // The texts of objects read recently (store/object_cache.h), at most this many bytes; 0:
+  // every read is a database transaction.
+  size_t object_cache_bytes = size_t{32} << 20;
 };
 
 class SqliteStore final : public Store {
@@ -80,6 +88,7 @@ class SqliteStore final : public Store {
   absl::Status Ping() override;
 
   GroupCommitStats CommitStats();
+  ObjectCacheStats CacheStats();
 
   // The most Commit calls one transaction takes.
   static constexpr size_t kMaxBatch = 128;
@@ -114,11 +123,14 @@ class SqliteStore final : public Store {
                            boost::json::object* stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::Status ApplyRevision(const Write& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   void MaybeCompact() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Forgets the cached text of every object the calls of `calls` wrote.
+  void InvalidateWritten(const std::vector<PendingCommit*>& calls);
 
   // Constant after construction.
   const SqliteOptions options_;
 
   GroupCommitQueue queue_;
+  ObjectCache cache_;
 
   std::mutex write_mu_;
   std::unique_ptr<sqlite::Connection> writer_ ABSL_GUARDED_BY(write_mu_);

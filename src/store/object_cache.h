@@ -1,0 +1,92 @@
+// ObjectCache: the stored text of recently read objects, by kind, namespace and name, so that
+// a read of an object already read costs a hash lookup instead of a database transaction
+// (on SQLite: the reader connection, the WAL read lock and its two fcntl calls, the B-tree
+// walk). The store that owns it fills it on a read and invalidates an object's entry after a
+// transaction that wrote it commits, before that write is acknowledged; it is only correct
+// for a store that sees every write to its database (the SQLite store: gantryd holds the data
+// directory's lock). A PostgreSQL store shared by replicas cannot use it as it is.
+//
+// Why a read never brings back what a commit replaced: a reader takes its shard's generation
+// (Find) before it starts its database transaction, and Fill stores the text only if the
+// generation has not moved since. Invalidate moves it, after the commit. Either the reader's
+// transaction began after the commit (it read the new text), or the commit's Invalidate comes
+// after the reader's Find: then it either refuses the Fill (generation moved) or erases what
+// the Fill stored.
+//
+// Bounded by bytes (the texts and their keys): a shard over its share evicts its least
+// recently used entries. 16 shards, each with its own mutex, so that the I/O threads reading
+// different objects rarely wait for each other. A capacity of 0 turns the cache off.
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "absl/base/thread_annotations.h"
+
+namespace gantry::store {
+
+struct ObjectCacheStats {
+  int64_t hits = 0;
+  int64_t misses = 0;
+  int64_t fills_refused = 0;  // a commit invalidated the shard while the reader read
+  int64_t evictions = 0;
+  size_t entries = 0;
+  size_t bytes = 0;
+};
+
+class ObjectCache {
+ public:
+  using Text = std::shared_ptr<const std::string>;
+
+  explicit ObjectCache(size_t capacity_bytes);
+  ObjectCache(const ObjectCache&) = delete;
+  ObjectCache& operator=(const ObjectCache&) = delete;
+
+  // The key of one object.
+  static std::string Key(std::string_view kind, std::string_view ns, std::string_view name);
+
+  // The cached text of `key`, or null; on a miss, `*generation` is what Fill must be given.
+  Text Find(const std::string& key, uint64_t* generation);
+  // Caches `text` as read by a transaction begun after the Find that gave `generation`,
+  // unless an Invalidate of the shard came between.
+  void Fill(const std::string& key, uint64_t generation, std::string_view text);
+  // Forgets `key` and refuses the fills of reads begun before: call after the commit that
+  // wrote it, before acknowledging the write.
+  void Invalidate(const std::string& key);
+
+  ObjectCacheStats Stats();
+
+ private:
+  static constexpr size_t kShards = 16;
+  struct Entry {
+    std::string key;
+    Text text;
+  };
+  struct Shard {
+    std::mutex mu;
+    std::list<Entry> lru ABSL_GUARDED_BY(mu);  // front: the most recently used
+    std::unordered_map<std::string_view, std::list<Entry>::iterator> index ABSL_GUARDED_BY(mu);
+    uint64_t generation ABSL_GUARDED_BY(mu) = 0;
+    size_t bytes ABSL_GUARDED_BY(mu) = 0;
+  };
+  Shard& ShardOf(const std::string& key);
+  void Erase(Shard& shard, std::list<Entry>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
+
+  const size_t shard_capacity_;  // bytes per shard; 0: off
+  std::array<Shard, kShards> shards_;
+  std::atomic<int64_t> hits_{0};
+  std::atomic<int64_t> misses_{0};
+  std::atomic<int64_t> fills_refused_{0};
+  std::atomic<int64_t> evictions_{0};
+};
+
+}  // namespace gantry::store
