@@ -4,17 +4,19 @@
 # the same binary and requests whatever else the machine is doing, so two builds can be
 # compared to the percent on a busy 2-core machine (docs/performance.md).
 #
-#   bench/callgrind_requests.sh GANTRYD [N]     # N creates, then N GETs (default 200)
+#   bench/callgrind_requests.sh GANTRYD [N]     # N creates, N GETs, N GETs again (default 200)
 #
 # gantryd runs under callgrind (SQLite synchronous=NORMAL, one I/O thread, no deploys). The
 # counters are zeroed before each phase and dumped after it (callgrind_control), so start-up
 # is not counted; what gantryd's own background loops do during a phase is (a few percent).
+# The first GET of each object reads the database; the second ("get-again") finds it in the
+# SQLite store's object cache (store/object_cache.h), as a client polling one object does.
 # The requests are sent one at a time by curl over a new connection each, which gantryd's
 # count includes (accept and close), the same for every build. Prints per request: the
 # instructions, and the 20 functions of Gantry, SQLite and Boost.JSON that executed the most
 # of them, inclusive (callgrind_annotate). Keeps nothing (everything lives in a temp
 # directory) unless CALLGRIND_KEEP=DIR names a directory to copy the two dumps into, as
-# create.out and get.out, for callgrind_annotate or kcachegrind.
+# create.out, get.out and get-again.out, for callgrind_annotate or kcachegrind.
 set -euo pipefail
 
 GANTRYD=${1:?usage: bench/callgrind_requests.sh GANTRYD [N]}
@@ -74,7 +76,7 @@ phase() {  # NAME: runs the requests of one phase between a zero and a dump of t
   [[ -z ${CALLGRIND_KEEP:-} ]] || cp "$dump" "$CALLGRIND_KEEP/$1.out"
   local total
   total=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p; s/^summary: *\([0-9]*\).*/\1/p' "$dump" | head -n 1)
-  printf '%-7s %d requests: %s instructions per request\n' "$1" "$N" \
+  printf '%-9s %d requests: %s instructions per request\n' "$1" "$N" \
     "$(awk -v t="$total" -v n="$N" 'BEGIN { printf "%.0f", t / n }')"
   # Gantry's own functions, SQLite's and Boost.JSON's, with their arguments cut off.
   callgrind_annotate --inclusive=yes "$dump" 2>/dev/null |
@@ -84,3 +86,4 @@ phase() {  # NAME: runs the requests of one phase between a zero and a dump of t
 }
 phase create
 phase get
+phase get-again
