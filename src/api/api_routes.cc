@@ -292,10 +292,18 @@ Response Router::HandleApi(const Request& request, const std::vector<std::string
   if (tokens) return HandleTokens(request, t, subname, query, call);
   if (sessions) return HandleSessions(request, t, subname, call);
   Visibility visible = VisibleTo(subject, t, access);
-  ApiCall c{
-      request, query, subject, call, t, sub, subname, watch, std::move(access), std::move(visible),
-      query};
-  if (t.kind->kind == "AuditEvent" && t.name.empty())
+  ApiCall c{request,
+            query,
+            subject,
+            call,
+            std::move(t),
+            std::move(sub),
+            std::move(subname),
+            watch,
+            std::move(access),
+            std::move(visible),
+            query};
+  if (c.t.kind->kind == "AuditEvent" && c.t.name.empty())
     if (absl::Status s = AuditQuery(query, c.list_query, c.visible); !s.ok())
       return ErrorResponse(s);
   const ApiRoute* route = FindApiRoute(c);

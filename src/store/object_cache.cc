@@ -36,11 +36,11 @@ ObjectCache::Text ObjectCache::Find(const std::string& key, uint64_t* generation
   auto it = shard.index.find(key);
   if (it == shard.index.end()) {
     *generation = shard.generation;
-    misses_.fetch_add(1, std::memory_order_relaxed);
+    ++shard.counts.misses;
     return nullptr;
   }
   shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
-  hits_.fetch_add(1, std::memory_order_relaxed);
+  ++shard.counts.hits;
   return it->second->text;
 }
 
@@ -52,7 +52,7 @@ void ObjectCache::Fill(const std::string& key, uint64_t generation, std::string_
   if (cost > shard_capacity_) return;
   std::lock_guard<std::mutex> lock(shard.mu);
   if (shard.generation != generation) {
-    fills_refused_.fetch_add(1, std::memory_order_relaxed);
+    ++shard.counts.fills_refused;
     return;
   }
   if (auto it = shard.index.find(key); it != shard.index.end()) Erase(shard, it->second);
@@ -61,7 +61,7 @@ void ObjectCache::Fill(const std::string& key, uint64_t generation, std::string_
   shard.bytes += cost;
   while (shard.bytes > shard_capacity_) {
     Erase(shard, std::prev(shard.lru.end()));
-    evictions_.fetch_add(1, std::memory_order_relaxed);
+    ++shard.counts.evictions;
   }
 }
 
@@ -81,12 +81,12 @@ void ObjectCache::Erase(Shard& shard, std::list<Entry>::iterator it) {
 
 ObjectCacheStats ObjectCache::Stats() {
   ObjectCacheStats stats;
-  stats.hits = hits_.load();
-  stats.misses = misses_.load();
-  stats.fills_refused = fills_refused_.load();
-  stats.evictions = evictions_.load();
   for (Shard& shard : shards_) {
     std::lock_guard<std::mutex> lock(shard.mu);
+    stats.hits += shard.counts.hits;
+    stats.misses += shard.counts.misses;
+    stats.fills_refused += shard.counts.fills_refused;
+    stats.evictions += shard.counts.evictions;
     stats.entries += shard.index.size();
     stats.bytes += shard.bytes;
   }

@@ -21,7 +21,6 @@
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -77,16 +76,15 @@ class ObjectCache {
     std::unordered_map<std::string_view, std::list<Entry>::iterator> index ABSL_GUARDED_BY(mu);
     uint64_t generation ABSL_GUARDED_BY(mu) = 0;
     size_t bytes ABSL_GUARDED_BY(mu) = 0;
+    // Counted under the shard's lock, already held, rather than in atomics that every
+    // thread's reads would write to.
+    ObjectCacheStats counts ABSL_GUARDED_BY(mu);
   };
   Shard& ShardOf(const std::string& key);
   void Erase(Shard& shard, std::list<Entry>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
 
   const size_t shard_capacity_;  // bytes per shard; 0: off
   std::array<Shard, kShards> shards_;
-  std::atomic<int64_t> hits_{0};
-  std::atomic<int64_t> misses_{0};
-  std::atomic<int64_t> fills_refused_{0};
-  std::atomic<int64_t> evictions_{0};
 };
 
 }  // namespace gantry::store

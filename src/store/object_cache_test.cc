@@ -130,10 +130,12 @@ TEST(ObjectCacheTest, NoReaderFindsAVersionOlderThanTheLastAcknowledged) {
     acknowledged = v;
     if (v % 64 == 0) std::this_thread::yield();
   }
+  // On a loaded machine every read may have missed so far; with no more commits, a filled
+  // text is found by the next read.
+  while (hits.load() == 0) std::this_thread::yield();
   done = true;
   for (auto& t : readers) t.join();
   EXPECT_EQ(stale.load(), 0);
-  EXPECT_GT(hits.load(), 0);
 }
 
 }  // namespace
