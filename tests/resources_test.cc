@@ -1183,6 +1183,11 @@ TEST_F(ResourcesTest, UnknownProjectIsNotFound) {
   Resp create = api().Post(NsPath("nope", "environmenttemplates"), TemplateObject("t"));
   EXPECT_TRUE(create.IsStatus(404, "NotFound")) << create.raw;
   EXPECT_EQ(create.message(), "project \"nope\" not found");
+  // A compute instance's create reads the project in its strategy (for the per-user quota)
+  // instead of checking it first: the same answer.
+  Resp instance = api().Post(NsPath("nope", "computeinstances"), InstanceObject("i", "p"));
+  EXPECT_TRUE(instance.IsStatus(404, "NotFound")) << instance.raw;
+  EXPECT_EQ(instance.message(), "project \"nope\" not found");
 }
 
 TEST_F(ResourcesTest, ObjectsSurviveARestart) {

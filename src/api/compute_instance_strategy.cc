@@ -22,9 +22,15 @@ class ComputeInstanceStrategy : public InstanceStrategy {
   // 403 when t.caller has as many as the quota allows; else appends a write that guards the
   // count (a rewrite of the project at the resourceVersion counted at, so a racing create
   // conflicts and retries).
+  KindTraits Traits() const override {
+    KindTraits traits = InstanceStrategy::Traits();
+    traits.create_reads_project = true;
+    return traits;
+  }
+
   absl::Status BeforeCreate(const Target& t, std::vector<store::Write>* writes) const override {
+    ASSIGN_OR_RETURN(json::object project, GetProject(ctx_, t.ns));  // also: does it exist
     if (t.caller.empty()) return absl::OkStatus();
-    ASSIGN_OR_RETURN(json::object project, ctx_.store.Get(kProjectKind, "", t.ns));
     ASSIGN_OR_RETURN(model::Project typed, model::DecodeProject(std::move(project)));
     const std::optional<int64_t> limit = typed.quota.instances_per_user;
     if (!limit) return absl::OkStatus();

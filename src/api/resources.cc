@@ -88,7 +88,7 @@ absl::Status ResourceService::CheckProjectExists(const std::string& ns) {
   // Only whether it is there: its text, not parsed (every create and list asks).
   auto p = store_.GetText(kProjectKind, "", ns);
   if (p.ok()) return absl::OkStatus();
-  if (absl::IsNotFound(p.status())) return NotFoundError("project \"" + ns + "\" not found");
+  if (absl::IsNotFound(p.status())) return ProjectNotFound(ns);
   return p.status();
 }
 
@@ -168,7 +168,9 @@ absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json
   Target target = t;
   target.name.clear();
   RETURN_IF_ERROR(ValidateIncoming(target, incoming, /*for_create=*/true));
-  if (t.kind->namespaced) RETURN_IF_ERROR(CheckProjectExists(t.ns));
+  const KindStrategy& strategy = StrategyOf(t);
+  if (t.kind->namespaced && !strategy.Traits().create_reads_project)
+    RETURN_IF_ERROR(CheckProjectExists(t.ns));
 
   json::object meta = ClientMetadata(incoming);
   meta["name"] = GetString(incoming, "metadata.name");
@@ -182,7 +184,6 @@ absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json
     obj["spec"] = *spec;
   else
     obj["spec"] = json::object();
-  const KindStrategy& strategy = StrategyOf(t);
   json::object status;
   strategy.PrepareForCreate(t, status);
   obj["status"] = std::move(status);

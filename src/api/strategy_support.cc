@@ -19,6 +19,16 @@ const json::object& ObjectAt(const json::object& obj, std::string_view path) {
   return v && v->is_object() ? v->get_object() : kEmpty;
 }
 
+absl::Status ProjectNotFound(const std::string& ns) {
+  return NotFoundError("project \"" + ns + "\" not found");
+}
+
+absl::StatusOr<json::object> GetProject(const StrategyContext& ctx, const std::string& ns) {
+  auto project = ctx.store.Get(kProjectKind, "", ns);
+  if (absl::IsNotFound(project.status())) return ProjectNotFound(ns);
+  return project;
+}
+
 absl::StatusOr<json::object> ResolveRef(const StrategyContext& ctx, const Target& t,
                                         const std::string& owner_kind,
                                         const std::string& owner_name, const std::string& ref,

@@ -33,6 +33,11 @@ inline constexpr char kServiceInstanceKind[] = "ServiceInstance";
 // The object at `path` of `obj`, or an empty object when there is none.
 const boost::json::object& ObjectAt(const boost::json::object& obj, std::string_view path);
 
+// The project `ns`; NOT_FOUND "project "ns" not found" (what a request in a missing project
+// is answered) when there is none.
+absl::StatusOr<boost::json::object> GetProject(const StrategyContext& ctx, const std::string& ns);
+absl::Status ProjectNotFound(const std::string& ns);
+
 // The object that `spec.<ref>` of an object of `owner_kind` names: it must exist and live in
 // t.ns or be shared with it (422 naming spec.<ref>.name or spec.<ref> otherwise).
 absl::StatusOr<boost::json::object> ResolveRef(const StrategyContext& ctx, const Target& t,
