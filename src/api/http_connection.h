@@ -86,7 +86,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::function<void()> ended_;  // OnEnd's; empty once it ran
 };
 
-// A plain TCP connection. `executor`: the session's event loop (the deadline's watch runs on it).
+// A plain TCP connection. `executor`: the session's strand (the deadline's watch runs on it).
 std::shared_ptr<Connection> PlainConnection(boost::asio::ip::tcp::socket socket,
                                             boost::asio::any_io_executor executor);
 // A TLS connection after the server's handshake (within 30 s); null when the handshake

@@ -13,6 +13,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/empty_body.hpp>
@@ -21,7 +22,6 @@
 #include <memory>
 #include <thread>
 #include <utility>
-#include <vector>
 
 #include "api/http_connection.h"
 #include "api/status_http.h"
@@ -54,8 +54,6 @@ struct Server::Impl {
   // Takes a slot for a new connection, or refuses it (503 and close) when at the cap.
   bool TakeSlot(tcp::socket& socket, bool tls);
   void ReleaseSlot();
-  // The loop the next accepted connection is served on (round robin).
-  net::any_io_executor NextLoop();
   // One connection, plain or TLS, from its accept to its end.
   awaitable<void> Session(tcp::socket socket, bool tls);
   // The request loop of one connection.
@@ -75,19 +73,12 @@ struct Server::Impl {
   ServerOptions options;
   Metrics& metrics;
   std::string busy_response;  // the bytes of the 503 for connections beyond the cap
-  // Before the loops: destroying a loop destroys its sessions, which give their slots back.
+  // Before ioc: destroying ioc destroys the sessions, which give their slots back.
   std::atomic<int> open_connections{0};
   std::atomic<bool> at_cap{false};  // logged that the cap was reached; cleared below it
-  // One event loop per I/O thread (ServerOptions::threads), each run by its thread alone, as
-  // nginx's workers are: a connection lives on one loop from accept to close, so its
-  // handlers need no strand and the threads share no scheduler lock (one io_context run by
-  // two threads cost a futex wake and wait per GET). loops[0] also runs the listeners, the
-  // signals and the drain.
-  std::vector<std::unique_ptr<net::io_context>> loops;
-  net::io_context& ioc;  // loops[0]
-  size_t next_loop = 0;  // only the accept loops (on loops[0]) use it
-  // After the loops: destroyed (stopped and joined) first. Run joins it before returning,
-  // so no handler is still running when the sessions and the router go away.
+  net::io_context ioc;
+  // After ioc: destroyed (stopped and joined) first. Run joins it before returning, so no
+  // handler is still running when the sessions and the router go away.
   net::thread_pool write_pool;
   tcp::acceptor acceptor;
   tcp::acceptor tls_acceptor;
@@ -126,23 +117,12 @@ std::string HeadOf(const Response& r, unsigned version, bool keep_alive) {
   return SerializeHead(res);
 }
 
-// `threads` event loops (at least one), each for one thread: a concurrency hint of 1 lets
-// Asio skip the locking a loop's own thread does not need.
-std::vector<std::unique_ptr<net::io_context>> MakeLoops(int threads) {
-  std::vector<std::unique_ptr<net::io_context>> loops;
-  for (int i = 0; i < std::max(1, threads); ++i)
-    loops.push_back(std::make_unique<net::io_context>(1));
-  return loops;
-}
-
 }  // namespace
 
 Server::Impl::Impl(Router& r, ServerOptions o, Metrics& m)
     : router(r),
       options(std::move(o)),
       metrics(m),
-      loops(MakeLoops(options.threads)),
-      ioc(*loops[0]),
       write_pool(static_cast<size_t>(std::max(1, options.write_threads))),  // 0: never used
       acceptor(ioc),
       tls_acceptor(ioc) {
@@ -216,14 +196,9 @@ void Server::Run(std::function<void()> on_shutdown) {
     net::co_spawn(impl_->ioc, impl_->Accept(impl_->acceptor, false), net::detached);
   if (impl_->tls_acceptor.is_open())
     net::co_spawn(impl_->ioc, impl_->Accept(impl_->tls_acceptor, true), net::detached);
-  // The other loops have no work until a connection is handed to them: each runs until the
-  // drain stops it (PollDrain).
   std::vector<std::thread> threads;
-  for (size_t i = 1; i < impl_->loops.size(); ++i)
-    threads.emplace_back([loop = impl_->loops[i].get()] {
-      auto work = net::make_work_guard(*loop);
-      loop->run();
-    });
+  for (int i = 1; i < impl_->options.threads; ++i)
+    threads.emplace_back([this] { impl_->ioc.run(); });
   impl_->ioc.run();
   for (auto& t : threads) t.join();
   // Writes still running past the drain finish before the router can go away; what they
@@ -251,7 +226,7 @@ void Server::Impl::PollDrain() {
   if (in_flight.load() == 0 || std::chrono::steady_clock::now() >= drain_deadline) {
     if (in_flight.load() != 0)
       spdlog::warn("shutdown: {} requests still running after the drain period", in_flight.load());
-    for (auto& loop : loops) loop->stop();
+    ioc.stop();
     return;
   }
   drain_timer->expires_after(std::chrono::milliseconds(20));
@@ -263,7 +238,7 @@ awaitable<void> Server::Impl::Accept(tcp::acceptor& from, bool tls) {
   int failures = 0;
   net::steady_timer backoff(ioc);
   while (!shutting_down) {
-    auto [ec, socket] = co_await from.async_accept(NextLoop(), kTuple);
+    auto [ec, socket] = co_await from.async_accept(kTuple);
     if (ec) {
       if (shutting_down || ec == net::error::operation_aborted) co_return;
       delay = AcceptBackoff(ec.message(), delay, failures++);
@@ -278,14 +253,8 @@ awaitable<void> Server::Impl::Accept(tcp::acceptor& from, bool tls) {
     }
     if (!TakeSlot(socket, tls)) continue;
     socket.set_option(tcp::no_delay(true), ec);
-    auto loop = socket.get_executor();
-    net::co_spawn(loop, Session(std::move(socket), tls), net::detached);
+    net::co_spawn(net::make_strand(ioc), Session(std::move(socket), tls), net::detached);
   }
-}
-
-net::any_io_executor Server::Impl::NextLoop() {
-  net::io_context& loop = *loops[next_loop++ % loops.size()];
-  return loop.get_executor();
 }
 
 std::chrono::milliseconds Server::Impl::AcceptBackoff(const std::string& why,

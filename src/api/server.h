@@ -4,11 +4,9 @@
 // graceful drain on SIGTERM/SIGINT: stop accepting, end streams, let in-flight requests
 // finish, then return from Run. All Beast/Asio code of gantryd lives in server.cc.
 //
-// Each I/O thread runs an event loop of its own; the listeners hand accepted connections to
-// the loops in turn, and a connection stays on its loop until it closes (nginx's workers).
 // Reads are handled on the I/O threads; writes are handed to a pool of their own
-// (ServerOptions::write_threads) and the connection's coroutine resumes on its loop when the
-// answer is ready, so a write blocked on fsync never holds an I/O thread.
+// (ServerOptions::write_threads) and the connection's coroutine resumes on its strand
+// when the answer is ready, so a write blocked on fsync never holds an I/O thread.
 //
 // Open connections are capped (ServerOptions::max_connections): a connection beyond the cap
 // is answered 503 with a Kubernetes Status (plain HTTP; a TLS one is just closed) and closed
