@@ -19,15 +19,16 @@ class ComputeInstanceStrategy : public InstanceStrategy {
  public:
   using InstanceStrategy::InstanceStrategy;
 
-  // 403 when t.caller has as many as the quota allows; else appends a write that guards the
-  // count (a rewrite of the project at the resourceVersion counted at, so a racing create
-  // conflicts and retries).
+  // BeforeCreate reads the project whatever the caller: no existence check before it.
   KindTraits Traits() const override {
     KindTraits traits = InstanceStrategy::Traits();
     traits.create_reads_project = true;
     return traits;
   }
 
+  // NOT_FOUND when the project is missing. 403 when t.caller has as many as the quota
+  // allows; else appends a write that guards the count (a rewrite of the project at the
+  // resourceVersion counted at, so a racing create conflicts and retries).
   absl::Status BeforeCreate(const Target& t, std::vector<store::Write>* writes) const override {
     ASSIGN_OR_RETURN(json::object project, GetProject(ctx_, t.ns));  // also: does it exist
     if (t.caller.empty()) return absl::OkStatus();
