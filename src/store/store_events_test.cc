@@ -1,4 +1,6 @@
 // Store unit tests: events and watches, durability, several PostgreSQL replicas.
+#include <chrono>
+
 #include "store/store_test_fixture.h"
 
 namespace gantry::store::store_tests {
@@ -280,6 +282,37 @@ TEST_P(PostgresStoreTest, AReplicaSeesTheOtherReplicasCommitsWithoutCommittingIt
   ASSERT_EQ(calls.size(), 3u);
   EXPECT_EQ(calls[2][0].resource_version, 3);
   EXPECT_EQ(calls[2][0].name, "o2");
+}
+
+// A replica's own commits reach its observer from the committing call, not from a read of
+// the events table by its tail thread (which passes over its own replica's NOTIFYs); another
+// replica's commits are read. Only the tail thread's catch-ups (on start, then once a second)
+// may read a commit of this replica, when one falls between its COMMIT and its delivery:
+// at most one read per second the loop took, plus the one on start.
+TEST_P(PostgresStoreTest, OwnCommitsAreDeliveredWithoutReadingTheEventsTable) {
+  auto* here = dynamic_cast<PostgresStore*>(store_.get());
+  ASSERT_NE(here, nullptr);
+  Observed seen;
+  seen.Attach(*store_);
+  const PostgresStore::DeliveryStats before = here->Deliveries();
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kCommits = 40;
+  for (int i = 0; i < kCommits; ++i) MustCreate(Named("own" + std::to_string(i)));
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
+  seen.WaitForEvents(kCommits);
+  PostgresStore::DeliveryStats own = here->Deliveries();
+  // Before the tag, the tail thread raced every commit and read ~kCommits times.
+  EXPECT_LE(own.reads - before.reads, 2 + seconds.count());
+  EXPECT_GE(own.direct - before.direct, kCommits - 2 - seconds.count());
+
+  auto other = OpenAnother();
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE((*other)->Commit(One(Create(Named("theirs")))).ok());
+  auto calls = seen.WaitForEvents(41);
+  EXPECT_EQ(calls.back()[0].name, "theirs");
+  EXPECT_GT(here->Deliveries().reads, own.reads);
+  EXPECT_EQ(store_->CurrentResourceVersion(), 41);
 }
 
 TEST_P(PostgresStoreTest, ConcurrentGuardedClaimsFromTwoReplicasHaveOneWinner) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "model/codec.h"
 #include "store/postgres/pg_conn.h"
@@ -185,6 +186,10 @@ size_t PostgresStore::CommitBatch(const std::vector<PendingCommit*>& batch) {
   if (!applied.ok() || live.empty()) {
     c.Exec("ROLLBACK");
     FailCalls(live, applied);
+    // The COMMIT may have been applied with its answer lost, or applied and not flushed:
+    // its events are then the tail thread's to deliver (once durable), and its NOTIFY names
+    // this replica, which the tail thread passes over.
+    if (!applied.ok()) WakeTail();
     return 0;
   }
   int64_t last = *base;
@@ -353,7 +358,7 @@ absl::Status PostgresStore::EndBatch(Conn& c, int64_t base,
   }
   if (last != base) {
     qs.push_back({kSetRv, {std::to_string(last)}});
-    qs.push_back({kNotify, {pg::kEventsChannel, std::to_string(last)}});
+    qs.push_back({kNotify, {pg::kEventsChannel, absl::StrCat(last, " ", replica_tag_)}});
   }
   qs.push_back({"COMMIT", {}, false});
   std::string error;

@@ -5,8 +5,12 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <limits>
+#include <random>
+#include <string_view>
 
+#include "absl/strings/str_cat.h"
 #include "common/errors.h"
 #include "common/status_macros.h"
 #include "model/codec.h"
@@ -116,15 +120,22 @@ std::string PostgresStore::Redacted(const std::string& url) {
   return out;
 }
 
+namespace {
+std::string RandomTag() {
+  std::random_device random;
+  uint64_t tag = (uint64_t{random()} << 32) | random();
+  return absl::StrCat(absl::Hex(tag, absl::kZeroPad16));
+}
+}  // namespace
+
 PostgresStore::PostgresStore(PostgresOptions options)
-    : options_(std::move(options)), queue_(kMaxBatch, options_.metrics) {}
+    : options_(std::move(options)),
+      replica_tag_(RandomTag()),
+      queue_(kMaxBatch, options_.metrics) {}
 
 PostgresStore::~PostgresStore() {
   stopping_ = true;
-  if (wake_fd_ >= 0) {
-    uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof one);
-  }
+  WakeTail();
   if (tailer_.joinable()) tailer_.join();
   if (wake_fd_ >= 0) ::close(wake_fd_);
   std::lock_guard<std::mutex> lock(pool_mu_);
@@ -382,10 +393,24 @@ void PostgresStore::DeliverThrough(Conn& c, int64_t through,
       for (const std::vector<Event>* events : own)
         if (!events->empty()) observer_(*events);
     delivered_ = through;
+    ++deliveries_.direct;
     return;
   }
-  if (!DeliverFromDatabase(c, through))
+  if (!DeliverFromDatabase(c, through)) {
     spdlog::warn("cannot read events to deliver; the tail thread retries");
+    WakeTail();
+  }
+}
+
+void PostgresStore::WakeTail() {
+  if (wake_fd_ < 0) return;
+  uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof one);
+}
+
+PostgresStore::DeliveryStats PostgresStore::Deliveries() {
+  std::lock_guard<std::mutex> lock(deliver_mu_);
+  return deliveries_;
 }
 
 bool PostgresStore::DeliverFromDatabase(Conn& c, int64_t through) {
@@ -398,7 +423,11 @@ bool PostgresStore::DeliverFromDatabase(Conn& c, int64_t through) {
         "(SELECT commit_rv FROM events WHERE rv > $1::bigint ORDER BY rv LIMIT 1)) ORDER BY rv",
         {std::to_string(after), std::to_string(kDeliverWindow)});
     if (!r.ok()) return false;
-    if (r.rows() == 0) return true;
+    if (r.rows() == 0) {
+      ++deliveries_.empty_reads;
+      return true;
+    }
+    ++deliveries_.reads;
     // Other replicas' commits are visible before they are durable (asynchronous commit):
     // only durable ones reach watchers.
     if (!Flush(c).ok()) return false;
@@ -426,6 +455,7 @@ bool PostgresStore::DeliverFromDatabase(Conn& c, int64_t through) {
 
 void PostgresStore::TailLoop() {
   std::unique_ptr<Conn> conn;
+  int64_t through = std::numeric_limits<int64_t>::max();  // catch up on start
   while (!stopping_) {
     if (!conn || PQstatus(conn->pg()) != CONNECTION_OK) {
       conn.reset();
@@ -439,30 +469,49 @@ void PostgresStore::TailLoop() {
         ::poll(&p, 1, 1000);  // the database is away: try again in a second
         continue;
       }
+      through = std::numeric_limits<int64_t>::max();  // what came while it was away
     }
     {
-      // Catch up (on start, after a wake-up, and once a second as a safety net).
       std::lock_guard<std::mutex> lock(deliver_mu_);
-      DeliverFromDatabase(*conn, std::numeric_limits<int64_t>::max());
+      DeliverFromDatabase(*conn, through);
     }
-    while (!stopping_) {
-      // Notifications that came during an ANALYZE wait in libpq, not on the socket: catch up.
-      if (MaybeAnalyze(*conn)) break;
-      pollfd fds[2] = {{PQsocket(conn->pg()), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-      int n = ::poll(fds, 2, 1000);
-      if (n == 0) break;  // periodic catch-up
-      if (n < 0) continue;
-      if (fds[1].revents) break;
-      if (!PQconsumeInput(conn->pg())) break;  // reconnect
-      int64_t newest = 0;
-      while (PGnotify* note = PQnotifies(conn->pg())) {
-        newest = std::max<int64_t>(newest, std::atoll(note->extra));
-        PQfreemem(note);
-      }
-      // Notifications of this replica's own commits were delivered by Commit already.
-      if (newest > delivered_) break;
-    }
+    through = WaitForForeignCommit(*conn);
+    if (through == 0) conn.reset();
   }
+}
+
+int64_t PostgresStore::WaitForForeignCommit(Conn& c) {
+  constexpr int64_t kEverything = std::numeric_limits<int64_t>::max();
+  // The periodic catch-up is a safety net: for a commit whose NOTIFY was missed (a
+  // reconnect) or whose committer could not deliver it and failed to wake this thread.
+  const auto catch_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (!stopping_) {
+    // Notifications that came during an ANALYZE wait in libpq, not on the socket: catch up.
+    if (MaybeAnalyze(c)) return kEverything;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        catch_up - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return kEverything;
+    pollfd fds[2] = {{PQsocket(c.pg()), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    int n = ::poll(fds, 2, static_cast<int>(left.count()));
+    if (n <= 0) continue;
+    if (fds[1].revents) {
+      uint64_t count;
+      (void)!::read(wake_fd_, &count, sizeof count);
+      return kEverything;
+    }
+    if (!PQconsumeInput(c.pg())) return 0;  // reconnect
+    int64_t newest = 0;
+    while (PGnotify* note = PQnotifies(c.pg())) {
+      // "<rv> <replica tag>"; a gantryd before the tag sent "<rv>" alone.
+      std::string_view payload(note->extra);
+      size_t space = payload.find(' ');
+      bool own = space != std::string_view::npos && payload.substr(space + 1) == replica_tag_;
+      if (!own) newest = std::max<int64_t>(newest, std::atoll(note->extra));
+      PQfreemem(note);
+    }
+    if (newest > delivered_) return newest;
+  }
+  return kEverything;
 }
 
 absl::StatusOr<std::vector<Event>> PostgresStore::EventsSince(int64_t after, size_t max) {

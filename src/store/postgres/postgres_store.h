@@ -51,10 +51,14 @@
 // in that moment can lose is what no client was told about.
 //
 // Watch across replicas: every replica tails the events table. A thread LISTENs on
-// gantry_events and, when woken (or once a second), reads the events after the last one it
-// delivered and calls the commit observer with them, one commit at a time, in rv order. A
-// replica's own commit delivers everything up to its rv before Commit returns, so the
-// observer contract of store.h holds as for SQLite.
+// gantry_events and, when another replica's commit is notified (and once a second), reads
+// the events after the last one it delivered and calls the commit observer with them, one
+// commit at a time, in rv order. A replica's own commit delivers everything up to its rv
+// before Commit returns, so the observer contract of store.h holds as for SQLite. Each
+// NOTIFY names the replica that sent it (payload "<rv> <replica tag>"), and the tail thread
+// passes over its own replica's: the committer delivers those from memory, so a replica
+// writing alone reads no events and makes no second flush per commit. A committer that
+// could not deliver (its commit's answer lost, a failed read) wakes the tail thread.
 //
 // Failures: a lost connection is UNAVAILABLE for that call and the connection is replaced
 // on the next; unlike SQLite a failure is not sticky, because the database (not this
@@ -126,6 +130,15 @@ class PostgresStore final : public Store {
   absl::Status Ping() override;
 
   GroupCommitStats CommitStats();
+  // How this replica's observer got its commits: from the committing call's memory, or by
+  // reading the events table (another replica's commits, or when a batch's own could not
+  // follow on directly).
+  struct DeliveryStats {
+    int64_t direct = 0;       // batches of this replica delivered without a read
+    int64_t reads = 0;        // reads of the events table that delivered at least one commit
+    int64_t empty_reads = 0;  // reads that found nothing to deliver
+  };
+  DeliveryStats Deliveries();
 
   // The URL without its password, for logs.
   static std::string Redacted(const std::string& url);
@@ -170,9 +183,16 @@ class PostgresStore final : public Store {
   // Reads and delivers committed events after delivered_; false on a database error.
   bool DeliverFromDatabase(Conn& c, int64_t through) ABSL_EXCLUSIVE_LOCKS_REQUIRED(deliver_mu_);
   void TailLoop();
+  // Waits on the LISTEN connection until another replica's commit past delivered_ is
+  // notified (returns its rv), the periodic catch-up is due or the thread is woken (returns
+  // the largest rv: read everything), or the connection failed (returns 0: reconnect).
+  int64_t WaitForForeignCommit(Conn& c);
+  // Ends the tail thread's wait at once (shutdown, or a commit its committer did not deliver).
+  void WakeTail();
 
   // Constant after construction.
   const PostgresOptions options_;
+  const std::string replica_tag_;  // random; names this replica's NOTIFYs
 
   GroupCommitQueue queue_;
 
@@ -182,6 +202,7 @@ class PostgresStore final : public Store {
   std::mutex deliver_mu_;  // one delivery at a time, in rv order
   std::function<void(const std::vector<Event>&)> observer_ ABSL_GUARDED_BY(deliver_mu_);
   std::atomic<int64_t> delivered_{0};  // written under deliver_mu_
+  DeliveryStats deliveries_ ABSL_GUARDED_BY(deliver_mu_);
 
   std::atomic<int64_t> commits_since_compaction_{0};
   std::atomic<int64_t> writes_since_analyze_{0};  // objects written (MaybeAnalyze)
