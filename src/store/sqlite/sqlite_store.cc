@@ -115,6 +115,7 @@ SqliteStore::~SqliteStore() {
   idle_readers_.clear();
   all_readers_.clear();
   std::lock_guard<std::mutex> w(write_mu_);
+  checkpointer_.reset();  // unhooks writer_
   writer_.reset();
 }
 
@@ -191,8 +192,12 @@ absl::Status SqliteStore::Init() {
   current_rv_ = last_rv_;
   Stmt meta(writer_->db(), "SELECT value FROM meta WHERE key='compacted_through'");
   if (meta.Step() == SQLITE_ROW) compacted_through_ = std::stoll(meta.Text(0));
+  ASSIGN_OR_RETURN(std::unique_ptr<Connection> checkpoints, OpenConnection(true));
+  checkpointer_ = std::make_unique<sqlite::WalCheckpointer>(std::move(checkpoints), writer_->db());
   return absl::OkStatus();
 }
+
+sqlite::WalCheckpointer::Stats SqliteStore::CheckpointStats() { return checkpointer_->stats(); }
 
 SqliteStore::Reader SqliteStore::AcquireReader() {
   {

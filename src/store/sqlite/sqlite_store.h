@@ -23,6 +23,9 @@
 // when the object was read before and not written since: a batch invalidates what it wrote
 // after its COMMIT and before any of its calls is acknowledged.
 //
+// Checkpoints (copying the WAL back into the database file) run on a thread of their own,
+// not inside the COMMIT that fills the log (store/sqlite/wal_checkpointer.h).
+//
 // Metrics (when SqliteOptions::metrics is set): the group commit's (store/group_commit.h).
 //
 // Durability: with synchronous=FULL an acknowledged write survives power loss, with NORMAL
@@ -47,6 +50,7 @@
 #include "store/group_commit.h"
 #include "store/object_cache.h"
 #include "store/sqlite/sqlite_db.h"
+#include "store/sqlite/wal_checkpointer.h"
 #include "store/store.h"
 
 namespace gantry::store {
@@ -89,6 +93,7 @@ class SqliteStore final : public Store {
 
   GroupCommitStats CommitStats();
   ObjectCacheStats CacheStats();
+  sqlite::WalCheckpointer::Stats CheckpointStats();
 
   // The most Commit calls one transaction takes.
   static constexpr size_t kMaxBatch = 128;
@@ -134,6 +139,7 @@ class SqliteStore final : public Store {
 
   std::mutex write_mu_;
   std::unique_ptr<sqlite::Connection> writer_ ABSL_GUARDED_BY(write_mu_);
+  std::unique_ptr<sqlite::WalCheckpointer> checkpointer_;  // set by Init, hooks writer_
   int64_t last_rv_ ABSL_GUARDED_BY(write_mu_) = 0;
   int64_t commits_since_compaction_ ABSL_GUARDED_BY(write_mu_) = 0;
   absl::Status sticky_error_ ABSL_GUARDED_BY(write_mu_);
