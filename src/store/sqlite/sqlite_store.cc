@@ -141,9 +141,13 @@ absl::StatusOr<std::unique_ptr<Connection>> SqliteStore::OpenConnection(bool wri
   auto conn = std::make_unique<Connection>(db);
   sqlite3_busy_timeout(db, 5000);
   if (writer) {
+    // temp_store=MEMORY keeps a batch's savepoint journal (the pages each call's SAVEPOINT
+    // may roll back) in memory: by default it spills to a temporary file past 64 KiB, which
+    // a batch of a dozen creates does: ~22 more pwrite calls per create, and a temporary
+    // file opened and unlinked per batch.
     for (std::string pragma :
          {std::string("PRAGMA journal_mode=WAL"), "PRAGMA synchronous=" + options_.synchronous,
-          std::string("PRAGMA foreign_keys=ON")}) {
+          std::string("PRAGMA foreign_keys=ON"), std::string("PRAGMA temp_store=MEMORY")}) {
       char* err = nullptr;
       if (sqlite3_exec(db, pragma.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
         std::string msg = err ? err : sqlite3_errmsg(db);
