@@ -295,6 +295,9 @@ WallTime Approvals::ExpireDue(WallTime now) {
   store::ListOptions q;
   q.kind = kComputeInstanceKind;
   q.fields.push_back({"status.phase", true, "Waiting"});
+  // Not every waiting instance: those queued to deploy wait too, a burst of them on every
+  // lifecycle pass.
+  q.fields.push_back({"status.reason", true, model::kPendingApprovalReason});
   auto listed = internal::ListAll(store_, std::move(q));
   if (!listed.ok()) {
     spdlog::warn("approvals: cannot list waiting instances: {}",

@@ -152,6 +152,9 @@ void Engine::OnWorkloadEvent(const drivers::WorkloadEvent& e) {
 }
 
 absl::Status Engine::Recover() {
+  // Before any claim reads the ledger: intervals an older gantryd wrote without the label.
+  if (absl::Status labelled = usage::LabelOpenIntervals(store_); !labelled.ok())
+    spdlog::warn("usage ledger: cannot label open intervals: {}", std::string(labelled.message()));
   store::ListOptions q;
   q.kind = model::kRunKind;
   q.fields = {{"status.phase", true, "Running"}};

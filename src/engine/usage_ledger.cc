@@ -23,10 +23,13 @@ double NumberAt(const json::object& o, std::string_view key) {
 // The open intervals of one instance.
 absl::StatusOr<std::vector<Interval>> OpenOf(store::Store& store, const std::string& project,
                                              const std::string& instance_uid) {
+  // Through the label index: the few intervals of this instance, not every one of its
+  // project (a claim per deploy read them all, and a year of a fleet is 100,000).
   store::ListOptions q;
   q.kind = kUsageIntervalKind;
   q.ns = project;
-  q.fields = {{"spec.instance.uid", true, instance_uid}, {"status.state", true, "Open"}};
+  q.labels.requirements = {{kInstanceUidLabel, model::SelectorOp::kEquals, {instance_uid}}};
+  q.fields = {{"status.state", true, "Open"}};
   ASSIGN_OR_RETURN(auto listed, internal::ListAll(store, q));
   std::vector<Interval> out;
   for (const auto& o : listed)
@@ -96,7 +99,10 @@ json::object EncodeInterval(const Interval& i) {
   // status.phase (an indexed column) lets a report find the few open intervals at once.
   json::object status{{"state", i.end ? "Closed" : "Open"}, {"phase", i.end ? "Closed" : "Open"}};
   if (i.end) status["end"] = FormatMillis(*i.end);
-  json::object meta{{"name", i.name}, {"namespace", i.project}, {"uid", i.project + "/" + i.name}};
+  json::object meta{{"name", i.name},
+                    {"namespace", i.project},
+                    {"uid", i.project + "/" + i.name},
+                    {"labels", json::object{{kInstanceUidLabel, i.instance_uid}}}};
   if (i.resource_version > 0) meta["resourceVersion"] = std::to_string(i.resource_version);
   return json::object{{"apiVersion", "paas.gantry.dev/v1"},
                       {"kind", kUsageIntervalKind},
@@ -219,6 +225,30 @@ absl::Status CloseAtLastHeartbeat(store::Store& store, const model::Run& run) {
     if (stored.ok() || !IsRollupRace(stored.status())) return stored.status();
   }
   return absl::AbortedError("the usage interval kept changing");
+}
+
+absl::Status LabelOpenIntervals(store::Store& store) {
+  // Open intervals are few (one per instance holding resources); status.phase is an indexed
+  // column, and an interval from before status.phase has none.
+  for (const char* phase : {"Open", ""}) {
+    store::ListOptions q;
+    q.kind = kUsageIntervalKind;
+    q.labels.requirements = {{kInstanceUidLabel, model::SelectorOp::kDoesNotExist, {}}};
+    q.fields = {{"status.phase", true, phase}, {"status.state", true, "Open"}};
+    ASSIGN_OR_RETURN(auto listed, internal::ListAll(store, q));
+    for (const auto& o : listed) {
+      auto i = DecodeInterval(o);
+      if (!i.ok() || i->resource_version == 0) continue;
+      std::vector<store::Write> w;
+      w.push_back({store::Write::Op::kUpdate, kUsageIntervalKind, EncodeInterval(*i),
+                   i->resource_version, 0});
+      // A conflict: it closed or was labelled meanwhile, by this or another replica.
+      if (auto stored = store.Commit(std::move(w));
+          !stored.ok() && !internal::IsConflict(stored.status()))
+        return stored.status();
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Interval>> ListIntervals(store::Store& store,

@@ -75,6 +75,16 @@ absl::Status AppendOpen(store::Store& store, const model::Run& run, const model:
                         const Admission& a, std::chrono::system_clock::time_point now,
                         std::vector<store::Write>* writes);
 
+// The label every interval carries: its instance's uid. An instance's open intervals are
+// found through the stores' label index, not by reading every interval of its project.
+inline constexpr char kInstanceUidLabel[] = "paas.gantry.dev/instance-uid";
+
+// Labels the open intervals stored without kInstanceUidLabel (written by a gantryd before the
+// label), which OpenWrite and CloseWrites would otherwise not find. Engine::Recover calls it:
+// at start, and with several replicas on each of its passes, so that during a rolling
+// upgrade an older replica's intervals are labelled within one pass.
+absl::Status LabelOpenIntervals(store::Store& store);
+
 // The writes that close every open interval of the instance with uid `instance_uid` in
 // `project` at `end` (never before an interval's start), and add them to the project's
 // rollups (usage_rollup.h). Appended to the commit that releases the instance's GPUs; that

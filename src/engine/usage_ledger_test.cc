@@ -207,6 +207,52 @@ TEST_F(UsageLedgerTest, OpensWithTheClaimAndClosesWithTheStop) {
   EXPECT_EQ(*both[1].end - both[1].start, seconds(30));
 }
 
+// An open interval written by a gantryd before the instance-uid label (which an instance's
+// open intervals are found by): the engine's start labels it, so the next claim keeps it
+// rather than opening a second one, and the stop closes it.
+TEST_F(UsageLedgerTest, AnOpenIntervalWrittenWithoutTheLabelIsLabelledAtStartAndStillCloses) {
+  CreateInstance("a");
+  usage::Interval old;
+  old.project = "p";
+  old.name = "old-1";
+  old.instance_kind = "ComputeInstance";
+  old.instance_name = "a";
+  old.instance_uid = "a-uid";
+  old.user = "alice";
+  old.profile_ns = "p";
+  old.profile_name = "two";
+  old.gpu_type = "h100";
+  old.gpus = 2;
+  old.run = "old";
+  old.start = clock_.Now();
+  json::object unlabelled = usage::EncodeInterval(old);
+  unlabelled["metadata"].as_object().erase("labels");
+  Commit({store::Write::Op::kCreate, usage::kUsageIntervalKind, unlabelled, 0, 0});
+
+  Engine& engine = StartEngine();
+  auto stored = store_->Get(usage::kUsageIntervalKind, "p", "old-1");
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  const json::value* labels = model::FindPath(*stored, "metadata.labels");
+  ASSERT_TRUE(labels && labels->is_object());
+  const json::value* uid = labels->as_object().if_contains(usage::kInstanceUidLabel);
+  ASSERT_TRUE(uid && uid->is_string()) << "not labelled at start";
+  EXPECT_EQ(uid->as_string(), "a-uid");
+
+  ASSERT_TRUE(engine.Deploy("ComputeInstance", "p", "a").ok());
+  WaitPhase("a", "Success");
+  auto open = Intervals();
+  ASSERT_EQ(open.size(), 1u) << "the claim opened a second interval";
+  EXPECT_EQ(open[0].name, "old-1");
+  EXPECT_FALSE(open[0].end);
+  clock_.Advance(seconds(60));
+  ASSERT_TRUE(engine.Stop("ComputeInstance", "p", "a").ok());
+  WaitPhase("a", "Stopped");
+  auto closed = Intervals();
+  ASSERT_EQ(closed.size(), 1u);
+  ASSERT_TRUE(closed[0].end);
+  EXPECT_EQ(*closed[0].end - closed[0].start, seconds(60));
+}
+
 TEST_F(UsageLedgerTest, AFailedDeployClosesItsInterval) {
   CreateInstance("a");
   fake_->SetScript("a", "apply", Script::Fail(absl::UnavailableError("down")));
