@@ -228,25 +228,24 @@ absl::Status CloseAtLastHeartbeat(store::Store& store, const model::Run& run) {
 }
 
 absl::Status LabelOpenIntervals(store::Store& store) {
-  // Open intervals are few (one per instance holding resources); status.phase is an indexed
-  // column, and an interval from before status.phase has none.
-  for (const char* phase : {"Open", ""}) {
-    store::ListOptions q;
-    q.kind = kUsageIntervalKind;
-    q.labels.requirements = {{kInstanceUidLabel, model::SelectorOp::kDoesNotExist, {}}};
-    q.fields = {{"status.phase", true, phase}, {"status.state", true, "Open"}};
-    ASSIGN_OR_RETURN(auto listed, internal::ListAll(store, q));
-    for (const auto& o : listed) {
-      auto i = DecodeInterval(o);
-      if (!i.ok() || i->resource_version == 0) continue;
-      std::vector<store::Write> w;
-      w.push_back({store::Write::Op::kUpdate, kUsageIntervalKind, EncodeInterval(*i),
-                   i->resource_version, 0});
-      // A conflict: it closed or was labelled meanwhile, by this or another replica.
-      if (auto stored = store.Commit(std::move(w));
-          !stored.ok() && !internal::IsConflict(stored.status()))
-        return stored.status();
-    }
+  // Open intervals are few (one per instance holding resources) and status.phase is an
+  // indexed column. An interval from before status.phase is not touched here: UpgradeLedger
+  // (usage_rollup.h) rewrites it, label included, and adds it to the rollups.
+  store::ListOptions q;
+  q.kind = kUsageIntervalKind;
+  q.labels.requirements = {{kInstanceUidLabel, model::SelectorOp::kDoesNotExist, {}}};
+  q.fields = {{"status.phase", true, "Open"}};
+  ASSIGN_OR_RETURN(auto listed, internal::ListAll(store, q));
+  for (const auto& o : listed) {
+    auto i = DecodeInterval(o);
+    if (!i.ok() || i->resource_version == 0) continue;
+    std::vector<store::Write> w;
+    w.push_back({store::Write::Op::kUpdate, kUsageIntervalKind, EncodeInterval(*i),
+                 i->resource_version, 0});
+    // A conflict: it closed or was labelled meanwhile, by this or another replica.
+    if (auto stored = store.Commit(std::move(w));
+        !stored.ok() && !internal::IsConflict(stored.status()))
+      return stored.status();
   }
   return absl::OkStatus();
 }
