@@ -18,6 +18,7 @@
 # directory) unless CALLGRIND_KEEP=DIR names a directory to copy the two dumps into, as
 # create.out, get.out and get-again.out, for callgrind_annotate or kcachegrind.
 set -euo pipefail
+source "$(dirname "$0")/fixtures.sh"
 
 GANTRYD=${1:?usage: bench/callgrind_requests.sh GANTRYD [N]}
 N=${2:-200}
@@ -52,12 +53,7 @@ request() {  # METHOD PATH [JSON]
   curl -sS --fail-with-body -o /dev/null -X "$1" -H "Authorization: Bearer $TOKEN" \
     -H 'Content-Type: application/json' ${3:+--data "$3"} "http://127.0.0.1:$PORT$2"
 }
-request POST "$API/environmenttemplates" '{"apiVersion":"paas.gantry.dev/v1",
-  "kind":"EnvironmentTemplate","metadata":{"name":"noop"},"spec":{"displayName":"No-op",
-  "driver":"exec","exec":{"command":["true"],"timeoutSeconds":60}}}'
-request POST "$API/computeprofiles" '{"apiVersion":"paas.gantry.dev/v1","kind":"ComputeProfile",
-  "metadata":{"name":"bench"},"spec":{"displayName":"Bench","templateRef":{"name":"noop"},
-  "resources":{"cpu":1,"memoryGiB":1}}}'
+bench_fixtures "http://127.0.0.1:$PORT" "$TOKEN"
 
 phase() {  # NAME: runs the requests of one phase between a zero and a dump of the counters
   callgrind_control -z "$PID" >/dev/null

@@ -11,6 +11,7 @@
 # time by curl. Prints the transactions per create (pg_stat_database, the background loops'
 # included: the run is short) and every statement with its calls per create, most first.
 set -euo pipefail
+source "$(dirname "$0")/fixtures.sh"
 
 GANTRYD=${1:?usage: bench/pg_statements.sh GANTRYD [N]}
 N=${2:-200}
@@ -59,12 +60,7 @@ request() {  # METHOD PATH [JSON]
   curl -sS --fail-with-body -o /dev/null -X "$1" -H "Authorization: Bearer $TOKEN" \
     -H 'Content-Type: application/json' ${3:+--data "$3"} "http://127.0.0.1:$PORT$2"
 }
-request POST "$API/environmenttemplates" '{"apiVersion":"paas.gantry.dev/v1",
-  "kind":"EnvironmentTemplate","metadata":{"name":"noop"},"spec":{"displayName":"No-op",
-  "driver":"exec","exec":{"command":["true"],"timeoutSeconds":60}}}'
-request POST "$API/computeprofiles" '{"apiVersion":"paas.gantry.dev/v1","kind":"ComputeProfile",
-  "metadata":{"name":"bench"},"spec":{"displayName":"Bench","templateRef":{"name":"noop"},
-  "resources":{"cpu":1,"memoryGiB":1}}}'
+bench_fixtures "http://127.0.0.1:$PORT" "$TOKEN"
 
 transactions() {
   psql -d gantry -c "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'gantry'"

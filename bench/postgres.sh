@@ -31,6 +31,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$ROOT/bench/fixtures.sh"
 BUILD=${GANTRY_BENCH_BUILD:-$ROOT/build-bench}
 GANTRYD=${GANTRYD:-$BUILD/src/app/gantryd}
 THREADS=${BENCH_THREADS:-2}
@@ -123,18 +124,8 @@ stop_replicas() {
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   PIDS=()
 }
-post() {  # PORT PATH JSON
-  curl -sS --fail-with-body -X POST -H 'Content-Type: application/json' \
-    -H "Authorization: Bearer $GANTRY_TOKEN" --data "$3" \
-    "http://127.0.0.1:$1$2" >/dev/null || die "POST $2 failed"
-}
-setup_profile() {  # PORT: a no-op exec template and a profile on it
-  post "$1" "$API/environmenttemplates" '{"apiVersion":"paas.gantry.dev/v1","kind":"EnvironmentTemplate",
-    "metadata":{"name":"noop"},"spec":{"displayName":"No-op","driver":"exec",
-    "exec":{"command":["true"],"timeoutSeconds":60}}}'
-  post "$1" "$API/computeprofiles" '{"apiVersion":"paas.gantry.dev/v1","kind":"ComputeProfile",
-    "metadata":{"name":"bench"},"spec":{"displayName":"Bench","templateRef":{"name":"noop"},
-    "resources":{"cpu":1,"memoryGiB":1}}}'
+setup_profile() {  # PORT: bench/fixtures.sh's template and profile
+  bench_fixtures "http://127.0.0.1:$1" "$GANTRY_TOKEN" || die "creating the fixtures failed"
 }
 now() { date +%s.%N; }
 

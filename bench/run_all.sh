@@ -36,6 +36,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$ROOT/bench/fixtures.sh"
 SMOKE=${BENCH_SMOKE:-0}
 # small SMOKE-VALUE FULL-VALUE: the value for this run's size.
 small() { if [[ $SMOKE == 1 ]]; then echo "$1"; else echo "$2"; fi; }
@@ -192,13 +193,8 @@ post() {  # PATH JSON
   curl -sS --fail-with-body -X POST -H "$AUTH" -H 'Content-Type: application/json' --data "$2" \
     "http://127.0.0.1:$GPORT$1" >/dev/null || die "POST $1 failed"
 }
-setup_profile() {  # a no-op exec template and a profile using it, in project default
-  post "$API/environmenttemplates" '{"apiVersion":"paas.gantry.dev/v1","kind":"EnvironmentTemplate",
-    "metadata":{"name":"noop"},"spec":{"displayName":"No-op","driver":"exec",
-    "exec":{"command":["true"],"timeoutSeconds":60}}}'
-  post "$API/computeprofiles" '{"apiVersion":"paas.gantry.dev/v1","kind":"ComputeProfile",
-    "metadata":{"name":"bench"},"spec":{"displayName":"Bench","templateRef":{"name":"noop"},
-    "resources":{"cpu":1,"memoryGiB":1}}}'
+setup_profile() {  # bench/fixtures.sh's template and profile
+  bench_fixtures "http://127.0.0.1:$GPORT" "$GANTRY_TOKEN" || die "creating the fixtures failed"
 }
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
