@@ -408,6 +408,11 @@ void PostgresStore::WakeTail() {
   (void)!::write(wake_fd_, &one, sizeof one);
 }
 
+void PostgresStore::DrainWake() {
+  uint64_t count;
+  (void)!::read(wake_fd_, &count, sizeof count);
+}
+
 PostgresStore::DeliveryStats PostgresStore::Deliveries() {
   std::lock_guard<std::mutex> lock(deliver_mu_);
   return deliveries_;
@@ -466,7 +471,9 @@ void PostgresStore::TailLoop() {
       }
       if (!conn) {
         pollfd p{wake_fd_, POLLIN, 0};
-        ::poll(&p, 1, 1000);  // the database is away: try again in a second
+        // The database is away: try again in a second. A committer's wake-up is read, or
+        // the eventfd would stay readable and this wait would spin.
+        if (::poll(&p, 1, 1000) > 0) DrainWake();
         continue;
       }
       through = std::numeric_limits<int64_t>::max();  // what came while it was away
@@ -495,8 +502,7 @@ int64_t PostgresStore::WaitForForeignCommit(Conn& c) {
     int n = ::poll(fds, 2, static_cast<int>(left.count()));
     if (n <= 0) continue;
     if (fds[1].revents) {
-      uint64_t count;
-      (void)!::read(wake_fd_, &count, sizeof count);
+      DrainWake();
       return kEverything;
     }
     if (!PQconsumeInput(c.pg())) return 0;  // reconnect

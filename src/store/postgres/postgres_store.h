@@ -189,6 +189,8 @@ class PostgresStore final : public Store {
   int64_t WaitForForeignCommit(Conn& c);
   // Ends the tail thread's wait at once (shutdown, or a commit its committer did not deliver).
   void WakeTail();
+  // Reads the wake-ups WakeTail wrote (the tail thread, once its wait ended on them).
+  void DrainWake();
 
   // Constant after construction.
   const PostgresOptions options_;
