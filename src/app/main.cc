@@ -566,12 +566,7 @@ int main(int argc, char** argv) {
             engine.Notify();
             break;
           }
-        if (auto* l = lifecycle_observer.load())
-          for (const auto& e : events)
-            if (e.kind == "ComputeInstance" || e.kind == "ServiceInstance") {
-              l->Notify();
-              break;
-            }
+        if (auto* l = lifecycle_observer.load()) l->OnCommit(events);
       });
   gantry::api::ResourceService resources(*store, hub, clock, **secrets, drivers);
   resources.SetPageSize(list_page_size);

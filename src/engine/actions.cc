@@ -182,7 +182,7 @@ absl::StatusOr<std::vector<model::Run>> Engine::RunsOf(const std::string& kind,
   ASSIGN_OR_RETURN(auto page, store_.List(q));
   std::vector<model::Run> out;
   for (auto& r : page.items) {
-    auto run = model::DecodeRun(r);
+    auto run = model::DecodeRun(std::move(r));
     if (run.ok() && run->instance_kind == kind) out.push_back(*std::move(run));
   }
   return out;
@@ -225,7 +225,7 @@ void Engine::NoteComputeState(const model::Instance& compute) {
                               (why.empty() || ready ? "" : " (" + why + ")") +
                               (ready ? "" : ": " + compute.status.message.value_or(""));
   const std::string now = Now();
-  for (const model::Instance& listed : internal::DecodeInstances(*services)) {
+  for (const model::Instance& listed : internal::DecodeInstances(*std::move(services))) {
     for (int attempt = 0; attempt < kMaxRetries; ++attempt) {
       auto service = internal::LoadInstance(store_, kServiceInstanceKind, listed.metadata.ns,
                                             listed.metadata.name);

@@ -304,7 +304,7 @@ WallTime Approvals::ExpireDue(WallTime now) {
                  std::string(listed.status().message()));
     return next;
   }
-  for (const model::Instance& instance : internal::DecodeInstances(*listed)) {
+  for (const model::Instance& instance : internal::DecodeInstances(*std::move(listed))) {
     if (!model::IsPendingApproval(instance.raw)) continue;
     ApprovalRequest r = *model::DecodeApprovalRequest(instance.raw);
     auto at = internal::ParseRfc3339(r.expires_at);

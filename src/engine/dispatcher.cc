@@ -60,8 +60,8 @@ bool Engine::DispatchPass(size_t free_slots) {
   }
   if (page->items.empty()) return false;
   std::vector<model::Run> runs;
-  for (const auto& stored : page->items)
-    if (auto run = model::DecodeRun(stored); run.ok()) runs.push_back(*std::move(run));
+  for (auto& stored : page->items)
+    if (auto run = model::DecodeRun(std::move(stored)); run.ok()) runs.push_back(*std::move(run));
   auto snapshot = TakeSnapshot(runs);
   if (!snapshot.ok()) {
     spdlog::warn("engine: cannot read what admission needs: {}",
@@ -125,8 +125,8 @@ absl::StatusOr<AdmissionSnapshot> Engine::TakeSnapshot(const std::vector<model::
   q.kind = model::kRunKind;
   q.fields = {{"status.phase", true, "Running"}};
   ASSIGN_OR_RETURN(auto running, internal::ListAll(store_, q));
-  for (const auto& r : running)
-    if (auto run = model::DecodeRun(r); run.ok() && StartsWorkload(run->action))
+  for (auto& r : running)
+    if (auto run = model::DecodeRun(std::move(r)); run.ok() && StartsWorkload(run->action))
       s.running_deploys.insert({run->metadata.ns, run->metadata.name});
   for (const auto& p : projects)
     if (auto g = model::DecodeGuaranteedGpus(p); !g.empty())
@@ -236,7 +236,7 @@ absl::Status Engine::AddComputes(std::vector<store::ObjectKey> keys, AdmissionSn
     return s->computes.count({k.ns, k.name}) || !seen.insert({k.ns, k.name}).second;
   });
   ASSIGN_OR_RETURN(auto objects, store_.GetMany(keys));
-  for (auto& i : internal::DecodeInstances(objects))
+  for (auto& i : internal::DecodeInstances(std::move(objects)))
     s->computes.insert_or_assign({i.metadata.ns, i.metadata.name}, std::move(i));
   return absl::OkStatus();
 }
@@ -255,7 +255,7 @@ absl::Status Engine::AddGpuHolders(AdmissionSnapshot* s) {
       auto got = store_.Get(kComputeInstanceKind, ns, name);
       if (absl::IsNotFound(got.status())) continue;
       if (!got.ok()) return got.status();
-      for (auto& i : internal::DecodeInstances({*got}))
+      for (auto& i : internal::DecodeInstances({*std::move(got)}))
         s->computes.insert_or_assign({ns, name}, std::move(i));
     }
     auto it = s->computes.find({ns, name});
@@ -375,10 +375,10 @@ bool Engine::Claim(const QueuedRun& queued, const Admission& a, AdmissionSnapsho
                  run.metadata.name, std::string(stored.status().message()));
     return false;
   }
-  auto claimed = model::DecodeRun((*stored)[0]);
+  auto claimed = model::DecodeRun(std::move((*stored)[0]));
   if (!claimed.ok()) return false;
   if (stored->size() > 1 && run.instance_kind == kComputeInstanceKind) {
-    if (auto now_instance = model::DecodeInstance((*stored)[1]); now_instance.ok()) {
+    if (auto now_instance = model::DecodeInstance(std::move((*stored)[1])); now_instance.ok()) {
       now_instance->kind = kComputeInstanceKind;
       NoteComputeState(*now_instance);
       snapshot->computes.insert_or_assign({run.metadata.ns, run.instance_name}, *now_instance);

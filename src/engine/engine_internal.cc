@@ -12,13 +12,13 @@ namespace gantry::engine::internal {
 absl::StatusOr<model::Run> LoadRun(store::Store& store, const std::string& ns,
                                    const std::string& name) {
   ASSIGN_OR_RETURN(boost::json::object stored, store.Get(model::kRunKind, ns, name));
-  return model::DecodeRun(stored);
+  return model::DecodeRun(std::move(stored));
 }
 
 absl::StatusOr<model::Instance> LoadInstance(store::Store& store, const std::string& kind,
                                              const std::string& ns, const std::string& name) {
   ASSIGN_OR_RETURN(boost::json::object stored, store.Get(kind, ns, name));
-  ASSIGN_OR_RETURN(model::Instance instance, model::DecodeInstance(stored));
+  ASSIGN_OR_RETURN(model::Instance instance, model::DecodeInstance(std::move(stored)));
   if (instance.kind.empty()) instance.kind = kind;
   return instance;
 }
@@ -52,11 +52,11 @@ absl::Status CommitRelaxed(store::Store& store, std::vector<store::Write> writes
   return store.Commit(std::move(writes), store::Durability::kRelaxed).status();
 }
 
-std::vector<model::Instance> DecodeInstances(const std::vector<boost::json::object>& objects) {
+std::vector<model::Instance> DecodeInstances(std::vector<boost::json::object> objects) {
   std::vector<model::Instance> out;
   out.reserve(objects.size());
-  for (const auto& o : objects)
-    if (auto i = model::DecodeInstance(o); i.ok()) out.push_back(*std::move(i));
+  for (auto& o : objects)
+    if (auto i = model::DecodeInstance(std::move(o)); i.ok()) out.push_back(*std::move(i));
   return out;
 }
 

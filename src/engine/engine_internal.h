@@ -43,7 +43,7 @@ absl::Status UpdateAsRead(store::Store& store, const std::string& kind, boost::j
 absl::Status CommitRelaxed(store::Store& store, std::vector<store::Write> writes);
 
 // Decodes every object of a listing; objects that do not decode are skipped.
-std::vector<model::Instance> DecodeInstances(const std::vector<boost::json::object>& objects);
+std::vector<model::Instance> DecodeInstances(std::vector<boost::json::object> objects);
 // Every object of `q`'s listing, all pages.
 absl::StatusOr<std::vector<boost::json::object>> ListAll(store::Store& store, store::ListOptions q);
 // Calls `each` with every page of `q`'s listing (q.limit objects at most), one page in memory

@@ -28,6 +28,7 @@ namespace {
 constexpr seconds kFirstBackoff{60};
 constexpr seconds kMaxBackoff{3600};
 constexpr seconds kPruneEvery{3600};
+constexpr seconds kRetryList{1};  // a pass over all that could not list tries again this soon
 constexpr std::array<const char*, 2> kInstanceKinds = {"ComputeInstance", "ServiceInstance"};
 
 std::string PluralOf(const std::string& kind) {
@@ -78,11 +79,6 @@ std::string Until(WallTime deadline, WallTime now) {
 
 }  // namespace
 
-struct LifecycleController::Seen {
-  model::Instance instance;
-  const PolicyView* view = nullptr;
-};
-
 LifecycleController::LifecycleController(store::Store& store, Engine& engine,
                                          const drivers::DriverRegistry& drivers,
                                          auth::AuditLog& audit, const Clock& clock,
@@ -95,7 +91,8 @@ LifecycleController::LifecycleController(store::Store& store, Engine& engine,
       metrics_(metrics),
       options_(options),
       started_(clock.Now()),
-      next_prune_(clock.Now()) {
+      next_prune_(clock.Now()),
+      pass_over_all_at_(clock.Now()) {
   metrics_.Describe("gantry_lifecycle_actions_total", "counter",
                     "Automatic lifecycle actions queued, by action (stop, destroy, start) and "
                     "reason (TTLExpired, Idle, Scheduled).");
@@ -103,6 +100,9 @@ LifecycleController::LifecycleController(store::Store& store, Engine& engine,
                     "GPU-seconds that instances stopped by a lifecycle policy did not hold, "
                     "counted by this gantryd while they stay stopped.");
   metrics_.Add("gantry_gpu_seconds_reclaimed_total", {}, 0);
+  metrics_.Describe("gantry_lifecycle_instances_examined_total", "counter",
+                    "Instances the lifecycle controller read, by pass: over all running and "
+                    "stopped ones (all), or over those commits touched (touched).");
 }
 
 void LifecycleController::Start() {
@@ -114,6 +114,25 @@ void LifecycleController::Stop() { thread_.Stop(); }
 
 void LifecycleController::Notify() {
   std::lock_guard<std::mutex> lock(mu_);
+  over_all_ = true;
+  notified_ = true;
+  if (wake_.stop_possible()) wake_.request_stop();
+}
+
+void LifecycleController::OnCommit(const std::vector<store::Event>& events) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bool touched = false;
+  for (const store::Event& e : events) {
+    if (e.kind != kComputeInstanceKind && e.kind != kServiceInstanceKind) continue;
+    touched = true;
+    if (over_all_) continue;
+    touched_.emplace(e.kind, e.ns, e.name);
+    if (touched_.size() > kMaxTouched) {
+      over_all_ = true;
+      touched_.clear();
+    }
+  }
+  if (!touched) return;
   notified_ = true;
   if (wake_.stop_possible()) wake_.request_stop();
 }
@@ -158,37 +177,80 @@ void LifecycleController::Loop(std::stop_token stop) {
 }
 
 WallTime LifecycleController::Pass(WallTime now) {
+  bool over_all;
+  std::set<Touched> touched;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    over_all = over_all_ || now >= pass_over_all_at_;
+    over_all_ = false;
+    touched.swap(touched_);
+  }
+  if (over_all)
+    pass_over_all_at_ = PassOverAll(now);
+  else
+    pass_over_all_at_ = std::min(pass_over_all_at_, PassOverTouched(touched, now));
+  WallTime next = pass_over_all_at_;
+  if (approvals_) next = std::min(next, approvals_->ExpireDue(now));
+  if (now >= next_prune_) PruneEvents(now);
+  return next;
+}
+
+WallTime LifecycleController::PassOverAll(WallTime now) {
   WallTime next = now + kRescan;
   std::set<std::string> stopped_uids;
+  size_t examined = 0;
   for (const char* kind : kInstanceKinds) {
     for (const char* phase : {"Success", "Stopped"}) {
       auto listed = ListPhase(kind, phase);
       if (!listed.ok()) {
         spdlog::warn("lifecycle: cannot list {} instances: {}", kind,
                      std::string(listed.status().message()));
+        next = std::min(next, now + kRetryList);
         continue;
       }
+      examined += listed->size();
       for (const model::Instance& instance : *listed) {
-        const PolicyView* view = PolicyOf(instance);
-        if (!view) continue;
-        if (instance.status.PhaseOr() == model::Phase::kStopped) {
+        if (instance.status.PhaseOr() == model::Phase::kStopped)
           stopped_uids.insert(instance.metadata.uid);
-          AccrueReclaimed(instance, *view, now);
-        }
-        if (view->policy.idle && !view->gpu_metrics &&
-            instance.status.PhaseOr() == model::Phase::kSuccess)
-          NoteNoGpuMetrics(instance, *view);
-        std::optional<WallTime> stopped;
-        if (instance.status.PhaseOr() == model::Phase::kStopped) stopped = StoppedAt(instance);
-        for (const Due& due : DeadlinesOf(instance, *view, stopped))
-          Handle(instance, due, now, &next);
+        Look(instance, now, &next);
       }
     }
   }
   std::erase_if(accrued_, [&](const auto& kv) { return !stopped_uids.count(kv.first); });
-  if (approvals_) next = std::min(next, approvals_->ExpireDue(now));
-  if (now >= next_prune_) PruneEvents(now);
+  metrics_.Add("gantry_lifecycle_instances_examined_total", {{"pass", "all"}},
+               static_cast<double>(examined));
   return next;
+}
+
+// Each instance as stored now (it may have moved on since the commit that touched it); one
+// that cannot be read is looked at by the next pass over all (at most kRescan away).
+WallTime LifecycleController::PassOverTouched(const std::set<Touched>& touched, WallTime now) {
+  WallTime next = now + kRescan;
+  for (const auto& [kind, ns, name] : touched) {
+    auto instance = internal::LoadInstance(store_, kind, ns, name);
+    if (!instance.ok()) continue;  // deleted, or not readable now
+    model::Phase phase = instance->status.PhaseOr();
+    if (phase != model::Phase::kStopped) accrued_.erase(instance->metadata.uid);
+    if (phase == model::Phase::kSuccess || phase == model::Phase::kStopped)
+      Look(*instance, now, &next);
+  }
+  metrics_.Add("gantry_lifecycle_instances_examined_total", {{"pass", "touched"}},
+               static_cast<double>(touched.size()));
+  return next;
+}
+
+void LifecycleController::Look(const model::Instance& instance, WallTime now, WallTime* next) {
+  const PolicyView* view = PolicyOf(instance);
+  if (!view) return;
+  const model::Phase phase = instance.status.PhaseOr();
+  std::optional<WallTime> stopped;
+  if (phase == model::Phase::kStopped) {
+    AccrueReclaimed(instance, *view, now);
+    stopped = StoppedAt(instance);
+  }
+  if (view->policy.idle && !view->gpu_metrics && phase == model::Phase::kSuccess)
+    NoteNoGpuMetrics(instance, *view);
+  for (const Due& due : DeadlinesOf(instance, *view, stopped)) Handle(instance, due, now, next);
 }
 
 absl::StatusOr<std::vector<model::Instance>> LifecycleController::ListPhase(
@@ -197,7 +259,7 @@ absl::StatusOr<std::vector<model::Instance>> LifecycleController::ListPhase(
   q.kind = kind;
   q.fields.push_back({"status.phase", true, phase});
   ASSIGN_OR_RETURN(auto objects, internal::ListAll(store_, std::move(q)));
-  return internal::DecodeInstances(objects);
+  return internal::DecodeInstances(std::move(objects));
 }
 
 const PolicyView* LifecycleController::PolicyOf(const model::Instance& instance) {

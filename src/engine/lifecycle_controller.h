@@ -16,10 +16,17 @@
 //     deadline reached before any of its warnings went out (a late pass, gantryd down) gets
 //     the shortest one just before the action: no automatic stop is unexplained.
 //
-// A pass lists the compute and service instances in phase Success and Stopped (field
-// selector on status.phase), never other kinds. The loop sleeps on the Clock until the
-// earliest deadline or warning, at most kRescan; Notify (the store's commit observer, for
-// commits that touch instances) wakes it early, at most once per min_pass_interval.
+// Two kinds of pass (docs/lifecycle-controller.md "The loop"):
+//   - a pass over all lists the compute and service instances in phase Success and Stopped
+//     (field selector on status.phase), never other kinds, and notes the earliest moment any
+//     of them needs a look (a deadline, a warning, a retry): at most kRescan ahead;
+//   - a pass over the touched reads only the instances that commits touched since the last
+//     pass (OnCommit, the store's commit observer), and lowers that moment by theirs.
+// A pass is over all at that moment, at the first pass, after Notify, and when more instances
+// were touched than kMaxTouched; else over the touched. So commits cost a pass in proportion
+// to what they changed, not to how many instances run. The loop sleeps on the Clock until the
+// earliest deadline or warning, at most kRescan; OnCommit and Notify wake it early, at most
+// once per min_pass_interval.
 //
 // An action the engine refuses (the driver cannot stop this instance, it has services) leaves
 // the instance where it was with condition LifecyclePolicy False, reason ActionRefused, and
@@ -38,6 +45,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <tuple>
@@ -69,8 +77,10 @@ struct LifecycleControllerOptions {
 
 class LifecycleController {
  public:
-  // The longest the loop sleeps without a deadline: it re-scans at least this often.
+  // The longest the loop sleeps without a deadline: it passes over all at least this often.
   static constexpr std::chrono::seconds kRescan{60};
+  // More instances touched between two passes than this make the next pass one over all.
+  static constexpr size_t kMaxTouched = 1024;
 
   LifecycleController(store::Store& store, Engine& engine, const drivers::DriverRegistry& drivers,
                       auth::AuditLog& audit, const Clock& clock, Metrics& metrics,
@@ -85,8 +95,11 @@ class LifecycleController {
   void Start();
   // Ends the loop (waits for a pass in progress). Idempotent; call before Engine::Stop.
   void Stop();
-  // A commit touched an instance: look again soon.
+  // Look at every instance soon (a pass over all): what a test calls after moving the clock.
   void Notify();
+  // The store's commit observer: the compute and service instances `events` touched are
+  // looked at soon (a pass over the touched); other kinds are ignored.
+  void OnCommit(const std::vector<store::Event>& events);
   // Waits (on real time, at most `timeout`) until a pass that began at `at_least` or later
   // (on the Clock) has finished; tests call it after Notify. False on timeout.
   bool WaitForPass(WallTime at_least, std::chrono::milliseconds timeout) const;
@@ -99,10 +112,16 @@ class LifecycleController {
                                                                 const std::string& name) const;
 
  private:
-  struct Seen;  // one instance in a pass, with its policy
+  using Touched = std::tuple<std::string, std::string, std::string>;  // kind, ns, name
   void Loop(std::stop_token stop);
-  // One look at every running and stopped instance at `now`; returns when to look next.
+  // One pass at `now` (over all or over the touched); returns when to look next.
   WallTime Pass(WallTime now);
+  // Every running and stopped instance; returns the earliest moment one needs a look.
+  WallTime PassOverAll(WallTime now);
+  // The `touched` instances as stored now; returns the earliest moment one needs a look.
+  WallTime PassOverTouched(const std::set<Touched>& touched, WallTime now);
+  // One running or stopped instance: fires what fell due, warns, accrues; lowers *next.
+  void Look(const model::Instance& instance, WallTime now, WallTime* next);
   absl::StatusOr<std::vector<model::Instance>> ListPhase(const std::string& kind,
                                                          const std::string& phase);
   // The policy of the revision `instance` pinned (cached; nullptr when it cannot be read).
@@ -153,10 +172,15 @@ class LifecycleController {
   std::map<std::string, WallTime> accrued_;  // uid -> reclaimed GPU-seconds counted until
   std::map<std::string, WallTime> warned_;   // event names sent -> their deadline
   WallTime next_prune_;
+  // The earliest moment an instance no commit touched since needs a look: the next pass
+  // from then on is over all.
+  WallTime pass_over_all_at_;
 
   mutable std::mutex mu_;
   mutable std::condition_variable passed_;
   bool notified_ ABSL_GUARDED_BY(mu_) = false;
+  bool over_all_ ABSL_GUARDED_BY(mu_) = true;  // the next pass is over all
+  std::set<Touched> touched_ ABSL_GUARDED_BY(mu_);
   std::stop_source wake_ ABSL_GUARDED_BY(mu_){std::nostopstate};
   std::optional<WallTime> last_pass_ ABSL_GUARDED_BY(mu_);  // when the last pass began
   LoopThread thread_;                                       // last: stopped before the rest goes

@@ -5,8 +5,10 @@
 #include "engine/lifecycle_controller.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "engine/approvals.h"
 #include "engine/engine_test_fixture.h"
@@ -42,6 +44,7 @@ class LifecycleControllerTest : public EngineFixture {
   }
 
   void TearDown() override {
+    if (store_) store_->SetCommitObserver(nullptr);
     controllers_.clear();
     approvals_.reset();
     if (engine_) engine_->Stop();
@@ -143,6 +146,22 @@ class LifecycleControllerTest : public EngineFixture {
     return out;
   }
 
+  // gantry_lifecycle_instances_examined_total{pass=`pass`} ("all" or "touched"); 0 before any.
+  double Examined(const std::string& pass) {
+    std::string text = metrics_.Render();
+    std::string key = "gantry_lifecycle_instances_examined_total{pass=\"" + pass + "\"} ";
+    size_t at = text.find(key);
+    return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + key.size(), nullptr);
+  }
+
+  // Polls until at least `n` instances were read by passes over the touched.
+  void WaitExaminedTouched(double n) {
+    auto until = std::chrono::steady_clock::now() + kDeadline;
+    while (Examined("touched") < n && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_GE(Examined("touched"), n) << metrics_.Render();
+  }
+
   std::vector<json::object> Events(const std::string& name) {
     auto e = controllers_.front()->StoredEvents("p", "ComputeInstance", name);
     EXPECT_TRUE(e.ok()) << e.status();
@@ -187,6 +206,42 @@ TEST_F(LifecycleControllerTest, TtlFiresOnceAtExpiryAndNotBefore) {
                 R"(gantry_lifecycle_actions_total{action="stop",reason="TTLExpired"} 1)"),
             std::string::npos)
       << metrics_.Render();
+}
+
+// A commit that touches one instance costs a pass over that one, not over every running
+// instance; the deadline that pass saw still fires on time, without another commit, by the
+// pass over all it brought forward (docs/lifecycle-controller.md "The loop").
+TEST_F(LifecycleControllerTest, ACommitIsLookedAtAloneAndTheDeadlineItSetStillFires) {
+  CreateProfile(Ttl8h());
+  for (const char* name : {"a", "b", "c"}) CreateInstance(name);
+  StartEngine();
+  for (const char* name : {"a", "b", "c"}) {
+    DeployRunning(name);
+    SetStatus(name, {{"expiresAt", IsoIn(clock_, hours(8))}});
+  }
+  LifecycleController& controller = StartController();
+  Pass();
+  const double over_all = Examined("all");
+  EXPECT_GE(over_all, 3);
+  EXPECT_EQ(Examined("touched"), 0);
+  store_->SetCommitObserver(
+      [&controller](const std::vector<store::Event>& e) { controller.OnCommit(e); });
+
+  // b's ttl cut to 30 s, sooner than the pass over all the last one planned (kRescan).
+  SetStatus("b", {{"expiresAt", IsoIn(clock_, seconds(30))}});
+  WaitExaminedTouched(1);
+  EXPECT_EQ(Examined("touched"), 1);
+  EXPECT_EQ(Examined("all"), over_all);
+
+  clock_.Advance(seconds(30));  // no Notify: the loop wakes for b's deadline by itself
+  EXPECT_EQ(GetString(WaitPhase("b", "Stopped"), "status.reason"), "TTLExpired");
+  ASSERT_TRUE(controller.WaitForPass(clock_.Now(), kDeadline));  // the pass that fired it
+  EXPECT_GT(Examined("all"), over_all);
+  EXPECT_EQ(GetString(Instance("a"), "status.phase"), "Success");
+  EXPECT_EQ(GetString(Instance("c"), "status.phase"), "Success");
+  auto events = Events("b");
+  ASSERT_EQ(events.size(), 1u);  // its warning
+  EXPECT_EQ(GetString(events[0], "reason"), "ExpiresSoon");
 }
 
 TEST_F(LifecycleControllerTest, ReclaimedGpuSecondsAccrueWhileStoppedByAPolicy) {

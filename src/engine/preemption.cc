@@ -100,7 +100,7 @@ void Engine::RelabelAdmissions(const std::string& ns) {
   q.ns = ns;
   auto listed = internal::ListAll(store_, q);
   if (!listed.ok()) return;
-  std::vector<model::Instance> instances = internal::DecodeInstances(*listed);
+  std::vector<model::Instance> instances = internal::DecodeInstances(*std::move(listed));
   const auto labels = AdmissionLabels(instances, guarantee);
   for (model::Instance& i : instances) {
     auto label = labels.find(i.metadata.name);

@@ -27,7 +27,7 @@ absl::Status Engine::RebuildGpuAssignments() {
   q.kind = kComputeInstanceKind;
   q.limit = 1000;
   return internal::ForEachPage(store_, q, [this](std::vector<json::object>& page) {
-    for (const model::Instance& i : internal::DecodeInstances(page)) RestoreGpus(i);
+    for (const model::Instance& i : internal::DecodeInstances(std::move(page))) RestoreGpus(i);
   });
 }
 
@@ -50,7 +50,7 @@ void Engine::AdoptWorkloads() {
     q.fields = {{"status.phase", true, "Success"}};
     auto page = store_.List(q);
     if (!page.ok()) continue;
-    for (model::Instance& i : internal::DecodeInstances(page->items)) {
+    for (model::Instance& i : internal::DecodeInstances(std::move(page->items))) {
       i.kind = kind;
       AdoptWorkload(i);
     }
@@ -145,7 +145,7 @@ void Engine::OnWorkloadEvent(const drivers::WorkloadEvent& e) {
     w.push_back(internal::UpdateOf(*instance));
     auto stored = store_.Commit(std::move(w));
     if (stored.ok() && kind == kComputeInstanceKind)
-      if (auto now_instance = model::DecodeInstance((*stored)[0]); now_instance.ok())
+      if (auto now_instance = model::DecodeInstance(std::move((*stored)[0])); now_instance.ok())
         NoteComputeState(*now_instance);
     if (stored.ok() || !IsConflict(stored.status())) return;
   }
@@ -161,8 +161,8 @@ absl::Status Engine::Recover() {
   q.oldest_first = true;
   ASSIGN_OR_RETURN(auto page, store_.List(q));
   const auto now = clock_.Now();
-  for (const auto& stored : page.items) {
-    auto run = model::DecodeRun(stored);
+  for (auto& stored : page.items) {
+    auto run = model::DecodeRun(std::move(stored));
     if (!run.ok()) continue;
     if (run->lease && run->lease->holder == options_.holder) continue;
     if (options_.sole_owner) {
@@ -192,7 +192,7 @@ void Engine::TakeOver(const model::Run& run, std::chrono::system_clock::time_poi
   w.push_back(internal::UpdateOf(taken));
   auto stored = store_.Commit(std::move(w));
   if (!stored.ok()) return;  // another replica took it, or it moved on
-  auto mine = model::DecodeRun((*stored)[0]);
+  auto mine = model::DecodeRun(std::move((*stored)[0]));
   if (!mine.ok()) return;
   spdlog::info("taking over run {}/{} from {} (lease expired)", run.metadata.ns, run.metadata.name,
                lease.holder);

@@ -69,7 +69,7 @@ absl::Status Engine::CheckCanStop(const model::Instance& instance) {
 void Engine::StopServicesOn(const model::Instance& compute, bool queued) {
   auto services = ServicesOn(store_, compute.metadata.ns, compute.metadata.name);
   if (!services.ok()) return;
-  for (model::Instance& s : internal::DecodeInstances(*services)) {
+  for (model::Instance& s : internal::DecodeInstances(*std::move(services))) {
     s.kind = kServiceInstanceKind;
     const Phase phase = s.status.PhaseOr();
     if (phase != Phase::kSuccess && phase != Phase::kFailed) continue;

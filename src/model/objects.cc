@@ -261,13 +261,11 @@ Run NewRun(const std::string& name, const std::string& ns, const std::string& ui
   return *DecodeRun(raw);
 }
 
-absl::StatusOr<Run> DecodeRun(const json::object& stored) {
-  Run r;
-  r.raw = stored;
-  auto meta = DecodeObjectMeta(stored);
-  if (!meta.ok()) return meta.status();
-  r.metadata = *std::move(meta);
-  const json::object& spec = ObjectAt(stored, "spec");
+absl::StatusOr<Run> DecodeRun(json::object stored) {
+  absl::StatusOr<Run> decoded = DecodeObjectWithMeta<Run>(std::move(stored));
+  if (!decoded.ok()) return decoded.status();
+  Run& r = *decoded;
+  const json::object& spec = ObjectAt(r.raw, "spec");
   const json::object& ref = ObjectAt(spec, "instanceRef");
   r.instance_kind = GetString(ref, "kind", "ComputeInstance");
   r.instance_name = GetString(ref, "name");
@@ -279,7 +277,7 @@ absl::StatusOr<Run> DecodeRun(const json::object& stored) {
   r.template_revision = GetInt(spec, "templateRevision", 1);
   r.previous_phase = ParsePhase(GetString(spec, "previousPhase", "NotDeployed"));
   r.delete_instance = GetBool(spec, "deleteInstance");
-  const json::object& s = ObjectAt(stored, "status");
+  const json::object& s = ObjectAt(r.raw, "status");
   r.phase = ParseRunPhase(GetString(s, "phase"));
   r.attempt = GetInt(s, "attempt", 0);
   r.reason = OptString(s, "reason");
@@ -292,7 +290,7 @@ absl::StatusOr<Run> DecodeRun(const json::object& stored) {
   r.gpu_uuids = OptStrings(s, "gpuUuids");
   r.driver_state = OptObject(s, "driverState");
   r.outputs = OptObject(s, "outputs");
-  return r;
+  return decoded;
 }
 
 json::object EncodeRun(const Run& run) {
@@ -335,14 +333,12 @@ void InstanceStatus::SetCondition(const std::string& type, bool ok, const std::s
   model::SetCondition(*conditions, type, ok, reason, message, now);
 }
 
-absl::StatusOr<Instance> DecodeInstance(const json::object& stored) {
-  Instance i;
-  i.raw = stored;
-  i.kind = GetString(stored, "kind");
-  auto meta = DecodeObjectMeta(stored);
-  if (!meta.ok()) return meta.status();
-  i.metadata = *std::move(meta);
-  const json::object& spec = ObjectAt(stored, "spec");
+absl::StatusOr<Instance> DecodeInstance(json::object stored) {
+  absl::StatusOr<Instance> decoded = DecodeObjectWithMeta<Instance>(std::move(stored));
+  if (!decoded.ok()) return decoded.status();
+  Instance& i = *decoded;
+  i.kind = GetString(i.raw, "kind");
+  const json::object& spec = ObjectAt(i.raw, "spec");
   i.display_name = GetString(spec, "displayName");
   i.description = GetString(spec, "description");
   i.variables = ObjectAt(spec, "variables");
@@ -353,8 +349,8 @@ absl::StatusOr<Instance> DecodeInstance(const json::object& stored) {
   i.compute_ns = GetString(ref, "namespace", i.metadata.ns);
   i.compute_name = GetString(ref, "name");
   i.lifecycle = DecodeInstanceLifecycle(spec);
-  i.status = DecodeInstanceStatus(ObjectAt(stored, "status"));
-  return i;
+  i.status = DecodeInstanceStatus(ObjectAt(i.raw, "status"));
+  return decoded;
 }
 
 json::object EncodeInstance(const Instance& instance) {

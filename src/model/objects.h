@@ -106,7 +106,7 @@ absl::StatusOr<T> DecodeObjectWithMeta(boost::json::object stored) {
   return out;
 }
 
-absl::StatusOr<Run> DecodeRun(const boost::json::object& stored);
+absl::StatusOr<Run> DecodeRun(boost::json::object stored);  // by value, as DecodeInstance
 boost::json::object EncodeRun(const Run& run);
 
 // One entry of status.conditions.
@@ -172,7 +172,8 @@ struct Instance {
   InstanceStatus status;
 };
 
-absl::StatusOr<Instance> DecodeInstance(const boost::json::object& stored);
+// Taken by value, as DecodeObjectWithMeta: a caller done with the stored object moves it in.
+absl::StatusOr<Instance> DecodeInstance(boost::json::object stored);
 boost::json::object EncodeInstance(const Instance& instance);
 
 // The profile revision's spec.resources as the engine reads it.
