@@ -53,6 +53,7 @@ SECONDS_RUN=${BENCH_SECONDS:-$(small 1 10)}
 WARMUP=$(small 1 2)   # seconds of wrk before the GET rounds
 LIST_COUNT=$(small 20 1000) LIST_SECONDS=$(small 5 30)  # lists per selector, and at most
 N_SEQ=$(small 3 50)   # the deploys one after another
+N_PATCHES=$(small 5 50)  # label patches, 10 a second, before and after the burst (5c)
 N_SPAWN=$(small 20 500) SPAWN_BIG_MB=$(small 64 1024)
 ONLY=${BENCH_ONLY:-get,create,store,list,deploy,spawn,lifecycle,usage,webhooks,container,admission,fairshare}
 N_CHANGES=${BENCH_CHANGES:-$(small 10 1000)}
@@ -238,6 +239,19 @@ us_per() {  # TICKS COUNT: CPU microseconds per operation
   awk -v t="$1" -v n="$2" -v hz="$HZ" 'BEGIN { if (n > 0) printf "%.0f", t * 1e6 / hz / n; else print "n/a" }'
 }
 yesno() { if "$@"; then echo yes; else echo NO; fi; }
+# PREFIX COUNT VALUE: gantryd's CPU us per label patch (label n=VALUE on PREFIX-0, PREFIX-1, ...;
+# a new VALUE each call: a patch that changes nothing commits nothing), 10 patches a second.
+patch_cpu_us() {
+  local i t0
+  t0=$(cpu_ticks "$GPID")
+  for ((i = 0; i < $2; i++)); do
+    curl -sS --fail-with-body -o /dev/null -X PATCH -H "$AUTH" \
+      -H 'Content-Type: application/merge-patch+json' --data "{\"metadata\":{\"labels\":{\"n\":\"$3\"}}}" \
+      "http://127.0.0.1:$GPORT$API/computeinstances/$1-$i" || die "PATCH $1-$i failed"
+    sleep 0.1
+  done
+  us_per "$(($(cpu_ticks "$GPID") - t0))" "$2"
+}
 lg() { timeout 400 "$LOADGEN" "$@"; }
 
 log "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)," \
@@ -506,6 +520,7 @@ if want deploy; then
   line=$(lg create --port "$GPORT" --prefix d --count "$N_DEPLOYS" --connections 16 --set burst)
   [[ $(field creates "$line") == "$N_DEPLOYS" ]] || die "creating the deploy instances failed"
   lg create --port "$GPORT" --prefix s --count "$N_SEQ" --connections 4 --set seq >/dev/null
+  idle_us=$(patch_cpu_us d "$N_PATCHES" before)  # 5c's reference: none of them running yet
   line=$(lg deploy --port "$GPORT" --prefix d --set burst --count "$N_DEPLOYS" --connections 32) || true
   echo "   burst: $line" >&2
   ref=$(lg spawn --count "$N_DEPLOYS" --parallel "$WORKERS")
@@ -530,6 +545,12 @@ if want deploy; then
   record deploy "single deploy POST->Success p50 ms" "$(field p50_ms "$line")" "$(field p50_ms "$ref")" "-" "-" "-"
   record deploy "single deploy p50 overhead ms" "$over" "0" "-" "<=20ms" "$(yesno le "$over" 20)"
   record deploy "single deploy POST->Success p99 ms" "$(field p99_ms "$line")" "$(field p99_ms "$ref")" "-" "-" "-"
+  # 5c. What one commit costs once the burst runs: each patch wakes the lifecycle controller
+  # (at most once a second), which reads the instances the commit touched, not all of them.
+  log "5c. engine: CPU per label patch with $N_DEPLOYS instances running vs none running"
+  busy_us=$(patch_cpu_us d "$N_PATCHES" after)
+  record deploy "CPU us per patch, $N_DEPLOYS running" "$busy_us" "$idle_us" \
+    "$(ratio "$busy_us" "$idle_us")" "<=1.5x" "$(yesno le "$(ratio "$busy_us" "$idle_us")" 1.5)"
   stop_gantryd
 fi
 
