@@ -124,8 +124,11 @@ void LifecycleController::OnCommit(const std::vector<store::Event>& events) {
   bool touched = false;
   for (const store::Event& e : events) {
     if (e.kind != kComputeInstanceKind && e.kind != kServiceInstanceKind) continue;
-    touched = true;
-    if (over_all_) continue;
+    touched = true;  // wakes the loop: the approval gates' expiries may have changed
+    // Only a running or stopped instance has deadlines to read; one that left those phases
+    // needs nothing (its reclaimed GPU-seconds stop when it is no longer Stopped at a look).
+    const std::string phase = model::GetString(e.object, "status.phase");
+    if (over_all_ || (phase != "Success" && phase != "Stopped")) continue;
     touched_.emplace(e.kind, e.ns, e.name);
     if (touched_.size() > kMaxTouched) {
       over_all_ = true;

@@ -97,8 +97,9 @@ class LifecycleController {
   void Stop();
   // Look at every instance soon (a pass over all): what a test calls after moving the clock.
   void Notify();
-  // The store's commit observer: the compute and service instances `events` touched are
-  // looked at soon (a pass over the touched); other kinds are ignored.
+  // The store's commit observer: a commit to a compute or service instance wakes the loop
+  // soon (a pass over the touched), which reads those the commit left running (Success) or
+  // Stopped; instances in other phases have no deadline. Other kinds are ignored.
   void OnCommit(const std::vector<store::Event>& events);
   // Waits (on real time, at most `timeout`) until a pass that began at `at_least` or later
   // (on the Clock) has finished; tests call it after Notify. False on timeout.
