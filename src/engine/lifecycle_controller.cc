@@ -28,7 +28,7 @@ namespace {
 constexpr seconds kFirstBackoff{60};
 constexpr seconds kMaxBackoff{3600};
 constexpr seconds kPruneEvery{3600};
-constexpr seconds kRetryList{1};  // a pass over all that could not list tries again this soon
+constexpr seconds kRetryList{1};  // a pass that could not read tries again this soon
 constexpr std::array<const char*, 2> kInstanceKinds = {"ComputeInstance", "ServiceInstance"};
 
 std::string PluralOf(const std::string& kind) {
@@ -225,13 +225,17 @@ WallTime LifecycleController::PassOverAll(WallTime now) {
   return next;
 }
 
-// Each instance as stored now (it may have moved on since the commit that touched it); one
-// that cannot be read is looked at by the next pass over all (at most kRescan away).
+// Each instance as stored now (it may have moved on since the commit that touched it). One
+// that cannot be read now (not deleted: the store failed) makes the next pass, soon, one over
+// all.
 WallTime LifecycleController::PassOverTouched(const std::set<Touched>& touched, WallTime now) {
   WallTime next = now + kRescan;
   for (const auto& [kind, ns, name] : touched) {
     auto instance = internal::LoadInstance(store_, kind, ns, name);
-    if (!instance.ok()) continue;  // deleted, or not readable now
+    if (!instance.ok()) {
+      if (!absl::IsNotFound(instance.status())) next = std::min(next, now + kRetryList);
+      continue;
+    }
     model::Phase phase = instance->status.PhaseOr();
     if (phase != model::Phase::kStopped) accrued_.erase(instance->metadata.uid);
     if (phase == model::Phase::kSuccess || phase == model::Phase::kStopped)
