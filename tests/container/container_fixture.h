@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,16 +36,80 @@ struct PodmanResult {
   }
 };
 
-inline PodmanResult Podman(std::vector<std::string> args) {
+// Runs argv (a program on PATH and its arguments) to the end.
+inline PodmanResult RunTool(std::vector<std::string> argv) {
   drivers::ProcessSpec spec;
-  spec.argv = {"podman"};
-  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.argv = std::move(argv);
   PodmanResult out;
   drivers::ProcessHooks hooks;
   hooks.on_line = [&out](std::string_view line) { out.lines.emplace_back(line); };
   auto r = drivers::RunProcess(spec, hooks);
   if (r.ok()) out.exit_code = r->exit_code;
   return out;
+}
+
+inline PodmanResult Podman(std::vector<std::string> args) {
+  args.insert(args.begin(), "podman");
+  return RunTool(std::move(args));
+}
+
+// The words of an `iptables -S` rule, with a "quoted comment" as one word.
+inline std::vector<std::string> RuleWords(const std::string& rule) {
+  std::vector<std::string> words;
+  std::string word;
+  bool quoted = false, any = false;
+  for (char c : rule) {
+    if (c == '"') {
+      quoted = !quoted;
+      any = true;
+    } else if (c == ' ' && !quoted) {
+      if (any) words.push_back(word);
+      word.clear();
+      any = false;
+    } else {
+      word += c;
+      any = true;
+    }
+  }
+  if (any) words.push_back(word);
+  return words;
+}
+
+// Deletes the port-forwarding rules that netavark left behind for containers that no longer
+// exist (a container removed uncleanly, e.g. with its gantryd killed, keeps its DNAT rule),
+// for host ports in [min, max]. Such a rule, earlier in the chain than a new container's,
+// sends connections to the dead container's address: "connection refused" for a container
+// that runs. Needs root (iptables); does nothing otherwise.
+inline void DeleteStaleDnatRules(int min, int max) {
+  std::set<std::string> live;
+  for (const auto& id : Podman({"ps", "-aq", "--no-trunc"}).lines) live.insert(id);
+  PodmanResult rules = RunTool({"iptables", "-t", "nat", "-S"});
+  if (rules.exit_code != 0) return;
+  std::set<std::string> stale_ports;
+  const std::string marker = "podman id: ";
+  for (const auto& rule : rules.lines) {
+    size_t at = rule.find(marker);
+    if (rule.rfind("-A NETAVARK-HOSTPORT-DNAT ", 0) != 0 || at == std::string::npos) continue;
+    std::string id = rule.substr(at + marker.size());
+    id = id.substr(0, id.find('"'));
+    std::vector<std::string> words = RuleWords(rule);
+    for (size_t i = 0; i + 1 < words.size(); ++i)
+      if (words[i] == "--dport" && !live.count(id)) {
+        int port = std::atoi(words[i + 1].c_str());
+        if (port >= min && port <= max) stale_ports.insert(words[i + 1]);
+      }
+  }
+  for (const auto& rule : rules.lines) {
+    std::vector<std::string> words = RuleWords(rule);
+    if (words.size() < 2 || words[0] != "-A") continue;
+    bool stale = false;
+    for (size_t i = 0; i + 1 < words.size(); ++i)
+      stale = stale || (words[i] == "--dport" && stale_ports.count(words[i + 1]));
+    if (!stale) continue;
+    words[0] = "-D";
+    words.insert(words.begin(), {"iptables", "-t", "nat"});
+    RunTool(words);
+  }
 }
 
 inline bool PodmanInstalled() {
@@ -82,6 +147,7 @@ class ContainerTest : public LocalTest {
       GTEST_SKIP() << "podman is not installed: apt-get install podman runc busybox-static";
     }
     ASSERT_NO_FATAL_FAILURE(BuildImage());
+    DeleteStaleDnatRules(kMinPort, kMaxPort);
     LocalTest::SetUp();
   }
 
