@@ -91,13 +91,13 @@ inline void DeleteStaleDnatRules(int min, int max) {
     size_t at = rule.find(marker);
     if (rule.rfind("-A NETAVARK-HOSTPORT-DNAT ", 0) != 0 || at == std::string::npos) continue;
     std::string id = rule.substr(at + marker.size());
-    id = id.substr(0, id.find('"'));
+    if (live.count(id.substr(0, id.find('"')))) continue;
     std::vector<std::string> words = RuleWords(rule);
-    for (size_t i = 0; i + 1 < words.size(); ++i)
-      if (words[i] == "--dport" && !live.count(id)) {
-        int port = std::atoi(words[i + 1].c_str());
-        if (port >= min && port <= max) stale_ports.insert(words[i + 1]);
-      }
+    for (size_t i = 0; i + 1 < words.size(); ++i) {
+      if (words[i] != "--dport") continue;
+      int port = std::atoi(words[i + 1].c_str());
+      if (port >= min && port <= max) stale_ports.insert(words[i + 1]);
+    }
   }
   for (const auto& rule : rules.lines) {
     std::vector<std::string> words = RuleWords(rule);
