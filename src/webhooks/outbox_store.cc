@@ -78,6 +78,8 @@ absl::StatusOr<std::vector<OutboxStore::Happening>> OutboxStore::HappeningsOf(
       if (std::find(names.begin(), names.end(), reason) == names.end()) continue;
       // A preemption is told by the victim's phase change (below), not again by its Event.
       if (reason == "Preempted") continue;
+      ASSIGN_OR_RETURN(bool wanted, Subscribed(ns, {reason}));
+      if (!wanted) continue;
       json::object body{{"type", reason},
                         {"time", now},
                         {"object", InvolvedObject(w.object)},
@@ -87,6 +89,9 @@ absl::StatusOr<std::vector<OutboxStore::Happening>> OutboxStore::HappeningsOf(
                      reason + ": " + ns + "/" + who + ": " + GetString(w.object, "message")});
       continue;
     }
+    // Nobody listens: the stored "before" is not read.
+    ASSIGN_OR_RETURN(bool wanted, Subscribed(ns, {"PhaseChanged", "Preempted"}));
+    if (!wanted) continue;
     auto stored = inner_->Get(w.kind, ns, name);
     if (!stored.ok() && !absl::IsNotFound(stored.status())) return stored.status();
     std::string was = stored.ok() ? GetString(*stored, "status.phase") : "";
@@ -148,6 +153,17 @@ absl::StatusOr<const std::vector<OutboxStore::Hook>*> OutboxStore::HooksOf(const
   } while (!q.continue_token.empty());
   if (cluster) return &cluster_.emplace(std::move(hooks));
   return &(by_ns_[ns] = std::move(hooks));
+}
+
+absl::StatusOr<bool> OutboxStore::Subscribed(const std::string& ns,
+                                             std::initializer_list<std::string_view> events) {
+  for (bool cluster : {false, true}) {
+    ASSIGN_OR_RETURN(const std::vector<Hook>* hooks, HooksOf(ns, cluster));
+    for (const Hook& hook : *hooks)
+      for (std::string_view e : events)
+        if (std::find(hook.events.begin(), hook.events.end(), e) != hook.events.end()) return true;
+  }
+  return false;
 }
 
 bool OutboxStore::ChangesSubscribers(const Write& w) {
@@ -224,8 +240,8 @@ absl::StatusOr<std::vector<json::object>> OutboxStore::Commit(std::vector<Write>
   std::unique_lock lock(mu_, std::defer_lock);
   if (std::any_of(writes.begin(), writes.end(), Tells)) {
     lock.lock();
+    RETURN_IF_ERROR(Revalidate());
     ASSIGN_OR_RETURN(std::vector<Happening> happenings, HappeningsOf(writes));
-    if (!happenings.empty()) RETURN_IF_ERROR(Revalidate());
     for (const Happening& h : happenings) RETURN_IF_ERROR(AppendDeliveries(h, &writes));
     // When every update told is guarded by the resourceVersion its "before" was read at, the
     // commit itself checks that the read is still true (a change in between fails it with

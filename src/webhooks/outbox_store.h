@@ -14,7 +14,8 @@
 //     change already told it.
 // A Webhook of the object's project and every ClusterWebhook that lists the event get one.
 //
-// To know the stored phase, a commit with instance writes reads those instances first; such
+// To know the stored phase, a commit with instance writes reads those instances first (only
+// when a hook of the project or the cluster subscribes to PhaseChanged or Preempted); such
 // commits are serialised in this process (one mutex) so that two of them cannot both see the
 // same "before". Across replicas (PostgreSQL) the engine's writes are guarded by
 // resourceVersion, so a stale "before" makes that commit fail with 409 and be retried.
@@ -40,6 +41,7 @@
 #pragma once
 
 #include <atomic>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -116,12 +118,16 @@ class OutboxStore final : public store::Store {
     bool slack = false;
     std::vector<std::string> events;
   };
-  // What the writes tell (reads the stored instances they update).
+  // What the writes tell (reads the stored instances they update, when a hook listens).
+  // Needs mu_, and Revalidate first.
   absl::StatusOr<std::vector<Happening>> HappeningsOf(const std::vector<store::Write>& writes);
   // The deliveries of `h` to the webhooks that subscribe to it.
   absl::Status AppendDeliveries(const Happening& h, std::vector<store::Write>* writes);
   // Drops the cache when the marker moved since it was filled. Needs mu_.
   absl::Status Revalidate();
+  // Whether a Webhook of `ns` or a ClusterWebhook subscribes to one of `events`. Needs mu_.
+  absl::StatusOr<bool> Subscribed(const std::string& ns,
+                                  std::initializer_list<std::string_view> events);
   // The webhooks of project `ns` ("" : the ClusterWebhooks), from the cache. Needs mu_.
   absl::StatusOr<const std::vector<Hook>*> HooksOf(const std::string& ns, bool cluster);
   // Adds the marker's update to `writes` when they change who subscribes to what.

@@ -21,10 +21,22 @@ namespace gantry::store::sqlite {
 void ConfigureOnce();
 
 // One connection and its statements prepared with SQLITE_PREPARE_PERSISTENT, keyed by their
-// SQL text. Only fixed SQL (string literals) is cached: the statements a list builds from
-// its selectors are prepared once per call.
+// SQL text: fixed SQL (string literals) for the connection's life, and the SQL a list builds
+// from its selectors (values are bound, so each shape of query prepares once) up to
+// kMaxBuilt statements, the least recently used closed first.
 class Connection {
  public:
+  // Built statements kept per connection: the engine's and the API's list shapes fit many
+  // times over; a client sending ever new selectors only evicts its own.
+  static constexpr size_t kMaxBuilt = 128;
+
+  // A built statement in the cache; `in_use` while a Stmt holds it.
+  struct Built {
+    sqlite3_stmt* stmt = nullptr;
+    bool in_use = false;
+    uint64_t last_use = 0;
+  };
+
   explicit Connection(sqlite3* db) : db_(db) {}
   ~Connection();
   Connection(const Connection&) = delete;
@@ -34,19 +46,34 @@ class Connection {
   // The cached statement for `sql` (prepared on first use), or nullptr when it does not
   // prepare (the connection's error message says why).
   sqlite3_stmt* Cached(std::string_view sql);
+  // The cached statement for built `sql`, marked in use; nullptr when it does not prepare or
+  // is in use already (the caller prepares its own).
+  Built* TakeBuilt(const std::string& sql);
+  size_t built_count() const { return built_.size(); }
+  bool HasBuilt(const std::string& sql) const { return built_.count(sql) > 0; }
 
  private:
+  void EvictBuilt();
+
   sqlite3* db_;
   std::unordered_map<std::string_view, sqlite3_stmt*> cache_;
+  // Node-based: a Built's address stays valid while other entries come and go.
+  std::unordered_map<std::string, Built> built_;
+  uint64_t uses_ = 0;
 };
 
+// Tags the Stmt constructor for SQL built at run time.
+struct BuiltSql {};
+
 // A statement: either cached on its connection (reset and unbound on scope exit) or prepared
-// for this call only (finalized on scope exit). At most one Stmt per cached SQL text is alive
-// on a connection at a time.
+// for this call only (finalized on scope exit). At most one Stmt per literal SQL text is
+// alive on a connection at a time.
 class Stmt {
  public:
   // Cached: `sql` must outlive the connection (a string literal).
   Stmt(Connection& conn, std::string_view sql);
+  // Built at run time (a list's query): cached by its text when it is not in use already.
+  Stmt(Connection& conn, BuiltSql, const std::string& sql);
   // One-off.
   Stmt(sqlite3* db, std::string_view sql);
   ~Stmt();
@@ -81,9 +108,12 @@ class Stmt {
   std::string Error() const { return sqlite3_errmsg(db_); }
 
  private:
+  void Prepare(std::string_view sql);
+
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
   bool cached_;
+  Connection::Built* built_ = nullptr;  // the cache entry this Stmt holds
   int rc_ = SQLITE_ERROR;
 };
 

@@ -279,7 +279,7 @@ absl::StatusOr<ListResult> SqliteStore::List(const ListOptions& options) {
     // MAX(rv) over objects would scan them all).
     Stmt rv(*r.conn(), "SELECT IFNULL(MAX(rv),0) FROM events");
     if (rv.Step() == SQLITE_ROW) result.resource_version = rv.Int(0);
-    Stmt s(r.db(), q.sql);
+    Stmt s(*r.conn(), sqlite::BuiltSql{}, q.sql);
     for (size_t i = 0; i < q.binds.size(); ++i) s.Bind(static_cast<int>(i + 1), q.binds[i]);
     int64_t last_id = 0;
     while ((rc = s.Step()) == SQLITE_ROW) {
@@ -306,7 +306,7 @@ absl::StatusOr<int64_t> SqliteStore::Count(const std::string& kind, std::optiona
   ASSIGN_OR_RETURN(sqlite::Query q, sqlite::CountQuery(kind, ns, fields));
   Reader r = AcquireReader();
   if (!r.conn()) return absl::UnavailableError("cannot open a database connection");
-  Stmt s(r.db(), q.sql);
+  Stmt s(*r.conn(), sqlite::BuiltSql{}, q.sql);
   for (size_t i = 0; i < q.binds.size(); ++i) s.Bind(static_cast<int>(i + 1), q.binds[i]);
   if (s.Step() != SQLITE_ROW) return SqlError(r.db(), "count");
   return s.Int(0);
