@@ -555,17 +555,7 @@ int main(int argc, char** argv) {
               break;
             }
         if (auto* a = authn_observer.load()) a->OnCommit(events);
-        // Runs queued or ended; and what services and the compute instances they wait for do
-        // (a service waits for its compute instance's Success, a compute destroy for its services).
-        for (const auto& e : events)
-          // A project's quota or budget, or a rate card, changed: a waiting deploy may fit now.
-          if ((e.kind == "Run" && e.type != "DELETED") || e.kind == "ServiceInstance" ||
-              e.kind == "Project" || e.kind == "RateCard" ||
-              (e.kind == "ComputeInstance" &&
-               gantry::model::GetString(e.object, "status.phase") == "Success")) {
-            engine.Notify();
-            break;
-          }
+        engine.OnCommit(events);
         if (auto* l = lifecycle_observer.load()) l->OnCommit(events);
       });
   gantry::api::ResourceService resources(*store, hub, clock, **secrets, drivers);

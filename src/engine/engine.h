@@ -52,6 +52,7 @@
 #include "drivers/driver.h"
 #include "engine/admission.h"
 #include "engine/budgets.h"
+#include "engine/dispatch_wakes.h"
 #include "engine/inventory.h"
 #include "engine/run_log.h"
 #include "model/objects.h"
@@ -137,7 +138,12 @@ class Engine : public drivers::WorkloadObserver {
   absl::StatusOr<boost::json::object> Delete(const std::string& kind, const std::string& ns,
                                              const std::string& name, bool cascade, bool* accepted);
 
-  // Store commit observer hook: wakes the dispatcher when runs are queued.
+  // The store's commit observer: wakes the dispatcher after a commit that may let a queued
+  // run go (engine/dispatch_wakes.h).
+  void OnCommit(const std::vector<store::Event>& events) {
+    if (wakes_.Wakes(events)) Notify();
+  }
+  // Wakes the dispatcher: it looks at the queue at once.
   void Notify();
   // Queued runs right now (for /metrics).
   int64_t QueueDepth();
@@ -290,6 +296,7 @@ class Engine : public drivers::WorkloadObserver {
   std::condition_variable work_ready_;  // workers: claimed runs to execute
   std::condition_variable idle_;        // Stop: active runs finished
   bool notified_ ABSL_GUARDED_BY(mu_) = false;
+  DispatchWakes wakes_;  // which commits set notified_
   std::vector<model::Run> claimed_ ABSL_GUARDED_BY(mu_);
   int busy_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::shared_ptr<Active>> active_ ABSL_GUARDED_BY(mu_);
