@@ -39,6 +39,7 @@
 // Thread-safety: values and pure functions.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -59,8 +60,9 @@ struct AdmissionSnapshot {
   std::string host;                           // this replica's host
   std::chrono::system_clock::time_point now;  // when the pass read it (Run.reclaim expiry)
   std::map<std::pair<std::string, std::string>, model::Instance> computes;  // by (ns, name)
-  std::vector<model::Instance> services;                                    // every project
-  std::map<std::string, model::Quota> quotas;                               // by project
+  // Every project's; a deque: QueuedRun::instance points into it while pages are added.
+  std::deque<model::Instance> services;
+  std::map<std::string, model::Quota> quotas;  // by project
   std::set<std::pair<std::string, std::string>>
       running_deploys;                    // (ns, run) deploys, starts Running
   Inventory inventory;                    // this host's GPUs
@@ -71,6 +73,8 @@ struct AdmissionSnapshot {
   std::map<std::pair<std::string, std::string>, model::Scheduling> scheduling;
   // Projects whose Block budget is spent (engine/budgets.h), with the words that say so.
   std::map<std::string, std::string> over_budget;
+  // Projects whose compute instances are all in `computes` (their quota counts them).
+  std::set<std::string> listed_projects;
 
   bool FairShare() const { return !guarantees.empty(); }
   int64_t GuaranteeOf(const std::string& ns, const std::string& type) const;

@@ -1,9 +1,12 @@
-// The dispatcher and the workers of engine.h. One pass of the dispatcher reads the queue and
-// one AdmissionSnapshot, decides on each queued run with the pure Admit (engine/admission.h),
-// claims the admitted ones (an optimistic commit: exactly one claimer wins) and tells the
-// waiting ones why they wait (and where they are in the queue). Fair share: the queue is put
-// in OrderQueue's order first, and the victims a waiting deploy names are preempted
-// (engine/preemption.cc).
+// The dispatcher and the workers of engine.h. One pass of the dispatcher reads the queue,
+// oldest first, a page of 64 runs at a time with what admission needs for them (one
+// AdmissionSnapshot, added to page by page), decides on each queued run with the pure Admit
+// (engine/admission.h), claims the admitted ones (an optimistic commit: exactly one claimer
+// wins) and tells the waiting ones why they wait (and where they are in the queue). It reads
+// the next page only while it has claimed less than the workers can take, up to 500 runs.
+// Fair share and priorities: before it decides a run that needs GPUs, it reads the rest of
+// the queue and puts it in OrderQueue's order, and the victims a waiting deploy names are
+// preempted (engine/preemption.cc).
 #include <spdlog/spdlog.h>
 
 #include "common/status_macros.h"
@@ -44,68 +47,119 @@ void Engine::DispatchLoop() {
   }
 }
 
-bool Engine::DispatchPass(size_t free_slots) {
-  const auto began = std::chrono::steady_clock::now();  // gantry_dispatch_pass_seconds
+namespace {
+
+// A pass reads the queue a page at a time, oldest first, and stops reading when it has
+// claimed what the workers can take: a burst's pass that claims 16 runs reads 64 runs and
+// their instances, not the 500 it may look past.
+constexpr int64_t kQueuePage = 64;
+// At most this many queued runs per pass: enough to look past runs waiting for capacity
+// (and tell each why it waits).
+constexpr size_t kQueueLook = 500;
+
+// Whether OrderQueue may move `q` (engine/admission.h): a deploy or start that needs GPUs.
+bool MayBeReordered(const QueuedRun& q) {
+  return q.run.instance_kind != kServiceInstanceKind && StartsWorkload(q.run.action) && q.target &&
+         q.target->resources.gpu_count > 0;
+}
+
+}  // namespace
+
+// The next page of the queue after `pass->next_page` ("" : the first), resolved into
+// pass->queue; false when there is none (or it cannot be read: logged).
+bool Engine::ReadQueuePage(DispatchQueue* pass) {
+  if (pass->done || pass->queue.size() >= kQueueLook) return false;
   store::ListOptions q;
   q.kind = model::kRunKind;
   q.fields = {{"status.phase", true, "Queued"}};
   q.oldest_first = true;
-  // Enough to look past runs waiting for capacity (and tell each why it waits).
-  q.limit = 500;
+  q.limit = std::min<int64_t>(kQueuePage, static_cast<int64_t>(kQueueLook - pass->queue.size()));
+  q.continue_token = pass->next_page;
   auto page = store_.List(q);
-  metrics_.Set("gantry_run_queue_depth", {}, static_cast<double>(QueueDepth()));
   if (!page.ok()) {
     spdlog::warn("engine: cannot read the run queue: {}", std::string(page.status().message()));
     return false;
   }
+  pass->next_page = page->continue_token;
+  pass->done = pass->next_page.empty();
   if (page->items.empty()) return false;
   std::vector<model::Run> runs;
   for (auto& stored : page->items)
     if (auto run = model::DecodeRun(std::move(stored)); run.ok()) runs.push_back(*std::move(run));
-  auto snapshot = TakeSnapshot(runs);
-  if (!snapshot.ok()) {
-    spdlog::warn("engine: cannot read what admission needs: {}",
-                 std::string(snapshot.status().message()));
+  absl::Status read = pass->snapshot ? AddForRuns(runs, &*pass->snapshot) : absl::OkStatus();
+  if (!pass->snapshot) {
+    auto snapshot = TakeSnapshot(runs);
+    if (snapshot.ok()) pass->snapshot.emplace(*std::move(snapshot));
+    read = snapshot.status();
+  }
+  if (!read.ok()) {
+    spdlog::warn("engine: cannot read what admission needs: {}", std::string(read.message()));
     return false;
   }
-  AdmissionPass pass(*snapshot);
-  Targets targets;
-  std::vector<QueuedRun> queue;
-  for (auto& run : runs) queue.push_back(Resolve(*snapshot, std::move(run), &targets));
-  OrderQueue(*snapshot, &queue);
+  for (auto& run : runs)
+    pass->queue.push_back(Resolve(*pass->snapshot, std::move(run), &pass->targets));
+  return true;
+}
+
+// Before runs that need GPUs are decided, the rest of the queue is read and put in
+// fair-share order: a later run may go first. The runs decided so far need no GPUs, so they
+// keep their places.
+void Engine::OrderBeforeGpuRuns(DispatchQueue* pass, size_t next) {
+  if (pass->ordered || std::none_of(pass->queue.begin() + static_cast<ptrdiff_t>(next),
+                                    pass->queue.end(), MayBeReordered))
+    return;
+  while (ReadQueuePage(pass)) {
+  }
+  OrderQueue(*pass->snapshot, &pass->queue);
+  pass->ordered = true;
+}
+
+bool Engine::DispatchPass(size_t free_slots) {
+  const auto began = std::chrono::steady_clock::now();  // gantry_dispatch_pass_seconds
+  metrics_.Set("gantry_run_queue_depth", {}, static_cast<double>(QueueDepth()));
+  DispatchQueue pass;
+  if (!ReadQueuePage(&pass)) return false;
+  AdmissionPass admission(*pass.snapshot);
   size_t claimed = 0;
-  for (auto& queued : queue) {
-    if (!running_ || claimed >= free_slots) break;
-    Admission a = Admit(*snapshot, queued, &pass);
-    switch (a.decision) {
-      case Decision::kAdmit:
-        if (HoldGpus(a) && Claim(queued, a, &*snapshot)) {
-          ++claimed;
-        } else if (!a.gpus.empty()) {
-          if (!a.gpus_were_held) {
-            gpus_.Release(a.owner);
-            pass.Release(a.owner);
-          }
-          // It was first in line for them: a later run of the type must not take them in
-          // this pass (a borrowing start would jump the queue and be preempted again).
-          pass.blocked_types.insert(a.gpus.front().type);
-        }
-        break;
-      case Decision::kWait:
-        if (!a.victims.empty()) TakeReclaim(queued, *snapshot, &a);
-        NoteWaiting(queued, a);
-        if (!a.victims.empty()) Preempt(queued, a);
-        break;
-      case Decision::kFail:
-        Finish(queued.run, absl::FailedPreconditionError(a.message), {}, a.reason);
-        break;
-      case Decision::kSkip:
-        break;
-    }
+  for (size_t next = 0; running_ && claimed < free_slots;) {
+    if (next == pass.queue.size() && !ReadQueuePage(&pass)) break;
+    OrderBeforeGpuRuns(&pass, next);
+    for (; next < pass.queue.size() && running_ && claimed < free_slots; ++next)
+      if (Decide(pass.queue[next], &admission, &*pass.snapshot)) ++claimed;
   }
   metrics_.Observe("gantry_dispatch_pass_seconds", {},
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   return claimed > 0;
+}
+
+// Admits, claims, tells to wait, or fails one queued run; true when it was claimed.
+bool Engine::Decide(const QueuedRun& queued, AdmissionPass* pass, AdmissionSnapshot* snapshot) {
+  Admission a = Admit(*snapshot, queued, pass);
+  switch (a.decision) {
+    case Decision::kAdmit:
+      if (HoldGpus(a) && Claim(queued, a, snapshot)) return true;
+      if (!a.gpus.empty()) {
+        if (!a.gpus_were_held) {
+          gpus_.Release(a.owner);
+          pass->Release(a.owner);
+        }
+        // It was first in line for them: a later run of the type must not take them in
+        // this pass (a borrowing start would jump the queue and be preempted again).
+        pass->blocked_types.insert(a.gpus.front().type);
+      }
+      return false;
+    case Decision::kWait:
+      if (!a.victims.empty()) TakeReclaim(queued, *snapshot, &a);
+      NoteWaiting(queued, a);
+      if (!a.victims.empty()) Preempt(queued, a);
+      return false;
+    case Decision::kFail:
+      Finish(queued.run, absl::FailedPreconditionError(a.message), {}, a.reason);
+      return false;
+    case Decision::kSkip:
+      return false;
+  }
+  return false;
 }
 
 // The snapshot holds what the queued `runs` can need, and no more, so that a pass costs the
@@ -138,6 +192,16 @@ absl::StatusOr<AdmissionSnapshot> Engine::TakeSnapshot(const std::vector<model::
   if (s.FairShare()) RETURN_IF_ERROR(AddGpuHolders(&s));
   RETURN_IF_ERROR(AddBudgets(projects, runs, &s));
   return s;
+}
+
+// What admission needs for `runs`, a later page of the queue, added to the pass's snapshot.
+absl::Status Engine::AddForRuns(const std::vector<model::Run>& runs, AdmissionSnapshot* s) {
+  RETURN_IF_ERROR(AddQuotaProjects(runs, s));
+  RETURN_IF_ERROR(AddRunInstances(runs, s));
+  store::ListOptions q;
+  q.kind = "Project";
+  ASSIGN_OR_RETURN(auto projects, internal::ListAll(store_, q));
+  return AddBudgets(projects, runs, s);
 }
 
 absl::Status Engine::AddBudgets(const std::vector<json::object>& projects,
@@ -177,11 +241,10 @@ absl::Status Engine::AddBudgets(const std::vector<json::object>& projects,
 
 // Every compute instance of each project with a quota that a queued deploy is in.
 absl::Status Engine::AddQuotaProjects(const std::vector<model::Run>& runs, AdmissionSnapshot* s) {
-  std::set<std::string> done;
   for (const auto& run : runs) {
     const std::string& ns = run.metadata.ns;
     auto quota = s->quotas.find(ns);
-    if (quota == s->quotas.end() || !done.insert(ns).second) continue;
+    if (quota == s->quotas.end() || !s->listed_projects.insert(ns).second) continue;
     // Fair share: every project's usage orders the queue.
     if (!s->FairShare() && quota->second.instances < 0 && quota->second.gpus.empty()) continue;
     store::ListOptions q;

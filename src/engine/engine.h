@@ -199,10 +199,27 @@ class Engine : public drivers::WorkloadObserver {
 
   // dispatcher.cc: the dispatcher and the workers.
   void DispatchLoop();
+  // What one pass resolved already: revisions are immutable, so runs pinning the same
+  // profile and template revisions share one resolution.
+  using Targets = std::map<std::tuple<std::string, std::string, std::string, int64_t, int64_t>,
+                           std::optional<Target>>;
   // One look at the queue: admits, claims, and tells waiting runs why. True when it claimed.
   bool DispatchPass(size_t free_slots);
+  // The queue as one pass has read it so far, resolved against its snapshot.
+  struct DispatchQueue {
+    std::optional<AdmissionSnapshot> snapshot;  // taken with the first page
+    Targets targets;
+    std::vector<QueuedRun> queue;
+    std::string next_page;  // the continue token of the next page
+    bool done = false;      // no page after the last one read
+    bool ordered = false;   // the whole queue is read and in OrderQueue's order
+  };
+  bool ReadQueuePage(DispatchQueue* pass);
+  void OrderBeforeGpuRuns(DispatchQueue* pass, size_t next);
+  bool Decide(const QueuedRun& queued, AdmissionPass* pass, AdmissionSnapshot* snapshot);
   // What admission needs for the queued `runs` (one read of each, per pass).
   absl::StatusOr<AdmissionSnapshot> TakeSnapshot(const std::vector<model::Run>& runs);
+  absl::Status AddForRuns(const std::vector<model::Run>& runs, AdmissionSnapshot* s);
   absl::Status AddQuotaProjects(const std::vector<model::Run>& runs, AdmissionSnapshot* s);
   absl::Status AddRunInstances(const std::vector<model::Run>& runs, AdmissionSnapshot* s);
   absl::Status AddComputes(std::vector<store::ObjectKey> keys, AdmissionSnapshot* s);
@@ -210,10 +227,6 @@ class Engine : public drivers::WorkloadObserver {
   // The projects with a Block budget spent, among those of queued deploys and starts.
   absl::Status AddBudgets(const std::vector<boost::json::object>& projects,
                           const std::vector<model::Run>& runs, AdmissionSnapshot* s);
-  // What one pass resolved already: revisions are immutable, so runs pinning the same
-  // profile and template revisions share one resolution.
-  using Targets = std::map<std::tuple<std::string, std::string, std::string, int64_t, int64_t>,
-                           std::optional<Target>>;
   QueuedRun Resolve(const AdmissionSnapshot& snapshot, model::Run run, Targets* targets);
   void NoteWaiting(const QueuedRun& queued, const Admission& a);
   // Tries to claim `queued`; true when this replica now owns it. The claimed compute

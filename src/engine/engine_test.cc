@@ -311,6 +311,26 @@ TEST_F(EngineCapacityTest, ALostClaimKeepsItsPlaceInTheQueue) {
   engine_.reset();  // before `wrapped` goes
 }
 
+// A pass reads the queue 64 runs at a time and reads on while it has claimed less than the
+// workers can take: a destroy queued behind 70 deploys waiting for the quota is run, and
+// frees the quota for the first of them.
+TEST_F(EngineUnitTest, APassReadsPastAFullPageOfWaitingRuns) {
+  CreateProjectAllowingOneInstance();
+  CreateInstance("holder");
+  StartEngine(/*workers=*/2);
+  MustDeploy("holder");
+  WaitPhase("holder", "Success");
+  for (int k = 0; k < 70; ++k) {
+    CreateInstance("w" + std::to_string(k));
+    MustDeploy("w" + std::to_string(k));
+  }
+  WaitReason("w69", "QuotaExceeded");
+  MustDestroy("holder");
+  WaitPhase("holder", "NotDeployed");
+  WaitPhase("w0", "Success");
+  EXPECT_EQ(GetString(Instance("w1"), "status.phase"), "Waiting");
+}
+
 TEST_F(EngineUnitTest, ProjectQuotaOfDeployedInstances) {
   CreateProjectAllowingOneInstance();
   CreateInstance("a");
@@ -453,6 +473,35 @@ TEST_F(EngineUnitTest, StartWaitsOnTheProjectQuota) {
   EXPECT_EQ(GetString(a, "status.action"), "start");
   MustDestroy("b");
   WaitPhase("a", "Success");
+}
+
+// A deploy of a higher priority queued behind a full page of deploys waiting for GPUs goes
+// first when GPUs free: before a pass decides runs that need GPUs, it reads the rest of the
+// queue and puts it in priority order.
+TEST_F(EngineCapacityTest, AHigherPriorityDeployAfterTheFirstPageGoesFirst) {
+  CreateTemplateAndProfile("two", 2, "h100");
+  CreateTemplateAndProfile("one", 1, "h100");
+  CreateVersioned(
+      "ComputeProfile", "vip",
+      json::object{
+          {"templateRef", json::object{{"name", "one-tmpl"}}},
+          {"resources", json::object{{"gpu", json::object{{"type", "h100"}, {"count", 1}}}}},
+          {"scheduling", json::object{{"priority", 10}}}});
+  CreateInstance("holder", "two");
+  StartEngine(/*workers=*/2);
+  MustDeploy("holder");
+  WaitPhase("holder", "Success");
+  for (int k = 0; k < 70; ++k) {
+    CreateInstance("w" + std::to_string(k), "one");
+    MustDeploy("w" + std::to_string(k));
+  }
+  CreateInstance("vip", "vip");
+  MustDeploy("vip");
+  WaitReason("vip", "InsufficientCapacity");
+  MustDestroy("holder");
+  WaitPhase("vip", "Success");
+  WaitPhase("w0", "Success");  // the second GPU: the oldest of the others
+  EXPECT_EQ(GetString(Instance("w1"), "status.phase"), "Waiting");
 }
 
 TEST_F(EngineCapacityTest, StopFreesTheGpusAndStartWaitsForCapacity) {
