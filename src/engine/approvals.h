@@ -12,7 +12,8 @@
 //   Reject    back to the phase before the request, reason Rejected, the approver's message
 //   Withdraw  POST …/cancel (or …/destroy) of a pending request: back, reason Canceled
 //   Expire    an unanswered request ends at status.approval.expiresAt: back, reason
-//             ApprovalExpired. The lifecycle controller's loop calls ExpireDue on every pass
+//             ApprovalExpired. The lifecycle controller's loop calls ExpireDue when a request
+//             was made or changed, when the earliest expiry comes, and on a pass over all
 //             (its clock, its wake-ups on commits, its restart behaviour): the deadline is
 //             stored, so a gantryd restarted after it fires it at its first pass, and the
 //             resourceVersion guard makes two replicas fire it once.

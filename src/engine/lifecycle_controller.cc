@@ -15,6 +15,7 @@
 #include "engine/dependencies.h"
 #include "engine/deployment.h"
 #include "engine/engine_internal.h"
+#include "model/approval.h"
 #include "model/codec.h"
 #include "model/schema.h"
 
@@ -124,11 +125,17 @@ void LifecycleController::OnCommit(const std::vector<store::Event>& events) {
   bool touched = false;
   for (const store::Event& e : events) {
     if (e.kind != kComputeInstanceKind && e.kind != kServiceInstanceKind) continue;
-    touched = true;  // wakes the loop: the approval gates' expiries may have changed
+    // A request for approval made or changed: its expiry is read at the next pass.
+    if (e.type != "DELETED" &&
+        model::GetString(e.object, "status.reason") == model::kPendingApprovalReason) {
+      approvals_touched_ = true;
+      touched = true;
+    }
     // Only a running or stopped instance has deadlines to read; one that left those phases
     // needs nothing (its reclaimed GPU-seconds stop when it is no longer Stopped at a look).
     const std::string phase = model::GetString(e.object, "status.phase");
     if (over_all_ || (phase != "Success" && phase != "Stopped")) continue;
+    touched = true;
     touched_.emplace(e.kind, e.ns, e.name);
     if (touched_.size() > kMaxTouched) {
       over_all_ = true;
@@ -180,20 +187,28 @@ void LifecycleController::Loop(std::stop_token stop) {
 }
 
 WallTime LifecycleController::Pass(WallTime now) {
-  bool over_all;
+  bool over_all, approvals_touched;
   std::set<Touched> touched;
   {
     std::lock_guard<std::mutex> lock(mu_);
     over_all = over_all_ || now >= pass_over_all_at_;
     over_all_ = false;
     touched.swap(touched_);
+    approvals_touched = approvals_touched_;
+    approvals_touched_ = false;
   }
   if (over_all)
     pass_over_all_at_ = PassOverAll(now);
   else
     pass_over_all_at_ = std::min(pass_over_all_at_, PassOverTouched(touched, now));
   WallTime next = pass_over_all_at_;
-  if (approvals_) next = std::min(next, approvals_->ExpireDue(now));
+  if (approvals_) {
+    // The pending requests are listed when one was made or changed, or the earliest
+    // expiry (or the rescan) is due; not after every commit to an instance.
+    if (over_all || approvals_touched || now >= approvals_due_at_)
+      approvals_due_at_ = approvals_->ExpireDue(now);
+    next = std::min(next, approvals_due_at_);
+  }
   if (now >= next_prune_) PruneEvents(now);
   return next;
 }

@@ -88,8 +88,9 @@ class LifecycleController {
   LifecycleController(const LifecycleController&) = delete;
   LifecycleController& operator=(const LifecycleController&) = delete;
 
-  // The approval gates whose stored expiries each pass fires too (engine/approvals.h; may be
-  // null: none). Set before Start.
+  // The approval gates whose stored expiries the passes fire too (engine/approvals.h; may be
+  // null: none): listed when a request was made or changed, when the earliest expiry comes,
+  // and in a pass over all. Set before Start.
   void SetApprovals(Approvals* approvals) { approvals_ = approvals; }
   // Starts the loop; its first pass is at once. Call after Engine::Start.
   void Start();
@@ -97,9 +98,10 @@ class LifecycleController {
   void Stop();
   // Look at every instance soon (a pass over all): what a test calls after moving the clock.
   void Notify();
-  // The store's commit observer: a commit to a compute or service instance wakes the loop
-  // soon (a pass over the touched), which reads those the commit left running (Success) or
-  // Stopped; instances in other phases have no deadline. Other kinds are ignored.
+  // The store's commit observer: a commit that leaves a compute or service instance running
+  // (Success) or Stopped wakes the loop soon (a pass over the touched, which reads those);
+  // instances in other phases have no deadline. One that leaves an instance waiting for
+  // approval wakes it to read the pending requests' expiries. Other kinds are ignored.
   void OnCommit(const std::vector<store::Event>& events);
   // Waits (on real time, at most `timeout`) until a pass that began at `at_least` or later
   // (on the Clock) has finished; tests call it after Notify. False on timeout.
@@ -176,12 +178,16 @@ class LifecycleController {
   // The earliest moment an instance no commit touched since needs a look: the next pass
   // from then on is over all.
   WallTime pass_over_all_at_;
+  // The earliest expiry of a pending approval request (or the rescan): the pass that
+  // reaches it lists the pending requests again.
+  WallTime approvals_due_at_ = WallTime::min();
 
   mutable std::mutex mu_;
   mutable std::condition_variable passed_;
   bool notified_ ABSL_GUARDED_BY(mu_) = false;
   bool over_all_ ABSL_GUARDED_BY(mu_) = true;  // the next pass is over all
   std::set<Touched> touched_ ABSL_GUARDED_BY(mu_);
+  bool approvals_touched_ ABSL_GUARDED_BY(mu_) = false;  // a request made or changed
   std::stop_source wake_ ABSL_GUARDED_BY(mu_){std::nostopstate};
   std::optional<WallTime> last_pass_ ABSL_GUARDED_BY(mu_);  // when the last pass began
   LoopThread thread_;                                       // last: stopped before the rest goes
