@@ -4,11 +4,49 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <random>
+#include <sstream>
+
+#include "drivers/common/process.h"
 
 namespace gantry::drivers::local {
 
-PortAllocator::PortAllocator(int min, int max) : min_(min), max_(max) {
+std::set<int> ParseForwardedPorts(std::string_view rules) {
+  std::set<int> ports;
+  std::istringstream in{std::string(rules)};
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(" -j DNAT") == std::string::npos || line.find(" -p tcp") == std::string::npos)
+      continue;
+    const size_t at = line.find("--dport ");
+    if (at == std::string::npos) continue;
+    int first = 0, last = 0;
+    const char* p = line.c_str() + at + 8;
+    const int n = std::sscanf(p, "%d:%d", &first, &last);
+    if (n < 1 || first < 1 || first > 65535) continue;
+    if (n < 2 || last < first || last > 65535) last = first;
+    for (int port = first; port <= last; ++port) ports.insert(port);
+  }
+  return ports;
+}
+
+std::set<int> ForwardedPorts() {
+  ProcessSpec spec;
+  spec.argv = {"iptables", "-t", "nat", "-S"};
+  spec.timeout = std::chrono::seconds(10);
+  std::string out;
+  ProcessHooks hooks;
+  hooks.on_line = [&out](std::string_view line) {
+    out.append(line);
+    out.push_back('\n');
+  };
+  auto result = RunProcess(spec, hooks);
+  if (!result.ok() || result->exit_code != 0) return {};
+  return ParseForwardedPorts(out);
+}
+
+PortAllocator::PortAllocator(int min, int max, Forwarded forwarded)
+    : min_(min), max_(max), forwarded_(std::move(forwarded)) {
   // Start at a random place: several gantryds (or test binaries) on one host then rarely
   // race for the same port between the bind check and the workload's own bind.
   std::random_device rd;
@@ -32,6 +70,7 @@ bool PortAllocator::PortIsFree(int port) {
 
 absl::StatusOr<std::map<std::string, int>> PortAllocator::Allocate(
     const std::string& owner, const std::vector<std::string>& names) {
+  const std::set<int> forwarded = names.empty() || !forwarded_ ? std::set<int>() : forwarded_();
   std::lock_guard<std::mutex> lock(mu_);
   std::map<std::string, int> given;
   const int size = max_ - min_ + 1;
@@ -40,7 +79,7 @@ absl::StatusOr<std::map<std::string, int>> PortAllocator::Allocate(
     for (int tried = 0; tried < size && !found; ++tried) {
       int port = next_;
       next_ = next_ == max_ ? min_ : next_ + 1;
-      if (held_.count(port) || !PortIsFree(port)) continue;
+      if (held_.count(port) || forwarded.count(port) || !PortIsFree(port)) continue;
       found = port;
     }
     if (!found) {
