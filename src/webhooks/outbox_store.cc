@@ -155,13 +155,23 @@ absl::StatusOr<const std::vector<OutboxStore::Hook>*> OutboxStore::HooksOf(const
   return &(by_ns_[ns] = std::move(hooks));
 }
 
-absl::StatusOr<bool> OutboxStore::Subscribed(const std::string& ns,
-                                             std::initializer_list<std::string_view> events) {
+absl::StatusOr<std::vector<const OutboxStore::Hook*>> OutboxStore::Subscribers(
+    const std::string& ns, std::string_view event) {
+  std::vector<const Hook*> out;
   for (bool cluster : {false, true}) {
     ASSIGN_OR_RETURN(const std::vector<Hook>* hooks, HooksOf(ns, cluster));
     for (const Hook& hook : *hooks)
-      for (std::string_view e : events)
-        if (std::find(hook.events.begin(), hook.events.end(), e) != hook.events.end()) return true;
+      if (std::find(hook.events.begin(), hook.events.end(), event) != hook.events.end())
+        out.push_back(&hook);
+  }
+  return out;
+}
+
+absl::StatusOr<bool> OutboxStore::Subscribed(const std::string& ns,
+                                             std::initializer_list<std::string_view> events) {
+  for (std::string_view e : events) {
+    ASSIGN_OR_RETURN(std::vector<const Hook*> hooks, Subscribers(ns, e));
+    if (!hooks.empty()) return true;
   }
   return false;
 }
@@ -198,13 +208,7 @@ absl::Status OutboxStore::MarkSubscriberChanges(std::vector<Write>* writes) {
 }
 
 absl::Status OutboxStore::AppendDeliveries(const Happening& h, std::vector<Write>* writes) {
-  std::vector<const Hook*> hooks;
-  for (bool cluster : {false, true}) {
-    ASSIGN_OR_RETURN(const std::vector<Hook>* listed, HooksOf(h.ns, cluster));
-    for (const Hook& hook : *listed)
-      if (std::find(hook.events.begin(), hook.events.end(), h.event) != hook.events.end())
-        hooks.push_back(&hook);
-  }
+  ASSIGN_OR_RETURN(std::vector<const Hook*> hooks, Subscribers(h.ns, h.event));
   const std::string now = FormatRfc3339(clock_.Now());
   for (const Hook* hook : hooks) {
     const std::string id = NewUid();

@@ -47,6 +47,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/clock.h"
@@ -125,6 +126,9 @@ class OutboxStore final : public store::Store {
   absl::Status AppendDeliveries(const Happening& h, std::vector<store::Write>* writes);
   // Drops the cache when the marker moved since it was filled. Needs mu_.
   absl::Status Revalidate();
+  // The Webhooks of `ns` and the ClusterWebhooks that subscribe to `event`. Needs mu_.
+  absl::StatusOr<std::vector<const Hook*>> Subscribers(const std::string& ns,
+                                                       std::string_view event);
   // Whether a Webhook of `ns` or a ClusterWebhook subscribes to one of `events`. Needs mu_.
   absl::StatusOr<bool> Subscribed(const std::string& ns,
                                   std::initializer_list<std::string_view> events);
