@@ -86,9 +86,10 @@ bool Engine::ReadQueuePage(DispatchQueue* pass) {
   std::vector<model::Run> runs;
   for (auto& stored : page->items)
     if (auto run = model::DecodeRun(std::move(stored)); run.ok()) runs.push_back(*std::move(run));
-  absl::Status read = pass->snapshot ? AddForRuns(runs, &*pass->snapshot) : absl::OkStatus();
+  absl::Status read =
+      pass->snapshot ? AddForRuns(runs, pass->projects, &*pass->snapshot) : absl::OkStatus();
   if (!pass->snapshot) {
-    auto snapshot = TakeSnapshot(runs);
+    auto snapshot = TakeSnapshot(runs, &pass->projects);
     if (snapshot.ok()) pass->snapshot.emplace(*std::move(snapshot));
     read = snapshot.status();
   }
@@ -166,14 +167,16 @@ bool Engine::Decide(const QueuedRun& queued, AdmissionPass* pass, AdmissionSnaps
 // same with 100 or 100,000 instances stored: every project (quotas), the Running runs, the
 // instances the runs are for (and a service's compute instance), the services on a compute
 // instance being destroyed, and every compute instance of a project that has a quota.
-absl::StatusOr<AdmissionSnapshot> Engine::TakeSnapshot(const std::vector<model::Run>& runs) {
+absl::StatusOr<AdmissionSnapshot> Engine::TakeSnapshot(const std::vector<model::Run>& runs,
+                                                       std::vector<json::object>* read_projects) {
   AdmissionSnapshot s;
   s.sole_owner = options_.sole_owner;
   s.host = options_.host;
   s.now = clock_.Now();
   store::ListOptions q;
   q.kind = "Project";
-  ASSIGN_OR_RETURN(auto projects, internal::ListAll(store_, q));
+  ASSIGN_OR_RETURN(*read_projects, internal::ListAll(store_, q));
+  const std::vector<json::object>& projects = *read_projects;
   for (const auto& p : projects)
     s.quotas[model::GetString(p, "metadata.name")] = model::DecodeQuota(p);
   q.kind = model::kRunKind;
@@ -194,13 +197,12 @@ absl::StatusOr<AdmissionSnapshot> Engine::TakeSnapshot(const std::vector<model::
   return s;
 }
 
-// What admission needs for `runs`, a later page of the queue, added to the pass's snapshot.
-absl::Status Engine::AddForRuns(const std::vector<model::Run>& runs, AdmissionSnapshot* s) {
+// What admission needs for `runs`, a later page of the queue, added to the pass's snapshot;
+// `projects` as TakeSnapshot read them.
+absl::Status Engine::AddForRuns(const std::vector<model::Run>& runs,
+                                const std::vector<json::object>& projects, AdmissionSnapshot* s) {
   RETURN_IF_ERROR(AddQuotaProjects(runs, s));
   RETURN_IF_ERROR(AddRunInstances(runs, s));
-  store::ListOptions q;
-  q.kind = "Project";
-  ASSIGN_OR_RETURN(auto projects, internal::ListAll(store_, q));
   return AddBudgets(projects, runs, s);
 }
 

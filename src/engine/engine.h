@@ -208,6 +208,7 @@ class Engine : public drivers::WorkloadObserver {
   // The queue as one pass has read it so far, resolved against its snapshot.
   struct DispatchQueue {
     std::optional<AdmissionSnapshot> snapshot;  // taken with the first page
+    std::vector<boost::json::object> projects;  // as the snapshot read them (budgets)
     Targets targets;
     std::vector<QueuedRun> queue;
     std::string next_page;  // the continue token of the next page
@@ -217,9 +218,12 @@ class Engine : public drivers::WorkloadObserver {
   bool ReadQueuePage(DispatchQueue* pass);
   void OrderBeforeGpuRuns(DispatchQueue* pass, size_t next);
   bool Decide(const QueuedRun& queued, AdmissionPass* pass, AdmissionSnapshot* snapshot);
-  // What admission needs for the queued `runs` (one read of each, per pass).
-  absl::StatusOr<AdmissionSnapshot> TakeSnapshot(const std::vector<model::Run>& runs);
-  absl::Status AddForRuns(const std::vector<model::Run>& runs, AdmissionSnapshot* s);
+  // What admission needs for the queued `runs` (one read of each, per pass); the projects
+  // it read go to `projects`.
+  absl::StatusOr<AdmissionSnapshot> TakeSnapshot(const std::vector<model::Run>& runs,
+                                                 std::vector<boost::json::object>* projects);
+  absl::Status AddForRuns(const std::vector<model::Run>& runs,
+                          const std::vector<boost::json::object>& projects, AdmissionSnapshot* s);
   absl::Status AddQuotaProjects(const std::vector<model::Run>& runs, AdmissionSnapshot* s);
   absl::Status AddRunInstances(const std::vector<model::Run>& runs, AdmissionSnapshot* s);
   absl::Status AddComputes(std::vector<store::ObjectKey> keys, AdmissionSnapshot* s);
