@@ -2,12 +2,15 @@
 // oldest first, a page of 64 runs at a time with what admission needs for them (one
 // AdmissionSnapshot, added to page by page), decides on each queued run with the pure Admit
 // (engine/admission.h), claims the admitted ones (an optimistic commit: exactly one claimer
-// wins) and tells the waiting ones why they wait (and where they are in the queue). It reads
+// wins; a pass's claims go in one commit when it ends) and tells the waiting ones why they
+// wait (and where they are in the queue). It reads
 // the next page only while it has claimed less than the workers can take, up to 500 runs.
 // Fair share and priorities: before it decides a run that needs GPUs, it reads the rest of
 // the queue and puts it in OrderQueue's order, and the victims a waiting deploy names are
 // preempted (engine/preemption.cc).
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include "common/status_macros.h"
 #include "engine/budgets.h"
@@ -50,8 +53,10 @@ void Engine::DispatchLoop() {
 namespace {
 
 // A pass reads the queue a page at a time, oldest first, and stops reading when it has
-// claimed what the workers can take: a burst's pass that claims 16 runs reads 64 runs and
-// their instances, not the 500 it may look past.
+// claimed what the workers can take: a burst's pass that claims 8 runs reads 8 runs and
+// their instances, not the 500 it may look past. The first page holds as many runs as the
+// workers can take (at least kFirstPage), each later one twice its page, up to kQueuePage.
+constexpr int64_t kFirstPage = 8;
 constexpr int64_t kQueuePage = 64;
 // At most this many queued runs per pass: enough to look past runs waiting for capacity
 // (and tell each why it waits).
@@ -73,7 +78,8 @@ bool Engine::ReadQueuePage(DispatchQueue* pass) {
   q.kind = model::kRunKind;
   q.fields = {{"status.phase", true, "Queued"}};
   q.oldest_first = true;
-  q.limit = std::min<int64_t>(kQueuePage, static_cast<int64_t>(kQueueLook - pass->queue.size()));
+  q.limit = std::min<int64_t>(pass->page, static_cast<int64_t>(kQueueLook - pass->queue.size()));
+  pass->page = std::min(pass->page * 2, kQueuePage);
   q.continue_token = pass->next_page;
   auto page = store_.List(q);
   if (!page.ok()) {
@@ -119,48 +125,48 @@ bool Engine::DispatchPass(size_t free_slots) {
   const auto began = std::chrono::steady_clock::now();  // gantry_dispatch_pass_seconds
   metrics_.Set("gantry_run_queue_depth", {}, static_cast<double>(QueueDepth()));
   DispatchQueue pass;
+  pass.page = std::clamp(static_cast<int64_t>(free_slots), kFirstPage, kQueuePage);
   if (!ReadQueuePage(&pass)) return false;
   AdmissionPass admission(*pass.snapshot);
-  size_t claimed = 0;
-  for (size_t next = 0; running_ && claimed < free_slots;) {
+  ClaimBatch claims;
+  for (size_t next = 0; running_ && claims.claims.size() < free_slots;) {
     if (next == pass.queue.size() && !ReadQueuePage(&pass)) break;
     OrderBeforeGpuRuns(&pass, next);
-    for (; next < pass.queue.size() && running_ && claimed < free_slots; ++next)
-      if (Decide(pass.queue[next], &admission, &*pass.snapshot)) ++claimed;
+    for (; next < pass.queue.size() && running_ && claims.claims.size() < free_slots; ++next)
+      Decide(pass.queue[next], &admission, &*pass.snapshot, &claims);
   }
+  const size_t claimed = CommitClaims(&claims);
   metrics_.Observe("gantry_dispatch_pass_seconds", {},
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   return claimed > 0;
 }
 
-// Admits, claims, tells to wait, or fails one queued run; true when it was claimed.
-bool Engine::Decide(const QueuedRun& queued, AdmissionPass* pass, AdmissionSnapshot* snapshot) {
+// Admits, claims (in `claims`), tells to wait, or fails one queued run.
+void Engine::Decide(const QueuedRun& queued, AdmissionPass* pass, AdmissionSnapshot* snapshot,
+                    ClaimBatch* claims) {
   Admission a = Admit(*snapshot, queued, pass);
   switch (a.decision) {
     case Decision::kAdmit:
-      if (HoldGpus(a) && Claim(queued, a, snapshot)) return true;
+      if (HoldGpus(a) && Claim(queued, a, snapshot, claims)) return;
+      ReleaseLost(a);
       if (!a.gpus.empty()) {
-        if (!a.gpus_were_held) {
-          gpus_.Release(a.owner);
-          pass->Release(a.owner);
-        }
+        if (!a.gpus_were_held) pass->Release(a.owner);
         // It was first in line for them: a later run of the type must not take them in
         // this pass (a borrowing start would jump the queue and be preempted again).
         pass->blocked_types.insert(a.gpus.front().type);
       }
-      return false;
+      return;
     case Decision::kWait:
       if (!a.victims.empty()) TakeReclaim(queued, *snapshot, &a);
       NoteWaiting(queued, a);
       if (!a.victims.empty()) Preempt(queued, a);
-      return false;
+      return;
     case Decision::kFail:
       Finish(queued.run, absl::FailedPreconditionError(a.message), {}, a.reason);
-      return false;
+      return;
     case Decision::kSkip:
-      return false;
+      return;
   }
-  return false;
 }
 
 // The snapshot holds what the queued `runs` can need, and no more, so that a pass costs the
@@ -386,13 +392,30 @@ void Engine::NoteWaiting(const QueuedRun& queued, const Admission& a) {
   internal::CommitRelaxed(store_, std::move(w)).IgnoreError();
 }
 
-bool Engine::Claim(const QueuedRun& queued, const Admission& a, AdmissionSnapshot* snapshot) {
-  model::Run run = queued.run;
-  auto instance =
-      internal::LoadInstance(store_, run.instance_kind, run.metadata.ns, run.instance_name);
+bool Engine::Claim(const QueuedRun& queued, const Admission& a, AdmissionSnapshot* snapshot,
+                   ClaimBatch* claims) {
+  std::optional<model::Instance> instance;
+  auto writes = ClaimWrites(queued.run, a, queued.instance, &instance);
+  if (!writes) return false;
+  if (instance && instance->kind == kComputeInstanceKind)
+    snapshot->computes.insert_or_assign({instance->metadata.ns, instance->metadata.name},
+                                        *std::move(instance));
+  claims->claims.push_back({queued.run, a, writes->size()});
+  std::move(writes->begin(), writes->end(), std::back_inserter(claims->writes));
+  return true;
+}
+
+std::optional<std::vector<store::Write>> Engine::ClaimWrites(
+    const model::Run& queued, const Admission& a, const model::Instance* read,
+    std::optional<model::Instance>* instance) {
+  model::Run run = queued;
+  absl::StatusOr<model::Instance> loaded =
+      read ? *read
+           : internal::LoadInstance(store_, run.instance_kind, run.metadata.ns, run.instance_name);
+  if (loaded.ok() && loaded->kind.empty()) loaded->kind = run.instance_kind;
   const std::string now = Now();
   run.phase = model::RunPhase::kRunning;
-  run.attempt = queued.run.attempt + 1;
+  run.attempt = queued.attempt + 1;
   run.start_time = now;
   run.lease = model::Lease{options_.holder, options_.host, now, options_.lease.count()};
   std::vector<std::string> indices, uuids;
@@ -406,47 +429,80 @@ bool Engine::Claim(const QueuedRun& queued, const Admission& a, AdmissionSnapsho
   }
   std::vector<store::Write> writes;
   writes.push_back(internal::UpdateOf(run));
-  if (instance.ok()) {
-    model::InstanceStatus& st = instance->status;
-    if (StartsWorkload(run.action)) {
-      if (!a.resources.empty()) st.resources = a.resources;
-      if (!a.admission.empty()) st.admission = a.admission;
-      st.queue_position.reset();
-      if (!a.gpus.empty())
-        st.gpus = indices;
-      else
-        st.gpus.reset();
-    }
-    // Several replicas: the instance's later runs go to this host.
-    if (!options_.sole_owner && a.host_bound) st.host = options_.host;
-    st.phase = model::Phase::kInProgress;
-    st.reason = "";
-    st.message =
-        std::string(model::RunActionName(run.action)) + " run " + run.metadata.name + " is running";
-    writes.push_back(internal::UpdateOf(*instance));
-    // The usage ledger opens in the commit that assigns the GPUs (usage_ledger.h).
-    if (absl::Status open = usage::AppendOpen(store_, run, *instance, a, clock_.Now(), &writes);
-        !open.ok()) {
-      spdlog::warn("engine: run {}/{} waits: cannot open its usage interval: {}", run.metadata.ns,
-                   run.metadata.name, std::string(open.message()));
-      return false;
-    }
-    budget_looks_.erase(run.metadata.ns);  // it spends faster now: look again
+  if (!loaded.ok()) return writes;  // gone: the worker reports it
+  model::InstanceStatus& st = loaded->status;
+  if (StartsWorkload(run.action)) {
+    if (!a.resources.empty()) st.resources = a.resources;
+    if (!a.admission.empty()) st.admission = a.admission;
+    st.queue_position.reset();
+    if (!a.gpus.empty())
+      st.gpus = indices;
+    else
+      st.gpus.reset();
+  }
+  // Several replicas: the instance's later runs go to this host.
+  if (!options_.sole_owner && a.host_bound) st.host = options_.host;
+  st.phase = model::Phase::kInProgress;
+  st.reason = "";
+  st.message =
+      std::string(model::RunActionName(run.action)) + " run " + run.metadata.name + " is running";
+  writes.push_back(internal::UpdateOf(*loaded));
+  // The usage ledger opens in the commit that assigns the GPUs (usage_ledger.h).
+  if (absl::Status open = usage::AppendOpen(store_, run, *loaded, a, clock_.Now(), &writes);
+      !open.ok()) {
+    spdlog::warn("engine: run {}/{} waits: cannot open its usage interval: {}", run.metadata.ns,
+                 run.metadata.name, std::string(open.message()));
+    return std::nullopt;
+  }
+  budget_looks_.erase(run.metadata.ns);  // it spends faster now: look again
+  *instance = *std::move(loaded);
+  return writes;
+}
+
+size_t Engine::CommitClaims(ClaimBatch* claims) {
+  if (claims->claims.empty()) return 0;
+  if (!running_) {  // stopping: the runs stay Queued for the next start
+    for (const auto& c : claims->claims) ReleaseLost(c.admission);
+    return 0;
   }
   // Relaxed: a claim lost to a power failure leaves the run Queued, and it runs then.
-  auto stored = store_.Commit(std::move(writes), store::Durability::kRelaxed);
-  if (!stored.ok()) {  // another claimer (or a cancel, or a concurrent change) won
-    spdlog::info("engine: run {}/{} is not claimed in this pass: {}", run.metadata.ns,
-                 run.metadata.name, std::string(stored.status().message()));
-    return false;
+  auto stored = store_.Commit(std::move(claims->writes), store::Durability::kRelaxed);
+  if (stored.ok()) {
+    size_t at = 0;
+    for (const auto& c : claims->claims) {
+      std::vector<json::object> own(std::make_move_iterator(stored->begin() + at),
+                                    std::make_move_iterator(stored->begin() + at + c.writes));
+      at += c.writes;
+      HandOver(c.run, std::move(own));
+    }
+    return claims->claims.size();
   }
-  auto claimed = model::DecodeRun(std::move((*stored)[0]));
-  if (!claimed.ok()) return false;
-  if (stored->size() > 1 && run.instance_kind == kComputeInstanceKind) {
-    if (auto now_instance = model::DecodeInstance(std::move((*stored)[1])); now_instance.ok()) {
+  size_t claimed = 0;
+  for (const auto& c : claims->claims) {
+    std::optional<model::Instance> instance;
+    auto writes = ClaimWrites(c.run, c.admission, nullptr, &instance);
+    auto alone = writes ? store_.Commit(*std::move(writes), store::Durability::kRelaxed)
+                        : absl::StatusOr<std::vector<json::object>>(
+                              absl::AbortedError("its usage interval cannot be opened"));
+    if (!alone.ok()) {  // another claimer (or a cancel, or a concurrent change) won
+      spdlog::info("engine: run {}/{} is not claimed in this pass: {}", c.run.metadata.ns,
+                   c.run.metadata.name, std::string(alone.status().message()));
+      ReleaseLost(c.admission);
+      continue;
+    }
+    HandOver(c.run, *std::move(alone));
+    ++claimed;
+  }
+  return claimed;
+}
+
+void Engine::HandOver(const model::Run& queued, std::vector<json::object> stored) {
+  auto claimed = model::DecodeRun(std::move(stored[0]));
+  if (!claimed.ok()) return;
+  if (stored.size() > 1 && queued.instance_kind == kComputeInstanceKind) {
+    if (auto now_instance = model::DecodeInstance(std::move(stored[1])); now_instance.ok()) {
       now_instance->kind = kComputeInstanceKind;
       NoteComputeState(*now_instance);
-      snapshot->computes.insert_or_assign({run.metadata.ns, run.instance_name}, *now_instance);
     }
   }
   {
@@ -454,7 +510,11 @@ bool Engine::Claim(const QueuedRun& queued, const Admission& a, AdmissionSnapsho
     claimed_.push_back(*std::move(claimed));
   }
   work_ready_.notify_one();
-  return true;
+}
+
+// The GPUs a lost claim held go back (those its instance held before stay its own).
+void Engine::ReleaseLost(const Admission& a) {
+  if (!a.gpus.empty() && !a.gpus_were_held) gpus_.Release(a.owner);
 }
 
 void Engine::WorkerLoop() {

@@ -212,12 +212,25 @@ class Engine : public drivers::WorkloadObserver {
     Targets targets;
     std::vector<QueuedRun> queue;
     std::string next_page;  // the continue token of the next page
+    int64_t page = 0;       // how many runs the next page reads
     bool done = false;      // no page after the last one read
     bool ordered = false;   // the whole queue is read and in OrderQueue's order
   };
   bool ReadQueuePage(DispatchQueue* pass);
   void OrderBeforeGpuRuns(DispatchQueue* pass, size_t next);
-  bool Decide(const QueuedRun& queued, AdmissionPass* pass, AdmissionSnapshot* snapshot);
+  // The claims of one pass, committed together when it ends (CommitClaims): a burst's pass
+  // that claims 16 runs waits for the store's writer once, not 16 times.
+  struct ClaimBatch {
+    struct Pending {
+      model::Run run;  // as queued
+      Admission admission;
+      size_t writes;  // how many of `writes` are its, in order: run, instance, usage
+    };
+    std::vector<Pending> claims;
+    std::vector<store::Write> writes;
+  };
+  void Decide(const QueuedRun& queued, AdmissionPass* pass, AdmissionSnapshot* snapshot,
+              ClaimBatch* claims);
   // What admission needs for the queued `runs` (one read of each, per pass); the projects
   // it read go to `projects`.
   absl::StatusOr<AdmissionSnapshot> TakeSnapshot(const std::vector<model::Run>& runs,
@@ -233,9 +246,27 @@ class Engine : public drivers::WorkloadObserver {
                           const std::vector<model::Run>& runs, AdmissionSnapshot* s);
   QueuedRun Resolve(const AdmissionSnapshot& snapshot, model::Run run, Targets* targets);
   void NoteWaiting(const QueuedRun& queued, const Admission& a);
-  // Tries to claim `queued`; true when this replica now owns it. The claimed compute
-  // instance replaces its entry in `snapshot`.
-  bool Claim(const QueuedRun& queued, const Admission& admission, AdmissionSnapshot* snapshot);
+  // Adds the claim of `queued` to `claims`; false (logged) when it cannot be made. The
+  // compute instance as the claim writes it replaces its entry in `snapshot`, so that later
+  // runs of the pass see it (quotas).
+  bool Claim(const QueuedRun& queued, const Admission& admission, AdmissionSnapshot* snapshot,
+             ClaimBatch* claims);
+  // A claim's writes: the run Running and leased, its instance InProgress (when it exists:
+  // `instance` gets it as written) and the opened usage interval. The instance is `read`
+  // (the pass's snapshot: a change since fails the commit) or, when null, read now. nullopt
+  // (logged) when the interval cannot be opened.
+  std::optional<std::vector<store::Write>> ClaimWrites(const model::Run& queued,
+                                                       const Admission& admission,
+                                                       const model::Instance* read,
+                                                       std::optional<model::Instance>* instance);
+  // Commits the pass's claims in one commit and hands their runs to the workers. When that
+  // commit fails (another replica claimed a run, a concurrent change to an instance), each
+  // claim is made again alone, and a lost one is lost alone: its GPUs go back. Returns how
+  // many runs this replica now owns.
+  size_t CommitClaims(ClaimBatch* claims);
+  // `stored`: what the commit of one claim returned (the run first, then its instance).
+  void HandOver(const model::Run& queued, std::vector<boost::json::object> stored);
+  void ReleaseLost(const Admission& admission);
   // preemption.cc (fair share): stops the victims `a` names (cause Preempted, an Event naming
   // `queued`'s instance), queues a preempted instance's start once it is Stopped, and
   // recomputes status.admission in a project whose GPUs were released.

@@ -4,10 +4,13 @@
 // that only a failure reaches.
 #include "engine/engine.h"
 
+#include <atomic>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "common/errors.h"
+#include "engine/engine_internal.h"
 #include "engine/engine_test_fixture.h"
 #include "store/store_wrapper.h"
 
@@ -311,9 +314,9 @@ TEST_F(EngineCapacityTest, ALostClaimKeepsItsPlaceInTheQueue) {
   engine_.reset();  // before `wrapped` goes
 }
 
-// A pass reads the queue 64 runs at a time and reads on while it has claimed less than the
-// workers can take: a destroy queued behind 70 deploys waiting for the quota is run, and
-// frees the quota for the first of them.
+// A pass reads the queue a page at a time (8, then 16, 32, 64 runs) and reads on while it
+// has claimed less than the workers can take: a destroy queued behind 70 deploys waiting for
+// the quota is run, and frees the quota for the first of them.
 TEST_F(EngineUnitTest, APassReadsPastAFullPageOfWaitingRuns) {
   CreateProjectAllowingOneInstance();
   CreateInstance("holder");
@@ -329,6 +332,48 @@ TEST_F(EngineUnitTest, APassReadsPastAFullPageOfWaitingRuns) {
   WaitPhase("holder", "NotDeployed");
   WaitPhase("w0", "Success");
   EXPECT_EQ(GetString(Instance("w1"), "status.phase"), "Waiting");
+}
+
+// A pass's claims go in one commit. When that commit fails, each claim is made again alone:
+// a claim whose instance changed since the pass read it still goes (the instance is read
+// again), and a run that another replica claimed meanwhile is lost alone.
+TEST_F(EngineUnitTest, APassClaimsItsRunsInOneCommitAndALostClaimIsLostAlone) {
+  const std::vector<std::string> names = {"a", "b", "c", "d", "e"};
+  EngineOptions queue_only;
+  Engine queuer(*store_, registry_, *secrets_, *logs_, clock_, metrics_, *gpus_, queue_only);
+  for (const auto& name : names) {
+    CreateInstance(name);
+    ASSERT_TRUE(queuer.Deploy("ComputeInstance", "p", name).ok());
+  }
+  store::StoreWrapper wrapped(*store_);
+  std::atomic<int> batched = 0;  // runs claimed by the first commit that claims several
+  wrapped.SetBeforeCommit([&](const std::vector<store::Write>& writes) {
+    int runs = 0;
+    for (const auto& w : writes)
+      runs += w.kind == "Run" && GetString(w.object, "status.phase") == "Running";
+    if (runs < 2 || batched.exchange(runs) != 0) return;
+    // Between the pass's reads and its commit: a label on c, and another replica claims d.
+    json::object c = Instance("c");
+    const int64_t rv = std::stoll(GetString(c, "metadata.resourceVersion"));
+    c["metadata"].as_object()["labels"] = json::object{{"team", "ml"}};
+    Commit({store::Write::Op::kUpdate, "ComputeInstance", std::move(c), rv, 0});
+    auto d = model::DecodeRun(Run("d-1"));
+    ASSERT_TRUE(d.ok());
+    d->phase = model::RunPhase::kRunning;
+    d->lease = model::Lease{"replica-2", "host-2", "2026-01-01T00:00:00Z", 30};
+    Commit(internal::UpdateOf(*d));
+  });
+  StartEngine(/*workers=*/5, &wrapped);
+  for (const char* name : {"a", "b", "c", "e"}) WaitPhase(name, "Success");
+  EXPECT_EQ(batched.load(), 5);
+  EXPECT_EQ(GetString(Instance("c"), "metadata.labels.team"), "ml");
+  EXPECT_EQ(GetString(Run("d-1"), "status.lease.holder"), "replica-2");
+  EXPECT_EQ(GetString(Instance("d"), "status.phase"), "Waiting");
+  std::set<std::string> ran;
+  for (const auto& call : fake_->Calls()) ran.insert(call.run_name);
+  EXPECT_EQ(ran, (std::set<std::string>{"a-1", "b-1", "c-1", "e-1"}));
+  engine_->Stop();
+  engine_.reset();  // before `wrapped` goes
 }
 
 TEST_F(EngineUnitTest, ProjectQuotaOfDeployedInstances) {
