@@ -55,4 +55,13 @@ void FailCalls(const std::vector<PendingCommit*>& calls, const absl::Status& sta
   }
 }
 
+void AnswerFromEvents(PendingCommit* call) {
+  std::vector<boost::json::object> answer(call->writes.size());
+  size_t event = 0;
+  for (size_t i = 0; i < call->writes.size() && event < call->events.size(); ++i)
+    if (call->writes[i].op != Write::Op::kPutRevision)
+      answer[i] = std::move(call->events[event++].object);
+  call->result = std::move(answer);
+}
+
 }  // namespace gantry::store

@@ -64,4 +64,10 @@ class GroupCommitQueue {
 // it is OK).
 void FailCalls(const std::vector<PendingCommit*>& calls, const absl::Status& status);
 
+// Sets the result of a committed `call` from its events, once the commit observer has seen
+// them: each write's stored object is moved out of its event (every write but a revision's
+// has one, in order; a revision's write answers an empty object). An object is copied once
+// per write (into the caller's answer), not twice.
+void AnswerFromEvents(PendingCommit* call);
+
 }  // namespace gantry::store

@@ -204,6 +204,7 @@ size_t PostgresStore::CommitBatch(const std::vector<PendingCommit*>& batch) {
   std::vector<const std::vector<Event>*> events;
   for (PendingCommit* call : live) events.push_back(&call->events);
   DeliverThrough(c, last, events, *base + 1);
+  for (PendingCommit* call : live) AnswerFromEvents(call);
   return live.size();
 }
 
@@ -318,9 +319,9 @@ void PostgresStore::Collect(int64_t base, const std::vector<PendingCommit*>& liv
                             const std::vector<Result>& rs, size_t q) {
   // What each call answers and tells watchers. Deleted objects come back from the database;
   // their events are written by EndBatch.
+  // The objects go to the events, and from there to the answers (AnswerFromEvents).
   int64_t rv = base;
   for (PendingCommit* call : live) {
-    std::vector<json::object> stored(call->writes.size());
     call->events.clear();
     for (size_t i = 0; i < call->writes.size(); ++i, ++q) {
       Write& w = call->writes[i];
@@ -329,16 +330,15 @@ void PostgresStore::Collect(int64_t base, const std::vector<PendingCommit*>& liv
       auto [kind, ns, name] = KeyOf(w);
       if (w.op == Write::Op::kDelete) {
         auto obj = model::ParseStoredObject(rs[q].text(0, 0));
-        stored[i] = obj.ok() ? std::move(*obj) : json::object();
-        model::EnsureObject(stored[i], "metadata")["resourceVersion"] = std::to_string(rv);
-        call->events.push_back(Event{rv, "DELETED", kind, ns, name, stored[i]});
+        json::object last = obj.ok() ? std::move(*obj) : json::object();
+        model::EnsureObject(last, "metadata")["resourceVersion"] = std::to_string(rv);
+        call->events.push_back(Event{rv, "DELETED", kind, ns, name, std::move(last)});
       } else {
-        call->events.push_back(
-            Event{rv, w.op == Write::Op::kCreate ? "ADDED" : "MODIFIED", kind, ns, name, w.object});
-        stored[i] = std::move(w.object);
+        call->events.push_back(Event{rv, w.op == Write::Op::kCreate ? "ADDED" : "MODIFIED", kind,
+                                     ns, name, std::move(w.object)});
       }
     }
-    call->result = std::move(stored);
+    call->result = std::vector<json::object>();
   }
 }
 

@@ -344,8 +344,7 @@ absl::Status SqliteStore::ApplyRevision(const Write& w) {
   return absl::OkStatus();
 }
 
-absl::Status SqliteStore::ApplyPut(Write& w, int64_t rv, std::vector<Event>* events,
-                                   json::object* stored) {
+absl::Status SqliteStore::ApplyPut(Write& w, int64_t rv, std::vector<Event>* events) {
   std::string ns = model::GetString(w.object, "metadata.namespace");
   std::string name = model::GetString(w.object, "metadata.name");
   const bool create = w.op == Write::Op::kCreate;
@@ -384,15 +383,14 @@ absl::Status SqliteStore::ApplyPut(Write& w, int64_t rv, std::vector<Event>* eve
   std::string type = create ? "ADDED" : "MODIFIED";
   e.Bind(1, rv).Bind(2, type).Bind(3, w.kind).Bind(4, ns).Bind(5, name).Bind(6, body);
   if (e.Step() != SQLITE_DONE) return absl::Status(absl::StatusCode::kUnavailable, e.Error());
-  events->push_back(Event{rv, type, w.kind, ns, name, w.object});
-  // The write is not read again (a call that fails is failed, not re-applied): its object is
-  // the answer, moved rather than copied.
-  *stored = std::move(w.object);
+  // The write is not read again (a call that fails is failed, not re-applied): its object
+  // goes to the event, and from there to the answer (AnswerFromEvents).
+  events->push_back(
+      Event{rv, std::move(type), w.kind, std::move(ns), std::move(name), std::move(w.object)});
   return absl::OkStatus();
 }
 
-absl::Status SqliteStore::ApplyDelete(Write& w, int64_t rv, std::vector<Event>* events,
-                                      json::object* stored) {
+absl::Status SqliteStore::ApplyDelete(Write& w, int64_t rv, std::vector<Event>* events) {
   std::string ns = model::GetString(w.object, "metadata.namespace");
   std::string name = model::GetString(w.object, "metadata.name");
   ASSIGN_OR_RETURN(Current have, ReadCurrent(w, ns, name));
@@ -415,21 +413,19 @@ absl::Status SqliteStore::ApplyDelete(Write& w, int64_t rv, std::vector<Event>* 
          "VALUES (?1, 'DELETED', ?2, ?3, ?4, ?5)");
   e.Bind(1, rv).Bind(2, w.kind).Bind(3, ns).Bind(4, name).Bind(5, body);
   if (e.Step() != SQLITE_DONE) return absl::Status(absl::StatusCode::kUnavailable, e.Error());
-  events->push_back(Event{rv, "DELETED", w.kind, ns, name, obj});
-  *stored = std::move(obj);
+  events->push_back(Event{rv, "DELETED", w.kind, std::move(ns), std::move(name), std::move(obj)});
   return absl::OkStatus();
 }
 
-absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* events,
-                                     json::object* stored) {
+absl::Status SqliteStore::ApplyWrite(Write& w, int64_t rv, std::vector<Event>* events) {
   switch (w.op) {
     case Write::Op::kPutRevision:
       return ApplyRevision(w);
     case Write::Op::kCreate:
     case Write::Op::kUpdate:
-      return ApplyPut(w, rv, events, stored);
+      return ApplyPut(w, rv, events);
     case Write::Op::kDelete:
-      return ApplyDelete(w, rv, events, stored);
+      return ApplyDelete(w, rv, events);
   }
   return absl::InternalError("unknown write");
 }
@@ -450,18 +446,17 @@ absl::Status SqliteStore::ApplyCall(PendingCommit& call, int64_t* rv, bool* brok
     return SqlError(writer_->db(), "savepoint");
   }
   const int64_t start = *rv;
-  std::vector<json::object> stored(call.writes.size());
   absl::Status status;
   for (size_t i = 0; i < call.writes.size() && status.ok(); ++i) {
     if (call.writes[i].op != Write::Op::kPutRevision) ++*rv;
-    status = ApplyWrite(call.writes[i], *rv, &call.events, &stored[i]);
+    status = ApplyWrite(call.writes[i], *rv, &call.events);
   }
   if (status.ok()) {
     if (ExecCached(*writer_, "RELEASE gantry_call") != SQLITE_OK) {
       *broken = true;
       return SqlError(writer_->db(), "release");
     }
-    call.result = std::move(stored);
+    call.result = std::vector<json::object>();  // the objects: AnswerFromEvents, after the commit
     return absl::OkStatus();
   }
   // This call fails alone: its writes are undone and its resourceVersions go to the next.
@@ -537,6 +532,7 @@ size_t SqliteStore::CommitBatch(const std::vector<PendingCommit*>& batch) {
   if (observer_)
     for (PendingCommit* call : applied)
       if (!call->events.empty()) observer_(call->events);
+  for (PendingCommit* call : applied) AnswerFromEvents(call);
   return applied.size();
 }
 

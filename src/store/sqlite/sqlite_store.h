@@ -117,15 +117,16 @@ class SqliteStore final : public Store {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::Status ApplyCall(PendingCommit& call, int64_t* rv, bool* broken)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  absl::Status ApplyWrite(Write& w, int64_t rv, std::vector<Event>* events,
-                          boost::json::object* stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Applies one write at `rv` and adds its event (with the object as stored) to `events`.
+  absl::Status ApplyWrite(Write& w, int64_t rv, std::vector<Event>* events)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::StatusOr<Current> ReadCurrent(const Write& w, const std::string& ns,
                                       const std::string& name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  absl::Status ApplyPut(Write& w, int64_t rv, std::vector<Event>* events,
-                        boost::json::object* stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  absl::Status ApplyDelete(Write& w, int64_t rv, std::vector<Event>* events,
-                           boost::json::object* stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status ApplyPut(Write& w, int64_t rv, std::vector<Event>* events)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status ApplyDelete(Write& w, int64_t rv, std::vector<Event>* events)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::Status ApplyRevision(const Write& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   void MaybeCompact() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Forgets the cached text of every object the calls of `calls` wrote.
