@@ -64,6 +64,12 @@ absl::Status InstanceStrategy::ValidateUpdate(const json::object& current) const
 
 namespace {
 
+// spec.profileRef of an instance (its namespace defaults to the instance's).
+model::ObjectRef ProfileRefOf(const json::object& instance) {
+  return model::DecodeRef(ObjectAt(instance, "spec"), "profileRef",
+                          model::GetString(instance, "metadata.namespace"));
+}
+
 // Writes into instance `next` the revisions it now pins: `profile`'s latest, and the template
 // revision that goes with it.
 void PinLatest(const model::Profile& profile, json::object& next) {
@@ -90,14 +96,9 @@ absl::StatusOr<PlainSpecs> InstanceStrategy::PinRevisions(const Target& t,
                                                           const json::object* current,
                                                           json::object& next) const {
   const std::string& kind = t.kind->kind;
-  ASSIGN_OR_RETURN(model::Instance instance, model::DecodeInstance(next));
-  const std::string& name = instance.metadata.name;
-  const model::ObjectRef ref{instance.profile_ns, instance.profile_name};
-  bool ref_changed = true;
-  if (current) {
-    ASSIGN_OR_RETURN(model::Instance was, model::DecodeInstance(*current));
-    ref_changed = model::ObjectRef{was.profile_ns, was.profile_name} != ref;
-  }
+  const std::string name = model::GetString(next, "metadata.name");
+  const model::ObjectRef ref = ProfileRefOf(next);
+  const bool ref_changed = !current || ProfileRefOf(*current) != ref;
   if (current && ref_changed && model::WasEverDeployed(*current))
     return InvalidError(kind, name,
                         {{"spec.profileRef",
@@ -105,15 +106,16 @@ absl::StatusOr<PlainSpecs> InstanceStrategy::PinRevisions(const Target& t,
                               " profile can only be changed before the instance is first "
                               "deployed",
                           "FieldValueForbidden"}});
-  if (ref_changed) {
-    ASSIGN_OR_RETURN(json::object stored, ResolveRef(ctx_, t, kind, name, "profileRef",
-                                                     ProfileKindOf(kind), ref.ns, ref.name));
-    ASSIGN_OR_RETURN(model::Profile profile, model::DecodeProfile(std::move(stored)));
-    instance.status.profile_revision = profile.revision;
-    instance.status.template_revision = profile.template_revision;
-    PinLatest(profile, next);
+  if (!ref_changed) {
+    ASSIGN_OR_RETURN(model::Instance instance, model::DecodeInstance(next));
+    ASSIGN_OR_RETURN(engine::Deployment d, engine::ResolvePinned(ctx_.store, instance));
+    return Unsealed(ctx_, d);
   }
-  ASSIGN_OR_RETURN(engine::Deployment d, engine::ResolvePinned(ctx_.store, instance));
+  ASSIGN_OR_RETURN(json::object stored, ResolveRef(ctx_, t, kind, name, "profileRef",
+                                                   ProfileKindOf(kind), ref.ns, ref.name));
+  ASSIGN_OR_RETURN(model::Profile profile, model::DecodeProfile(std::move(stored)));
+  PinLatest(profile, next);
+  ASSIGN_OR_RETURN(engine::Deployment d, engine::ResolveLatest(ctx_.store, profile));
   return Unsealed(ctx_, d);
 }
 

@@ -40,4 +40,9 @@ absl::StatusOr<Deployment> ResolveRun(store::Store& store, const model::Instance
 // what its deployed workload runs, or what its next deploy runs.
 absl::StatusOr<Deployment> ResolvePinned(store::Store& store, const model::Instance& instance);
 
+// The latest revision of `profile`, as read from the store, and the template revision it
+// pins. The profile's spec is its latest revision's (api/strategy_support.cc RecordRevision
+// writes both in one commit), so only the template revision is read.
+absl::StatusOr<Deployment> ResolveLatest(store::Store& store, const model::Profile& profile);
+
 }  // namespace gantry::engine

@@ -109,6 +109,37 @@ TEST_F(DeploymentTest, ReadsThePinnedRevisionsNotTheLatest) {
   EXPECT_EQ(queued->tmpl.config.at("command"), (json::array{"/opt/v2.sh"}));
 }
 
+// A profile read at its latest revision resolves as an instance pinning that revision does,
+// reading only the template revision (a create pins the latest: api/instance_strategy.cc).
+TEST_F(DeploymentTest, TheLatestRevisionOfAProfileResolvesAsThePinnedOne) {
+  PutRevision("EnvironmentTemplate", "team", "t", 1, Template("/opt/v1.sh"));
+  PutRevision("EnvironmentTemplate", "team", "t", 2, Template("/opt/v2.sh"));
+  PutRevision("ComputeProfile", "team", "p", 1, Profile("t", 1));
+  PutRevision("ComputeProfile", "team", "p", 2, Profile("t", 4));
+  json::object latest{
+      {"apiVersion", "paas.gantry.dev/v1"},
+      {"kind", "ComputeProfile"},
+      {"metadata", json::object{{"name", "p"}, {"namespace", "team"}, {"uid", "p"}}},
+      {"spec", Profile("t", 4)},
+      {"status", json::object{{"revision", 2}, {"templateRevision", 2}}}};
+  auto profile = model::DecodeProfile(latest);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  auto d = ResolveLatest(*store_, *profile);
+  ASSERT_TRUE(d.ok()) << d.status();
+  auto pinned = ResolvePinned(*store_, InstanceOn("team", "team", "p", 2, 2));
+  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  EXPECT_EQ(d->profile_kind, pinned->profile_kind);
+  EXPECT_EQ(d->profile_ref, pinned->profile_ref);
+  EXPECT_EQ(d->profile_revision, 2);
+  EXPECT_EQ(d->template_revision, 2);
+  EXPECT_EQ(d->profile.raw, pinned->profile.raw);
+  EXPECT_EQ(d->tmpl.raw, pinned->tmpl.raw);
+  EXPECT_EQ(d->tmpl.config.at("command"), (json::array{"/opt/v2.sh"}));
+  latest["status"].as_object()["templateRevision"] = 3;  // a template revision that is gone
+  auto gone = ResolveLatest(*store_, *model::DecodeProfile(latest));
+  EXPECT_EQ(gone.status().message(), "revision 3 of environment template t is gone");
+}
+
 // A revision that is gone is FAILED_PRECONDITION naming it, for the run to fail with.
 TEST_F(DeploymentTest, ARevisionThatIsGoneIsNamed) {
   PutRevision("ComputeProfile", "team", "p", 1, Profile("t", 0));
