@@ -385,9 +385,8 @@ absl::Status Engine::FinishOnce(const model::Run& claimed, const model::RunOutco
   if (remove && instance.ok() && outcome.service) ReleaseCreatedCompute(*instance);
   if (claimed.instance_kind == kComputeInstanceKind && instance_write > 0 &&
       instance_write < stored->size())
-    if (auto now_instance = model::DecodeInstance(std::move((*stored)[instance_write]));
-        now_instance.ok())
-      NoteComputeState(*now_instance);
+    if (auto now = model::DecodeInstance(std::move((*stored)[instance_write])); now.ok())
+      NoteComputeState(*now);
   // A service stopped along with its compute instance starts again when that one does.
   if (ok && outcome.service && claimed.action == RunAction::kStop &&
       claimed.cause == "ComputeStopped" && instance.ok())
