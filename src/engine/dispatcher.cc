@@ -1,13 +1,13 @@
 // The dispatcher and the workers of engine.h. One pass of the dispatcher reads the queue,
-// oldest first, a page of 64 runs at a time with what admission needs for them (one
-// AdmissionSnapshot, added to page by page), decides on each queued run with the pure Admit
-// (engine/admission.h), claims the admitted ones (an optimistic commit: exactly one claimer
-// wins; a pass's claims go in one commit when it ends) and tells the waiting ones why they
-// wait (and where they are in the queue). It reads
-// the next page only while it has claimed less than the workers can take, up to 500 runs.
-// Fair share and priorities: before it decides a run that needs GPUs, it reads the rest of
-// the queue and puts it in OrderQueue's order, and the victims a waiting deploy names are
-// preempted (engine/preemption.cc).
+// oldest first, a page at a time (as many runs as the workers can take, then twice as many
+// per page, up to 64) with what admission needs for them (one AdmissionSnapshot, added to
+// page by page), decides on each queued run with the pure Admit (engine/admission.h), claims
+// the admitted ones (an optimistic commit: exactly one claimer wins; a pass's claims go in
+// one commit when it ends) and tells the waiting ones why they wait (and where they are in
+// the queue). It reads the next page only while it has claimed less than the workers can
+// take, up to 500 runs. Fair share and priorities: before it decides a run that needs GPUs,
+// it reads the rest of the queue and puts it in OrderQueue's order, and the victims a
+// waiting deploy names are preempted (engine/preemption.cc).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
