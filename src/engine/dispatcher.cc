@@ -481,9 +481,11 @@ size_t Engine::CommitClaims(ClaimBatch* claims) {
   for (const auto& c : claims->claims) {
     std::optional<model::Instance> instance;
     auto writes = ClaimWrites(c.run, c.admission, nullptr, &instance);
-    auto alone = writes ? store_.Commit(*std::move(writes), store::Durability::kRelaxed)
-                        : absl::StatusOr<std::vector<json::object>>(
-                              absl::AbortedError("its usage interval cannot be opened"));
+    if (!writes) {  // ClaimWrites logged why
+      ReleaseLost(c.admission);
+      continue;
+    }
+    auto alone = store_.Commit(*std::move(writes), store::Durability::kRelaxed);
     if (!alone.ok()) {  // another claimer (or a cancel, or a concurrent change) won
       spdlog::info("engine: run {}/{} is not claimed in this pass: {}", c.run.metadata.ns,
                    c.run.metadata.name, std::string(alone.status().message()));
