@@ -56,13 +56,7 @@ void ObjectCache::Fill(const std::string& key, uint64_t generation, std::string_
     return;
   }
   if (auto it = shard.index.find(key); it != shard.index.end()) Erase(shard, it->second);
-  shard.lru.push_front(Entry{key, std::move(owned)});
-  shard.index.emplace(shard.lru.front().key, shard.lru.begin());
-  shard.bytes += cost;
-  while (shard.bytes > shard_capacity_) {
-    Erase(shard, std::prev(shard.lru.end()));
-    ++shard.counts.evictions;
-  }
+  Insert(shard, key, std::move(owned), cost);
 }
 
 void ObjectCache::Invalidate(const std::string& key) {
@@ -71,6 +65,29 @@ void ObjectCache::Invalidate(const std::string& key) {
   std::lock_guard<std::mutex> lock(shard.mu);
   ++shard.generation;
   if (auto it = shard.index.find(key); it != shard.index.end()) Erase(shard, it->second);
+}
+
+void ObjectCache::Refresh(const std::string& key, std::string text) {
+  if (shard_capacity_ == 0) return;
+  Shard& shard = ShardOf(key);
+  auto owned = std::make_shared<const std::string>(std::move(text));  // outside the lock
+  const size_t cost = CostOf(key, *owned);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  ++shard.generation;
+  auto it = shard.index.find(key);
+  if (it == shard.index.end()) return;
+  Erase(shard, it->second);
+  if (cost <= shard_capacity_) Insert(shard, key, std::move(owned), cost);
+}
+
+void ObjectCache::Insert(Shard& shard, const std::string& key, Text text, size_t cost) {
+  shard.lru.push_front(Entry{key, std::move(text)});
+  shard.index.emplace(shard.lru.front().key, shard.lru.begin());
+  shard.bytes += cost;
+  while (shard.bytes > shard_capacity_) {
+    Erase(shard, std::prev(shard.lru.end()));
+    ++shard.counts.evictions;
+  }
 }
 
 void ObjectCache::Erase(Shard& shard, std::list<Entry>::iterator it) {

@@ -11,7 +11,8 @@
 // generation has not moved since. Invalidate moves it, after the commit. Either the reader's
 // transaction began after the commit (it read the new text), or the commit's Invalidate comes
 // after the reader's Find: then it either refuses the Fill (generation moved) or erases what
-// the Fill stored.
+// the Fill stored. Refresh moves the generation as Invalidate does; the text it keeps is the
+// commit's own, so it is as new as a read after the commit would be (commits are serial).
 //
 // Bounded by bytes (the texts and their keys): a shard over its share evicts its least
 // recently used entries. 16 shards, each with its own mutex, so that the I/O threads reading
@@ -61,6 +62,10 @@ class ObjectCache {
   // Forgets `key` and refuses the fills of reads begun before: call after the commit that
   // wrote it, before acknowledging the write.
   void Invalidate(const std::string& key);
+  // As Invalidate, but an object already cached keeps its entry, now `text`: what the commit
+  // that just wrote it stored. An object not cached stays so (much of what is written is not
+  // read again: audit events, usage intervals). Call where Invalidate would be called.
+  void Refresh(const std::string& key, std::string text);
 
   ObjectCacheStats Stats();
 
@@ -81,6 +86,9 @@ class ObjectCache {
     ObjectCacheStats counts ABSL_GUARDED_BY(mu);
   };
   Shard& ShardOf(const std::string& key);
+  // Adds an entry not in the shard (`cost`: CostOf it) and evicts down to the capacity.
+  void Insert(Shard& shard, const std::string& key, Text text, size_t cost)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
   void Erase(Shard& shard, std::list<Entry>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
 
   const size_t shard_capacity_;  // bytes per shard; 0: off

@@ -274,9 +274,10 @@ TEST_P(StoreTest, AReadBegunAfterAnAcknowledgedWriteSeesIt) {
             absl::StatusCode::kNotFound);
 }
 
-// Reads of an object read before are answered from the cache until a commit writes it; a
-// store opened with no cache reads the database every time and answers the same.
-TEST_P(SqliteCommitTest, RepeatedReadsComeFromTheCacheUntilTheObjectIsWritten) {
+// Reads of an object read before are answered from the cache, which a commit that writes it
+// keeps current (a call that fails leaves it as it was, a delete empties it); a store opened
+// with no cache reads the database every time and answers the same.
+TEST_P(SqliteCommitTest, RepeatedReadsComeFromTheCacheWhichWritesKeepCurrent) {
   auto* sqlite = dynamic_cast<SqliteStore*>(store_.get());
   ASSERT_NE(sqlite, nullptr);
   MustCreate(Make({.name = "a", .display_name = "one"}));
@@ -291,7 +292,21 @@ TEST_P(SqliteCommitTest, RepeatedReadsComeFromTheCacheUntilTheObjectIsWritten) {
   auto got = store_->Get(kInstance, "ml-research", "a");
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(model::GetString(*got, "spec.displayName"), "two");
-  EXPECT_EQ(sqlite->CacheStats().misses - after.misses, 1);
+  EXPECT_EQ(sqlite->CacheStats().misses, after.misses);
+  EXPECT_EQ(sqlite->CacheStats().hits - after.hits, 1);
+  // A call whose second write fails is undone whole: the cache keeps "two".
+  std::vector<Write> failing;
+  failing.push_back(Update(Make({.name = "a", .display_name = "three"})));
+  failing.push_back(Create(Make({.name = "a"})));
+  EXPECT_EQ(store_->Commit(std::move(failing)).status().code(), absl::StatusCode::kAlreadyExists);
+  auto kept = store_->Get(kInstance, "ml-research", "a");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(*kept, *got);
+  MustCreate(Make({.name = "gone"}));
+  ASSERT_TRUE(store_->Get(kInstance, "ml-research", "gone").ok());
+  ASSERT_TRUE(store_->Commit(One(Delete("gone"))).ok());
+  EXPECT_EQ(store_->Get(kInstance, "ml-research", "gone").status().code(),
+            absl::StatusCode::kNotFound);
 
   store_.reset();
   SqliteOptions options;

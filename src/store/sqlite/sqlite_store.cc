@@ -383,6 +383,7 @@ absl::Status SqliteStore::ApplyPut(Write& w, int64_t rv, std::vector<Event>* eve
   std::string type = create ? "ADDED" : "MODIFIED";
   e.Bind(1, rv).Bind(2, type).Bind(3, w.kind).Bind(4, ns).Bind(5, name).Bind(6, body);
   if (e.Step() != SQLITE_DONE) return absl::Status(absl::StatusCode::kUnavailable, e.Error());
+  written_.push_back({ObjectCache::Key(w.kind, ns, name), std::move(body)});
   // The write is not read again (a call that fails is failed, not re-applied): its object
   // goes to the event, and from there to the answer (AnswerFromEvents).
   events->push_back(
@@ -413,6 +414,7 @@ absl::Status SqliteStore::ApplyDelete(Write& w, int64_t rv, std::vector<Event>* 
          "VALUES (?1, 'DELETED', ?2, ?3, ?4, ?5)");
   e.Bind(1, rv).Bind(2, w.kind).Bind(3, ns).Bind(4, name).Bind(5, body);
   if (e.Step() != SQLITE_DONE) return absl::Status(absl::StatusCode::kUnavailable, e.Error());
+  written_.push_back({ObjectCache::Key(w.kind, ns, name), std::nullopt});
   events->push_back(Event{rv, "DELETED", w.kind, std::move(ns), std::move(name), std::move(obj)});
   return absl::OkStatus();
 }
@@ -446,6 +448,7 @@ absl::Status SqliteStore::ApplyCall(PendingCommit& call, int64_t* rv, bool* brok
     return SqlError(writer_->db(), "savepoint");
   }
   const int64_t start = *rv;
+  const size_t written_before = written_.size();
   absl::Status status;
   for (size_t i = 0; i < call.writes.size() && status.ok(); ++i) {
     if (call.writes[i].op != Write::Op::kPutRevision) ++*rv;
@@ -464,6 +467,7 @@ absl::Status SqliteStore::ApplyCall(PendingCommit& call, int64_t* rv, bool* brok
   if (status.code() == absl::StatusCode::kUnavailable && IsFatal(ext)) *broken = true;
   *rv = start;
   call.events.clear();
+  written_.resize(written_before);
   if (!*broken && (ExecCached(*writer_, "ROLLBACK TO gantry_call") != SQLITE_OK ||
                    ExecCached(*writer_, "RELEASE gantry_call") != SQLITE_OK))
     *broken = true;
@@ -512,7 +516,7 @@ size_t SqliteStore::CommitBatch(const std::vector<PendingCommit*>& batch) {
     status = SqlError(writer_->db(), "commit");
   // After the COMMIT (a read begun before it must not fill the cache once this has run) and
   // before any call is acknowledged; also when the COMMIT failed, in case it half happened.
-  InvalidateWritten(applied);
+  UpdateCache(status.ok() && !applied.empty());
   if (!status.ok() || applied.empty()) {
     int ext = sqlite3_extended_errcode(writer_->db());
     ExecCached(*writer_, "ROLLBACK");
@@ -536,9 +540,14 @@ size_t SqliteStore::CommitBatch(const std::vector<PendingCommit*>& batch) {
   return applied.size();
 }
 
-void SqliteStore::InvalidateWritten(const std::vector<PendingCommit*>& calls) {
-  for (const PendingCommit* call : calls)
-    for (const Event& e : call->events) cache_.Invalidate(ObjectCache::Key(e.kind, e.ns, e.name));
+void SqliteStore::UpdateCache(bool committed) {
+  for (Written& w : written_) {
+    if (committed && w.text)
+      cache_.Refresh(w.key, *std::move(w.text));
+    else
+      cache_.Invalidate(w.key);
+  }
+  written_.clear();
 }
 
 void SqliteStore::MaybeCompact() {

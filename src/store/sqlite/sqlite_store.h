@@ -20,8 +20,10 @@
 // The commit observer gets each call's events, in resourceVersion order, after the commit.
 //
 // Reads of one object (Get, GetText) are answered from an ObjectCache (store/object_cache.h)
-// when the object was read before and not written since: a batch invalidates what it wrote
-// after its COMMIT and before any of its calls is acknowledged.
+// when the object was read before: after its COMMIT and before any of its calls is
+// acknowledged, a batch puts the text it wrote into the entries of the objects it wrote that
+// were cached (so a read after a write, the engine's usual step, still hits), and drops
+// those it deleted.
 //
 // Checkpoints (copying the WAL back into the database file) run on a thread of their own,
 // not inside the COMMIT that fills the log (store/sqlite/wal_checkpointer.h).
@@ -40,6 +42,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -129,8 +132,10 @@ class SqliteStore final : public Store {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::Status ApplyRevision(const Write& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   void MaybeCompact() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  // Forgets the cached text of every object the calls of `calls` wrote.
-  void InvalidateWritten(const std::vector<PendingCommit*>& calls);
+  // After a batch's COMMIT (`committed`) or its failure: each object the batch wrote keeps
+  // its cached entry with the text written (ObjectCache::Refresh), or loses it when it was
+  // deleted or the commit failed; then forgets the batch's texts.
+  void UpdateCache(bool committed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
 
   // Constant after construction.
   const SqliteOptions options_;
@@ -144,6 +149,13 @@ class SqliteStore final : public Store {
   int64_t last_rv_ ABSL_GUARDED_BY(write_mu_) = 0;
   int64_t commits_since_compaction_ ABSL_GUARDED_BY(write_mu_) = 0;
   absl::Status sticky_error_ ABSL_GUARDED_BY(write_mu_);
+  // What the batch being committed wrote, in order, for UpdateCache: each object's cache key
+  // and stored text (none: deleted). A call that fails takes its own back out.
+  struct Written {
+    std::string key;
+    std::optional<std::string> text;
+  };
+  std::vector<Written> written_ ABSL_GUARDED_BY(write_mu_);
   std::function<void(const std::vector<Event>&)> observer_;  // set before the first write
 
   std::mutex readers_mu_;
