@@ -354,7 +354,14 @@ Response Router::NodesReadOnly(ApiCall&) {
   return ErrorResponse(MethodNotAllowedError("nodes are read-only"));
 }
 
-Response Router::Action(ApiCall& c) { return InstanceAction(c.t, c.sub, c.query); }
+// A deploy, destroy, stop or start records itself in the commit that queues its run; any
+// other answer (a refusal, an approval asked for, a cancel) is recorded by Handle.
+Response Router::Action(ApiCall& c) {
+  std::optional<store::AlsoCommit> record = AuditInWrite(c, [] { return 202; });
+  Response r = InstanceAction(c.t, c.sub, c.query, record ? &*record : nullptr);
+  c.call.audit_committed = record && record->committed;
+  return r;
+}
 
 Response Router::ActionNeedsPost(ApiCall& c) {
   return ErrorResponse(MethodNotAllowedError(c.sub + " is an action: use POST"));
@@ -421,7 +428,7 @@ Response Router::Create(ApiCall& c) {
     return ErrorResponse(BadRequestError("create " + c.t.kind->plural +
                                          " in a project: POST /apis/" + model::kApiVersion +
                                          "/namespaces/PROJECT/" + c.t.kind->plural));
-  return RecordedWrite(c, 201, [&](ResourceService::AlsoCommit* also) {
+  return RecordedWrite(c, 201, [&](store::AlsoCommit* also) {
     return resources_.Create(c.t, c.request.body, also);
   });
 }
@@ -430,23 +437,20 @@ Response Router::Create(ApiCall& c) {
 // both), with the HTTP code `code` gives at commit time; nullopt when the request is not
 // recorded so (a dry run, an unauthenticated call). A refused, failed or no-op write is
 // recorded by Handle afterwards.
-std::optional<ResourceService::AlsoCommit> Router::AuditInWrite(ApiCall& c,
-                                                                std::function<int()> code) {
+std::optional<store::AlsoCommit> Router::AuditInWrite(ApiCall& c, std::function<int()> code) {
   if (!c.call.audit || !c.call.entry.authenticated || c.t.dry_run) return std::nullopt;
-  return ResourceService::AlsoCommit{
-      [this, &c, code = std::move(code)](const json::object& written) {
-        auth::AuditEntry e = c.call.entry;
-        e.name = model::GetString(written, "metadata.name");
-        Answered(e, code(), c.request.remote);
-        return audit_.AsWrite(e);
-      }};
+  return store::AlsoCommit{[this, &c, code = std::move(code)](const json::object& written) {
+    auth::AuditEntry e = c.call.entry;
+    e.name = model::GetString(written, "metadata.name");
+    Answered(e, code(), c.request.remote);
+    return audit_.AsWrite(e);
+  }};
 }
 
 // A create's or an update's answer (`ok_status` on success), its audit record committed with
 // it when the write committed.
 Response Router::RecordedWrite(ApiCall& c, int ok_status, const WriteCall& write) {
-  std::optional<ResourceService::AlsoCommit> record =
-      AuditInWrite(c, [ok_status] { return ok_status; });
+  std::optional<store::AlsoCommit> record = AuditInWrite(c, [ok_status] { return ok_status; });
   auto written = write(record ? &*record : nullptr);
   c.call.audit_committed = record && record->committed;
   return Written(c, std::move(written), ok_status);
@@ -472,7 +476,7 @@ Response Router::GetOrWatch(ApiCall& c) {
 
 Response Router::Replace(ApiCall& c) {
   if (absl::Status s = CheckJsonBody(c.request); !s.ok()) return ErrorResponse(s);
-  return RecordedWrite(c, 200, [&](ResourceService::AlsoCommit* also) {
+  return RecordedWrite(c, 200, [&](store::AlsoCommit* also) {
     return resources_.Replace(c.t, c.request.body, also);
   });
 }
@@ -485,11 +489,11 @@ Response Router::Patch(ApiCall& c) {
         BadRequestError("force is only allowed for apply requests (application/apply-patch+yaml)"));
   if (apply) return ServerSideApply(c);
   if (type == "application/merge-patch+json")
-    return RecordedWrite(c, 200, [&](ResourceService::AlsoCommit* also) {
+    return RecordedWrite(c, 200, [&](store::AlsoCommit* also) {
       return resources_.MergePatch(c.t, c.request.body, also);
     });
   if (type == "application/json-patch+json")
-    return RecordedWrite(c, 200, [&](ResourceService::AlsoCommit* also) {
+    return RecordedWrite(c, 200, [&](store::AlsoCommit* also) {
       return resources_.JsonPatch(c.t, c.request.body, also);
     });
   // Like Kubernetes for custom resources: strategic merge needs Go types' patch
@@ -516,7 +520,7 @@ Response Router::ServerSideApply(ApiCall& c) {
   }
   // Whether the apply creates is known before it commits, so its record's code is read then.
   bool created = false;
-  std::optional<ResourceService::AlsoCommit> record =
+  std::optional<store::AlsoCommit> record =
       AuditInWrite(c, [&created] { return created ? 201 : 200; });
   auto out = resources_.Apply(c.t, c.request.body, QueryBool(c.query, "force"), &created,
                               record ? &*record : nullptr);
@@ -527,7 +531,7 @@ Response Router::ServerSideApply(ApiCall& c) {
 Response Router::Delete(ApiCall& c) {
   bool accepted = false;
   // A compute instance's delete is the engine's (202): its record is written afterwards.
-  std::optional<ResourceService::AlsoCommit> record = AuditInWrite(c, [] { return 200; });
+  std::optional<store::AlsoCommit> record = AuditInWrite(c, [] { return 200; });
   auto out =
       resources_.Delete(c.t, c.request.body, c.query, &accepted, record ? &*record : nullptr);
   c.call.audit_committed = record && record->committed;
@@ -539,7 +543,8 @@ Response Router::ObjectNotAllowed(ApiCall& c) {
       MethodNotAllowedError(c.request.method + " is not supported on " + c.t.kind->plural));
 }
 
-Response Router::InstanceAction(const Target& t, const std::string& action, const Query& query) {
+Response Router::InstanceAction(const Target& t, const std::string& action, const Query& query,
+                                store::AlsoCommit* also) {
   const std::string& kind = t.kind->kind;
   bool cascade = false;
   if (auto it = query.find("cascade"); it != query.end()) {
@@ -553,13 +558,13 @@ Response Router::InstanceAction(const Target& t, const std::string& action, cons
   if (auto gated = ApprovalGate(t, action)) return *std::move(gated);
   absl::StatusOr<json::object> out;
   if (action == "deploy")
-    out = engine_.Deploy(kind, t.ns, t.name);
+    out = engine_.Deploy(kind, t.ns, t.name, also);
   else if (action == "destroy")
-    out = engine_.Destroy(kind, t.ns, t.name, cascade);
+    out = engine_.Destroy(kind, t.ns, t.name, cascade, "", also);
   else if (action == "stop")
-    out = engine_.Stop(kind, t.ns, t.name, "StoppedByUser");
+    out = engine_.Stop(kind, t.ns, t.name, "StoppedByUser", also);
   else if (action == "start")
-    out = engine_.Start(kind, t.ns, t.name);
+    out = engine_.Start(kind, t.ns, t.name, "", also);
   else if (action == "cancel")
     out = engine_.Cancel(kind, t.ns, t.name);
   else

@@ -155,7 +155,7 @@ absl::Status ResourceService::ValidateIncoming(const Target& t, json::object& ob
 }
 
 absl::StatusOr<json::object> ResourceService::Create(const Target& t, std::string_view body,
-                                                     AlsoCommit* also) {
+                                                     store::AlsoCommit* also) {
   if (t.kind->read_only)
     return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");
   ASSIGN_OR_RETURN(json::object incoming, model::ParseObjectJson(body));
@@ -164,7 +164,7 @@ absl::StatusOr<json::object> ResourceService::Create(const Target& t, std::strin
 
 absl::StatusOr<json::object> ResourceService::CreateObject(const Target& t, json::object incoming,
                                                            const ApplyInfo* apply,
-                                                           AlsoCommit* also) {
+                                                           store::AlsoCommit* also) {
   Target target = t;
   target.name.clear();
   RETURN_IF_ERROR(ValidateIncoming(target, incoming, /*for_create=*/true));
@@ -328,7 +328,8 @@ absl::StatusOr<json::object> ResourceService::List(const Target& t, const Query&
 
 absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::object incoming,
                                                          int64_t expected_rv,
-                                                         const ApplyInfo* apply, AlsoCommit* also) {
+                                                         const ApplyInfo* apply,
+                                                         store::AlsoCommit* also) {
   RETURN_IF_ERROR(ValidateIncoming(t, incoming, /*for_create=*/false));
   const KindStrategy& strategy = StrategyOf(t);
   std::string want_uid = GetString(incoming, "metadata.uid");
@@ -383,7 +384,7 @@ absl::StatusOr<json::object> ResourceService::UpdateFrom(const Target& t, json::
 }
 
 absl::StatusOr<json::object> ResourceService::Replace(const Target& t, std::string_view body,
-                                                      AlsoCommit* also) {
+                                                      store::AlsoCommit* also) {
   ASSIGN_OR_RETURN(json::object incoming, model::ParseObjectJson(body));
   std::string rv = GetString(incoming, "metadata.resourceVersion");
   int64_t expected = 0;
@@ -399,7 +400,7 @@ absl::StatusOr<json::object> ResourceService::Replace(const Target& t, std::stri
 }
 
 absl::StatusOr<json::object> ResourceService::MergePatch(const Target& t, std::string_view body,
-                                                         AlsoCommit* also) {
+                                                         store::AlsoCommit* also) {
   ASSIGN_OR_RETURN(json::object patch, model::ParseObjectJson(body));
   std::string rv = GetString(patch, "metadata.resourceVersion");
   for (int attempt = 0;; ++attempt) {
@@ -475,7 +476,7 @@ absl::Status ResourceService::RecordManagers(const Target& t, const json::object
 }
 
 absl::StatusOr<json::object> ResourceService::JsonPatch(const Target& t, std::string_view body,
-                                                        AlsoCommit* also) {
+                                                        store::AlsoCommit* also) {
   ASSIGN_OR_RETURN(json::value patch, model::ParseJsonValue(body));
   for (int attempt = 0;; ++attempt) {
     ASSIGN_OR_RETURN(json::object current, Get(t));
@@ -506,7 +507,8 @@ absl::StatusOr<json::object> ResourceService::JsonPatch(const Target& t, std::st
 }
 
 absl::StatusOr<json::object> ResourceService::Apply(const Target& t, std::string_view body,
-                                                    bool force, bool* created, AlsoCommit* also) {
+                                                    bool force, bool* created,
+                                                    store::AlsoCommit* also) {
   *created = false;
   if (t.kind->read_only)
     return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");
@@ -616,7 +618,7 @@ absl::StatusOr<DeleteOptions> ParseDeleteOptions(const Target& t, std::string_vi
 
 absl::StatusOr<json::object> ResourceService::Delete(const Target& t, std::string_view body,
                                                      const Query& query, bool* accepted,
-                                                     AlsoCommit* also) {
+                                                     store::AlsoCommit* also) {
   *accepted = false;
   if (t.kind->read_only)
     return MethodNotAllowedError(t.kind->plural + " are read-only: they are made by the server");

@@ -57,16 +57,9 @@ class ResourceService {
   store::Store& store() const { return store_; }
   const Clock& clock() const { return context_.clock; }
 
-  // What a create, an update, an apply or a delete commits with the object, made from the
-  // object as it is written (for a delete: as it was): the request's audit record
-  // (Router::AuditInWrite), so that one transaction holds both. `committed` is set once a
-  // commit holding it succeeded (a no-op update or a dry run commits nothing).
-  struct AlsoCommit {
-    std::function<store::Write(const boost::json::object& written)> make;
-    bool committed = false;
-  };
+  // `also` (store::AlsoCommit): a write committed with the object's, the request's audit record.
   absl::StatusOr<boost::json::object> Create(const Target& t, std::string_view body,
-                                             AlsoCommit* also = nullptr);
+                                             store::AlsoCommit* also = nullptr);
   absl::StatusOr<boost::json::object> Get(const Target& t);
   // The object as its stored JSON text (store::Store::GetText), errors as Get.
   absl::StatusOr<std::string> GetText(const Target& t);
@@ -74,24 +67,24 @@ class ResourceService {
   // profiles, instances), marked status.sharedFrom, after the project's own.
   absl::StatusOr<boost::json::object> List(const Target& t, const Query& q);
   absl::StatusOr<boost::json::object> Replace(const Target& t, std::string_view body,
-                                              AlsoCommit* also = nullptr);
+                                              store::AlsoCommit* also = nullptr);
   absl::StatusOr<boost::json::object> MergePatch(const Target& t, std::string_view body,
-                                                 AlsoCommit* also = nullptr);
+                                                 store::AlsoCommit* also = nullptr);
   // RFC 6902 JSON patch (kubectl patch --type=json), applied to the whole stored object.
   absl::StatusOr<boost::json::object> JsonPatch(const Target& t, std::string_view body,
-                                                AlsoCommit* also = nullptr);
+                                                store::AlsoCommit* also = nullptr);
   // Server-side apply (application/apply-patch+yaml; `body` is YAML or JSON) by
   // t.field_manager: creates the object when absent (*created), else merges the
   // configuration in with the ownership rules of model/managed_fields.h (409 on conflicts
   // unless `force`). Then the same checks and effects as Replace.
   absl::StatusOr<boost::json::object> Apply(const Target& t, std::string_view body, bool force,
-                                            bool* created, AlsoCommit* also = nullptr);
+                                            bool* created, store::AlsoCommit* also = nullptr);
   // Returns the deleted object (200), or the object in its teardown state (202). `also` is
   // committed with a delete the store makes at once (not with a compute instance's, which
   // the engine tears down).
   absl::StatusOr<boost::json::object> Delete(const Target& t, std::string_view body,
                                              const Query& query, bool* accepted,
-                                             AlsoCommit* also = nullptr);
+                                             store::AlsoCommit* also = nullptr);
   absl::StatusOr<boost::json::object> ListRevisions(const Target& t);
   absl::StatusOr<boost::json::object> GetRevision(const Target& t, std::string_view revision);
   // Opens a watch; the stream gets the history asked for, then live events.
@@ -144,11 +137,11 @@ class ResourceService {
   };
   absl::StatusOr<boost::json::object> CreateObject(const Target& t, boost::json::object incoming,
                                                    const ApplyInfo* apply,
-                                                   AlsoCommit* also = nullptr);
+                                                   store::AlsoCommit* also = nullptr);
   absl::StatusOr<boost::json::object> UpdateFrom(const Target& t, boost::json::object incoming,
                                                  int64_t expected_rv,
                                                  const ApplyInfo* apply = nullptr,
-                                                 AlsoCommit* also = nullptr);
+                                                 store::AlsoCommit* also = nullptr);
   // Sets next's metadata.managedFields for a write of `incoming` by t.field_manager
   // (an Update, or an Apply when `apply` is set); 409 on apply conflicts, 422 for
   // managedFields sent that cannot be read.

@@ -89,7 +89,9 @@ class Router {
                          const std::string& kind);
   // POST …/computeinstances|serviceinstances/NAME/deploy|destroy|stop|start|cancel|upgrade
   // (?cascade=true on a compute instance's destroy).
-  Response InstanceAction(const Target& t, const std::string& action, const Query& query);
+  // `also`: the request's audit record, for the commit that queues a run (Engine::Deploy).
+  Response InstanceAction(const Target& t, const std::string& action, const Query& query,
+                          store::AlsoCommit* also);
   Response RunLog(const Target& t, const Query& query);
   // approval_routes.cc: a deploy or start that waits for approval (the 202 answer), a cancel
   // or destroy that withdraws a pending request; nullopt: the engine takes the action.
@@ -162,9 +164,8 @@ class Router {
   absl::StatusOr<boost::json::object> VisibleList(const Target& t, const Query& query,
                                                   const Visibility& visible);
   Response Create(ApiCall& c);
-  std::optional<ResourceService::AlsoCommit> AuditInWrite(ApiCall& c, std::function<int()> code);
-  using WriteCall =
-      std::function<absl::StatusOr<boost::json::object>(ResourceService::AlsoCommit* also)>;
+  std::optional<store::AlsoCommit> AuditInWrite(ApiCall& c, std::function<int()> code);
+  using WriteCall = std::function<absl::StatusOr<boost::json::object>(store::AlsoCommit* also)>;
   Response RecordedWrite(ApiCall& c, int ok_status, const WriteCall& write);
   // The answer to a create or update of c.t: with the warnings of its kind's strategy.
   Response Written(const ApiCall& c, absl::StatusOr<boost::json::object> result,

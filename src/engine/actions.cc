@@ -78,7 +78,8 @@ absl::Status Engine::BeforeQueue(const model::Instance& instance, RunAction acti
 absl::StatusOr<json::object> Engine::Queue(const std::string& kind, const std::string& ns,
                                            const std::string& name, RunAction action,
                                            bool delete_instance, bool cascade,
-                                           const std::string& cause, const BeforeDecide* prepare) {
+                                           const std::string& cause, const BeforeDecide* prepare,
+                                           store::AlsoCommit* also) {
   if (stopping_) return absl::UnavailableError("gantryd is shutting down; try again shortly");
   for (int attempt = 0;; ++attempt) {
     ASSIGN_OR_RETURN(model::Instance instance, internal::LoadInstance(store_, kind, ns, name));
@@ -110,8 +111,10 @@ absl::StatusOr<json::object> Engine::Queue(const std::string& kind, const std::s
     std::vector<store::Write> writes;
     writes.push_back(internal::UpdateOf(instance));
     writes.push_back({store::Write::Op::kCreate, model::kRunKind, model::EncodeRun(run), 0, 0});
+    if (also) writes.push_back(also->make(writes[0].object));
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) {
+      if (also) also->committed = true;
       if (action == RunAction::kStop && kind == kComputeInstanceKind)
         if (auto now_instance = model::DecodeInstance((*stored)[0]); now_instance.ok())
           StopServicesOn(*now_instance, true);
@@ -246,8 +249,8 @@ void Engine::NoteComputeState(const model::Instance& compute) {
 }
 
 absl::StatusOr<json::object> Engine::Deploy(const std::string& kind, const std::string& ns,
-                                            const std::string& name) {
-  return Queue(kind, ns, name, RunAction::kApply, false, false);
+                                            const std::string& name, store::AlsoCommit* also) {
+  return Queue(kind, ns, name, RunAction::kApply, false, false, "", nullptr, also);
 }
 
 absl::StatusOr<json::object> Engine::QueueApproved(const std::string& kind, const std::string& ns,
@@ -258,8 +261,8 @@ absl::StatusOr<json::object> Engine::QueueApproved(const std::string& kind, cons
 
 absl::StatusOr<json::object> Engine::Destroy(const std::string& kind, const std::string& ns,
                                              const std::string& name, bool cascade,
-                                             const std::string& reason) {
-  return Queue(kind, ns, name, RunAction::kDestroy, false, cascade, reason);
+                                             const std::string& reason, store::AlsoCommit* also) {
+  return Queue(kind, ns, name, RunAction::kDestroy, false, cascade, reason, nullptr, also);
 }
 
 absl::StatusOr<json::object> Engine::DeleteDeployed(const std::string& kind, const std::string& ns,

@@ -101,11 +101,16 @@ class Engine : public drivers::WorkloadObserver {
   // `cascade` (compute instances): destroy the services running on it first instead of
   // refusing with 409 HasServices. Destroy's `reason` (the lifecycle controller's TTLExpired)
   // is the run's spec.reason and the instance's status.reason once it is NotDeployed.
+  // `also` (deploy, destroy, stop, start): a write committed with the one that queues the run
+  // (the request's audit record), made from the instance as queued; left uncommitted when
+  // nothing is queued (a deploy that cancels a queued destroy, a refusal).
   absl::StatusOr<boost::json::object> Deploy(const std::string& kind, const std::string& ns,
-                                             const std::string& name);
+                                             const std::string& name,
+                                             store::AlsoCommit* also = nullptr);
   absl::StatusOr<boost::json::object> Destroy(const std::string& kind, const std::string& ns,
                                               const std::string& name, bool cascade = false,
-                                              const std::string& reason = "");
+                                              const std::string& reason = "",
+                                              store::AlsoCommit* also = nullptr);
   absl::StatusOr<boost::json::object> Cancel(const std::string& kind, const std::string& ns,
                                              const std::string& name);
   // POST …/stop: a stop run (the driver stops the workload, the GPUs are released, the
@@ -114,12 +119,13 @@ class Engine : public drivers::WorkloadObserver {
   // stop this instance (Driver::CanStop, its message).
   absl::StatusOr<boost::json::object> Stop(const std::string& kind, const std::string& ns,
                                            const std::string& name,
-                                           const std::string& reason = "StoppedByUser");
+                                           const std::string& reason = "StoppedByUser",
+                                           store::AlsoCommit* also = nullptr);
   // POST …/start: a start run of a Stopped instance, admitted like a deploy (quota,
   // capacity); `reason` is "" for a person, Scheduled for a schedule.
   absl::StatusOr<boost::json::object> Start(const std::string& kind, const std::string& ns,
-                                            const std::string& name,
-                                            const std::string& reason = "");
+                                            const std::string& name, const std::string& reason = "",
+                                            store::AlsoCommit* also = nullptr);
   // The deploy or start (`action`) of an instance whose approval was just granted
   // (engine/approvals.h): `prepare` returns the loaded instance (Waiting, PendingApproval) to
   // the phase the action is decided on and records the answer, in the same transaction that
@@ -162,7 +168,8 @@ class Engine : public drivers::WorkloadObserver {
                                             const std::string& name, model::RunAction action,
                                             bool delete_instance, bool cascade,
                                             const std::string& cause = "",
-                                            const BeforeDecide* prepare = nullptr);
+                                            const BeforeDecide* prepare = nullptr,
+                                            store::AlsoCommit* also = nullptr);
   // What has to happen before `instance` gets a run of `action`: its services destroyed
   // first (compute destroy), its auto-created compute instance deployed (service deploy).
   absl::Status BeforeQueue(const model::Instance& instance, model::RunAction action,

@@ -376,6 +376,44 @@ TEST_F(EngineUnitTest, APassClaimsItsRunsInOneCommitAndALostClaimIsLostAlone) {
   engine_.reset();  // before `wrapped` goes
 }
 
+// What a caller adds to an action (the request's audit record, store::AlsoCommit) goes in
+// the commit that queues the run; an action refused commits none of it.
+TEST_F(EngineUnitTest, AnActionsAlsoWriteIsCommittedWithItsQueuedRun) {
+  CreateInstance("a");
+  store::StoreWrapper wrapped(*store_);
+  std::mutex mu;
+  std::vector<std::vector<std::string>> commits;  // the kinds each commit writes
+  wrapped.SetBeforeCommit([&](const std::vector<store::Write>& writes) {
+    std::vector<std::string> kinds;
+    for (const auto& w : writes) kinds.push_back(w.kind);
+    std::lock_guard<std::mutex> lock(mu);
+    commits.push_back(std::move(kinds));
+  });
+  EngineOptions queue_only;
+  Engine queuer(wrapped, registry_, *secrets_, *logs_, clock_, metrics_, *gpus_, queue_only);
+  auto record = [](std::string verb) {
+    return store::AlsoCommit{[verb](const json::object& written) {
+      json::object meta{{"name", verb + "-" + GetString(written, "metadata.name")},
+                        {"namespace", ""}};
+      return store::Write{store::Write::Op::kCreate, "AuditEvent",
+                          json::object{{"metadata", std::move(meta)}}, 0, 0};
+    }};
+  };
+  store::AlsoCommit deploy = record("deploy");
+  ASSERT_TRUE(queuer.Deploy("ComputeInstance", "p", "a", &deploy).ok());
+  EXPECT_TRUE(deploy.committed);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(commits,
+              (std::vector<std::vector<std::string>>{{"ComputeInstance", "Run", "AuditEvent"}}));
+  }
+  EXPECT_TRUE(store_->Get("AuditEvent", "", "deploy-a").ok());
+  store::AlsoCommit stop = record("stop");  // refused: a is not deployed yet
+  EXPECT_FALSE(queuer.Stop("ComputeInstance", "p", "a", "StoppedByUser", &stop).ok());
+  EXPECT_FALSE(stop.committed);
+  EXPECT_EQ(store_->Get("AuditEvent", "", "stop-a").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(EngineUnitTest, ProjectQuotaOfDeployedInstances) {
   CreateProjectAllowingOneInstance();
   CreateInstance("a");

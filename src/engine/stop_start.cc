@@ -38,14 +38,16 @@ std::string KindWords(const std::string& kind) {
 }  // namespace
 
 absl::StatusOr<json::object> Engine::Stop(const std::string& kind, const std::string& ns,
-                                          const std::string& name, const std::string& reason) {
+                                          const std::string& name, const std::string& reason,
+                                          store::AlsoCommit* also) {
   return Queue(kind, ns, name, RunAction::kStop, false, false,
-               reason.empty() ? "StoppedByUser" : reason);
+               reason.empty() ? "StoppedByUser" : reason, nullptr, also);
 }
 
 absl::StatusOr<json::object> Engine::Start(const std::string& kind, const std::string& ns,
-                                           const std::string& name, const std::string& reason) {
-  return Queue(kind, ns, name, RunAction::kStart, false, false, reason);
+                                           const std::string& name, const std::string& reason,
+                                           store::AlsoCommit* also) {
+  return Queue(kind, ns, name, RunAction::kStart, false, false, reason, nullptr, also);
 }
 
 absl::Status Engine::CheckCanStop(const model::Instance& instance) {

@@ -1,4 +1,4 @@
-// ObjectCache: hits and misses, invalidation, the generation that refuses a fill begun
+// ObjectCache: hits and misses, invalidation and refresh, the generation that refuses a fill begun
 // before an invalidation, the byte bound and its LRU order, and many threads at once.
 #include "store/object_cache.h"
 
@@ -39,6 +39,29 @@ TEST(ObjectCacheTest, AFilledTextIsFoundUntilInvalidated) {
   EXPECT_EQ(stats.misses, 3);
   EXPECT_EQ(stats.entries, 0u);
   EXPECT_EQ(stats.bytes, 0u);
+}
+
+// A commit's own text replaces a cached entry; an object not cached is not added (much of
+// what is written is never read), and a fill begun before the refresh is refused.
+TEST(ObjectCacheTest, ARefreshReplacesACachedTextAndAddsNone) {
+  ObjectCache cache(1 << 20);
+  uint64_t generation = 0;
+  ASSERT_EQ(cache.Find(kA, &generation), nullptr);
+  cache.Fill(kA, generation, "v1");
+  uint64_t before_b = 0;
+  ASSERT_EQ(cache.Find(kB, &before_b), nullptr);
+  cache.Refresh(kA, "v2");
+  cache.Refresh(kB, "b2");
+  ObjectCache::Text text = cache.Find(kA, &generation);
+  ASSERT_NE(text, nullptr);
+  EXPECT_EQ(*text, "v2");
+  uint64_t after_b = 0;
+  EXPECT_EQ(cache.Find(kB, &after_b), nullptr);
+  cache.Fill(kB, before_b, "b1");  // read before the refresh: refused
+  EXPECT_EQ(cache.Find(kB, &after_b), nullptr);
+  EXPECT_EQ(cache.Stats().fills_refused, 1);
+  EXPECT_EQ(cache.Stats().entries, 1u);
+  EXPECT_EQ(cache.Stats().bytes, 2 + 2 * kA.size() + 64);
 }
 
 // A reader that looked before a commit and read the replaced text must not cache it once
@@ -125,8 +148,13 @@ TEST(ObjectCacheTest, NoReaderFindsAVersionOlderThanTheLastAcknowledged) {
       }
     });
   for (int v = 1; v <= 20000; ++v) {
-    database = v;          // COMMIT
-    cache.Invalidate(kA);  // after the commit, before the acknowledgement
+    database = v;  // COMMIT
+    // After the commit, before the acknowledgement: the store refreshes what it wrote (or
+    // invalidates it, when the commit failed or deleted it).
+    if (v % 2)
+      cache.Refresh(kA, std::to_string(v));
+    else
+      cache.Invalidate(kA);
     acknowledged = v;
     if (v % 64 == 0) std::this_thread::yield();
   }

@@ -44,6 +44,17 @@ struct Write {
   int64_t revision = 0;  // kPutRevision only
 };
 
+// A write a caller adds to the commit another component makes for it, made from the object
+// as that commit writes it (for a delete: as it was): the request's audit record
+// (api::Router::AuditInWrite) in the commit of a create, an update, an apply, a delete
+// (api::ResourceService) or of a queued run (engine::Engine::Queue), so that one transaction
+// holds both. `committed` is set once a commit holding it succeeded (a no-op update or a dry
+// run commits nothing).
+struct AlsoCommit {
+  std::function<Write(const boost::json::object& written)> make;
+  bool committed = false;
+};
+
 // A committed change, as watchers see it.
 struct Event {
   int64_t resource_version = 0;
