@@ -25,12 +25,12 @@ esac
 # gantryd is always built with its PostgreSQL store. libldap-dev: gantryd's LDAP logins
 # (--ldap-url, issue 21). libcjose-dev (and libjansson-dev, which its pkg-config needs):
 # single sign-on's ID token and JWKS checks (--oidc-issuer, issue 21). python3: the examples'
-# workloads.
+# workloads. libjemalloc-dev: gantryd's allocator (docs/performance.md, "jemalloc").
 RUN_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libabsl-dev libsqlite3-dev
   libsodium-dev libssl-dev libyaml-cpp-dev libspdlog-dev libcli11-dev libpq-dev libldap-dev
-  libcjose-dev libjansson-dev
+  libcjose-dev libjansson-dev libjemalloc-dev
   curl python3
 )
 # The web UI: node and npm (Debian's, unless a node is already installed, e.g. from NodeSource).
