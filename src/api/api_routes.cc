@@ -357,10 +357,9 @@ Response Router::NodesReadOnly(ApiCall&) {
 // A deploy, destroy, stop or start records itself in the commit that queues its run; any
 // other answer (a refusal, an approval asked for, a cancel) is recorded by Handle.
 Response Router::Action(ApiCall& c) {
-  std::optional<store::AlsoCommit> record = AuditInWrite(c, [] { return 202; });
-  Response r = InstanceAction(c.t, c.sub, c.query, record ? &*record : nullptr);
-  c.call.audit_committed = record && record->committed;
-  return r;
+  return Audited(
+      c, [] { return 202; },
+      [&](store::AlsoCommit* also) { return InstanceAction(c.t, c.sub, c.query, also); });
 }
 
 Response Router::ActionNeedsPost(ApiCall& c) {
@@ -447,13 +446,22 @@ std::optional<store::AlsoCommit> Router::AuditInWrite(ApiCall& c, std::function<
   }};
 }
 
+// `act`'s answer, `act` given the request's audit record (AuditInWrite; null when there is
+// none) for the commit it makes; Handle records the request afterwards only when no commit
+// held the record.
+Response Router::Audited(ApiCall& c, std::function<int()> code, const AuditedCall& act) {
+  std::optional<store::AlsoCommit> record = AuditInWrite(c, std::move(code));
+  Response r = act(record ? &*record : nullptr);
+  c.call.audit_committed = record && record->committed;
+  return r;
+}
+
 // A create's or an update's answer (`ok_status` on success), its audit record committed with
 // it when the write committed.
 Response Router::RecordedWrite(ApiCall& c, int ok_status, const WriteCall& write) {
-  std::optional<store::AlsoCommit> record = AuditInWrite(c, [ok_status] { return ok_status; });
-  auto written = write(record ? &*record : nullptr);
-  c.call.audit_committed = record && record->committed;
-  return Written(c, std::move(written), ok_status);
+  return Audited(
+      c, [ok_status] { return ok_status; },
+      [&](store::AlsoCommit* also) { return Written(c, write(also), ok_status); });
 }
 
 Response Router::Written(const ApiCall& c, absl::StatusOr<json::object> result, int ok_status) {
@@ -520,22 +528,24 @@ Response Router::ServerSideApply(ApiCall& c) {
   }
   // Whether the apply creates is known before it commits, so its record's code is read then.
   bool created = false;
-  std::optional<store::AlsoCommit> record =
-      AuditInWrite(c, [&created] { return created ? 201 : 200; });
-  auto out = resources_.Apply(c.t, c.request.body, QueryBool(c.query, "force"), &created,
-                              record ? &*record : nullptr);
-  c.call.audit_committed = record && record->committed;
-  return Written(c, std::move(out), created ? 201 : 200);
+  return Audited(
+      c, [&created] { return created ? 201 : 200; },
+      [&](store::AlsoCommit* also) {
+        auto out =
+            resources_.Apply(c.t, c.request.body, QueryBool(c.query, "force"), &created, also);
+        return Written(c, std::move(out), created ? 201 : 200);
+      });
 }
 
 Response Router::Delete(ApiCall& c) {
   bool accepted = false;
   // A compute instance's delete is the engine's (202): its record is written afterwards.
-  std::optional<store::AlsoCommit> record = AuditInWrite(c, [] { return 200; });
-  auto out =
-      resources_.Delete(c.t, c.request.body, c.query, &accepted, record ? &*record : nullptr);
-  c.call.audit_committed = record && record->committed;
-  return FromStatusOr(std::move(out), accepted ? 202 : 200);
+  return Audited(
+      c, [] { return 200; },
+      [&](store::AlsoCommit* also) {
+        auto out = resources_.Delete(c.t, c.request.body, c.query, &accepted, also);
+        return FromStatusOr(std::move(out), accepted ? 202 : 200);
+      });
 }
 
 Response Router::ObjectNotAllowed(ApiCall& c) {

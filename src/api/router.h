@@ -165,6 +165,8 @@ class Router {
                                                   const Visibility& visible);
   Response Create(ApiCall& c);
   std::optional<store::AlsoCommit> AuditInWrite(ApiCall& c, std::function<int()> code);
+  using AuditedCall = std::function<Response(store::AlsoCommit* also)>;
+  Response Audited(ApiCall& c, std::function<int()> code, const AuditedCall& act);
   using WriteCall = std::function<absl::StatusOr<boost::json::object>(store::AlsoCommit* also)>;
   Response RecordedWrite(ApiCall& c, int ok_status, const WriteCall& write);
   // The answer to a create or update of c.t: with the warnings of its kind's strategy.

@@ -66,8 +66,8 @@ void FailCalls(const std::vector<PendingCommit*>& calls, const absl::Status& sta
 
 // Sets the result of a committed `call` from its events, once the commit observer has seen
 // them: each write's stored object is moved out of its event (every write but a revision's
-// has one, in order; a revision's write answers an empty object). An object is copied once
-// per write (into the caller's answer), not twice.
+// has one, in order; a revision's write answers an empty object). The store copies no
+// object on the way: a write's object moves into its event, then into the answer.
 void AnswerFromEvents(PendingCommit* call);
 
 }  // namespace gantry::store
