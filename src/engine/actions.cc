@@ -109,8 +109,9 @@ absl::StatusOr<json::object> Engine::Queue(const std::string& kind, const std::s
     st.run_count = count;
     st.last_run = run_name;
     std::vector<store::Write> writes;
-    writes.push_back(internal::UpdateOf(instance));
-    writes.push_back({store::Write::Op::kCreate, model::kRunKind, model::EncodeRun(run), 0, 0});
+    writes.push_back(internal::UpdateOf(std::move(instance)));
+    writes.push_back(
+        {store::Write::Op::kCreate, model::kRunKind, model::EncodeRun(std::move(run)), 0, 0});
     if (also) writes.push_back(also->make(writes[0].object));
     auto stored = store_.Commit(std::move(writes));
     if (stored.ok()) {

@@ -428,8 +428,8 @@ std::optional<std::vector<store::Write>> Engine::ClaimWrites(
     run.gpu_uuids = uuids;
   }
   std::vector<store::Write> writes;
-  writes.push_back(internal::UpdateOf(run));
-  if (!loaded.ok()) return writes;  // gone: the worker reports it
+  writes.push_back(internal::UpdateOf(std::move(run)));  // its typed fields are read on
+  if (!loaded.ok()) return writes;                       // gone: the worker reports it
   model::InstanceStatus& st = loaded->status;
   if (StartsWorkload(run.action)) {
     if (!a.resources.empty()) st.resources = a.resources;

@@ -98,6 +98,7 @@ bool Engine::Stop() {
   }
   wake_.notify_all();
   work_ready_.notify_all();
+  stopped_.notify_all();
   for (auto& t : threads_) {
     if (!t.joinable()) continue;
     // Workers still inside a driver call are detached: the process exits under them and the
@@ -117,7 +118,7 @@ absl::Status Engine::UpdateRun(const std::string& ns, const std::string& name,
     ASSIGN_OR_RETURN(model::Run run, internal::LoadRun(store_, ns, name));
     mutate(run);
     std::vector<store::Write> writes;
-    writes.push_back(internal::UpdateOf(run));
+    writes.push_back(internal::UpdateOf(std::move(run)));
     absl::Status s = internal::CommitRelaxed(store_, std::move(writes));
     if (s.ok()) return s;
     if (IsConflict(s) && attempt < kMaxRetries) continue;

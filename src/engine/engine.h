@@ -350,6 +350,8 @@ class Engine : public drivers::WorkloadObserver {
   std::condition_variable wake_;        // dispatcher: runs queued / a worker freed
   std::condition_variable work_ready_;  // workers: claimed runs to execute
   std::condition_variable idle_;        // Stop: active runs finished
+  std::condition_variable stopped_;     // the heartbeat: Stop was called (its own: the
+                                        // dispatcher's wakes would wake it for nothing)
   bool notified_ ABSL_GUARDED_BY(mu_) = false;
   DispatchWakes wakes_;  // which commits set notified_
   std::vector<model::Run> claimed_ ABSL_GUARDED_BY(mu_);

@@ -41,6 +41,18 @@ store::Write UpdateOf(const model::Instance& instance) {
           instance.metadata.resource_version, 0};
 }
 
+store::Write UpdateOf(model::Run&& run) {
+  const int64_t rv = run.metadata.resource_version;
+  return {store::Write::Op::kUpdate, model::kRunKind, model::EncodeRun(std::move(run)), rv, 0};
+}
+
+store::Write UpdateOf(model::Instance&& instance) {
+  const int64_t rv = instance.metadata.resource_version;
+  std::string kind = instance.kind;
+  return {store::Write::Op::kUpdate, std::move(kind), model::EncodeInstance(std::move(instance)),
+          rv, 0};
+}
+
 absl::Status UpdateAsRead(store::Store& store, const std::string& kind, boost::json::object next) {
   const int64_t rv = std::atoll(model::GetString(next, "metadata.resourceVersion").c_str());
   if (rv == 0) return absl::OkStatus();

@@ -34,6 +34,9 @@ absl::StatusOr<model::Instance> InstanceOf(store::Store& store, const model::Run
 // Test-and-set updates on the resourceVersion the object was read at.
 store::Write UpdateOf(const model::Run& run);
 store::Write UpdateOf(const model::Instance& instance);
+// The same from an object the caller is done with: its raw object is moved into the write.
+store::Write UpdateOf(model::Run&& run);
+store::Write UpdateOf(model::Instance&& instance);
 // A periodic pass's own bookkeeping on a stored object (a Project's status.spend or
 // conditions): updates `next` of `kind` on the resourceVersion its metadata was read at
 // (none: nothing is written). A write that lost to a concurrent one is OK: that one wins and

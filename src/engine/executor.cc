@@ -345,7 +345,7 @@ absl::Status Engine::FinishOnce(const model::Run& claimed, const model::RunOutco
   run->lease.reset();
   if (ok && starts) run->outputs = outcome.outputs;
   std::vector<store::Write> writes;
-  writes.push_back(internal::UpdateOf(*run));
+  writes.push_back(internal::UpdateOf(*std::move(run)));  // its typed fields are read on
   auto instance = internal::InstanceOf(store_, claimed);
   const bool remove = ok && destroy && claimed.delete_instance;
   std::vector<model::Run> runs_to_remove;
@@ -369,7 +369,7 @@ absl::Status Engine::FinishOnce(const model::Run& claimed, const model::RunOutco
       if (driver && driver->Caps().long_running && starts) outcome.driver_state = run->driver_state;
       model::ApplyOutcome(outcome, &instance->status);
       instance_write = writes.size();
-      writes.push_back(internal::UpdateOf(*instance));
+      writes.push_back(internal::UpdateOf(*std::move(instance)));  // typed fields read on
     }
   }
   // The usage ledger closes in the commit that releases the GPUs (usage_ledger.h).

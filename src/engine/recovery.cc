@@ -272,7 +272,7 @@ void Engine::HeartbeatLoop() {
   while (running_) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait_for(lock, period, [this] { return !running_; });
+      stopped_.wait_for(lock, period, [this] { return !running_; });
       if (!running_) return;
     }
     std::vector<std::shared_ptr<Active>> active;

@@ -293,8 +293,10 @@ absl::StatusOr<Run> DecodeRun(json::object stored) {
   return decoded;
 }
 
-json::object EncodeRun(const Run& run) {
-  json::object out = run.raw;
+namespace {
+
+// `out` (a run's raw object) with the run's typed fields written over it.
+json::object WithRunFields(json::object out, const Run& run) {
   // The spec is fixed when the run is queued: only the status is the engine's to change
   // (and spec.reason, set once by whoever queues the run).
   if (!run.cause.empty()) EnsureObject(out, "spec")["reason"] = run.cause;
@@ -313,6 +315,12 @@ json::object EncodeRun(const Run& run) {
   Put(s, "outputs", run.outputs);
   return out;
 }
+
+}  // namespace
+
+json::object EncodeRun(const Run& run) { return WithRunFields(run.raw, run); }
+
+json::object EncodeRun(Run&& run) { return WithRunFields(std::move(run.raw), run); }
 
 void SetCondition(std::vector<Condition>& conditions, const std::string& type, bool ok,
                   const std::string& reason, const std::string& message, const std::string& now) {
@@ -353,10 +361,22 @@ absl::StatusOr<Instance> DecodeInstance(json::object stored) {
   return decoded;
 }
 
-json::object EncodeInstance(const Instance& instance) {
-  json::object out = instance.raw;
-  EncodeInstanceStatus(instance.status, EnsureObject(out, "status"));
+namespace {
+
+// `out` (an instance's raw object) with the typed status written over its status.
+json::object WithInstanceStatus(json::object out, const InstanceStatus& status) {
+  EncodeInstanceStatus(status, EnsureObject(out, "status"));
   return out;
+}
+
+}  // namespace
+
+json::object EncodeInstance(const Instance& instance) {
+  return WithInstanceStatus(instance.raw, instance.status);
+}
+
+json::object EncodeInstance(Instance&& instance) {
+  return WithInstanceStatus(std::move(instance.raw), instance.status);
 }
 
 Resources DecodeResources(const json::object& profile_spec) {

@@ -108,6 +108,9 @@ absl::StatusOr<T> DecodeObjectWithMeta(boost::json::object stored) {
 
 absl::StatusOr<Run> DecodeRun(boost::json::object stored);  // by value, as DecodeInstance
 boost::json::object EncodeRun(const Run& run);
+// The same from a run the caller is done with: its raw object is moved, not copied (the
+// typed fields are left as they were, raw empty).
+boost::json::object EncodeRun(Run&& run);
 
 // One entry of status.conditions.
 struct Condition {
@@ -175,6 +178,8 @@ struct Instance {
 // Taken by value, as DecodeObjectWithMeta: a caller done with the stored object moves it in.
 absl::StatusOr<Instance> DecodeInstance(boost::json::object stored);
 boost::json::object EncodeInstance(const Instance& instance);
+// As EncodeRun(Run&&): moves the instance's raw object.
+boost::json::object EncodeInstance(Instance&& instance);
 
 // The profile revision's spec.resources as the engine reads it.
 struct Resources {
