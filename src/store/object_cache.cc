@@ -25,6 +25,14 @@ std::string ObjectCache::Key(std::string_view kind, std::string_view ns, std::st
   return key;
 }
 
+std::string ObjectCache::RevisionKey(std::string_view kind, std::string_view ns,
+                                     std::string_view name, int64_t revision) {
+  std::string key = Key(kind, ns, name);  // names hold no NUL: the third one sets it apart
+  key.push_back('\0');
+  key.append(std::to_string(revision));
+  return key;
+}
+
 ObjectCache::Shard& ObjectCache::ShardOf(const std::string& key) {
   return shards_[std::hash<std::string>{}(key) % kShards];
 }

@@ -1,4 +1,5 @@
-// ObjectCache: the stored text of recently read objects, by kind, namespace and name, so that
+// ObjectCache: the stored text of recently read objects, by kind, namespace and name (and of
+// the immutable revisions of versioned objects, by RevisionKey), so that
 // a read of an object already read costs a hash lookup instead of a database transaction
 // (on SQLite: the reader connection, the WAL read lock and its two fcntl calls, the B-tree
 // walk). The store that owns it fills it on a read and invalidates an object's entry after a
@@ -53,6 +54,11 @@ class ObjectCache {
 
   // The key of one object.
   static std::string Key(std::string_view kind, std::string_view ns, std::string_view name);
+  // The key of revision `revision` of an object. A revision never changes while its object
+  // lives, but the object's delete takes its revisions along and a later object of the same
+  // name numbers its own from 1 again: the store invalidates these keys with the delete.
+  static std::string RevisionKey(std::string_view kind, std::string_view ns, std::string_view name,
+                                 int64_t revision);
 
   // The cached text of `key`, or null; on a miss, `*generation` is what Fill must be given.
   Text Find(const std::string& key, uint64_t* generation);

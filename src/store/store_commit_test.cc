@@ -323,6 +323,38 @@ TEST_P(SqliteCommitTest, RepeatedReadsComeFromTheCacheWhichWritesKeepCurrent) {
   EXPECT_EQ((*uncached)->CacheStats().entries, 0u);
 }
 
+// A revision read again comes from the object cache (revisions never change) until its
+// object's delete takes it away; a failed delete leaves it cached.
+TEST_P(SqliteCommitTest, ARevisionIsReadFromTheCacheUntilItsObjectIsDeleted) {
+  auto* sqlite = dynamic_cast<SqliteStore*>(store_.get());
+  ASSERT_NE(sqlite, nullptr);
+  MustCreate(json::object{{"metadata", json::object{{"name", "h100"}, {"namespace", "platform"}}}},
+             kProfile);
+  MustCommit(PutRevision("h100", 1, json::object{{"cpu", 32}}, "2026-12-07T22:00:00Z"));
+  ObjectCacheStats before = sqlite->CacheStats();
+  for (int i = 0; i < 3; ++i) {
+    auto got = store_->GetRevision(kProfile, "platform", "h100", 1);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->revision, 1);
+    EXPECT_EQ(got->created, "2026-12-07T22:00:00Z");
+    EXPECT_EQ(got->spec, (json::object{{"cpu", 32}}));
+  }
+  EXPECT_EQ(sqlite->CacheStats().misses - before.misses, 1);
+  EXPECT_EQ(sqlite->CacheStats().hits - before.hits, 2);
+  // A call whose delete is undone (its second write fails) keeps the revision.
+  std::vector<Write> failing;
+  failing.push_back(Delete("h100", "platform", 0, kProfile));
+  failing.push_back(Create(Named("x")));
+  failing.push_back(Create(Named("x")));  // fails
+  ASSERT_FALSE(store_->Commit(std::move(failing)).ok());
+  auto kept = store_->GetRevision(kProfile, "platform", "h100", 1);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->spec, (json::object{{"cpu", 32}}));
+  MustCommit(Delete("h100", "platform", 0, kProfile));
+  EXPECT_EQ(store_->GetRevision(kProfile, "platform", "h100", 1).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 // The log is copied back into the database file by the store's checkpoint thread, not by the
 // commit that filled it (store/sqlite/wal_checkpointer.h), and what was checkpointed reads
 // back whole after a reopen.

@@ -448,8 +448,10 @@ TEST_P(StoreTest, RevisionsGoWithTheObject) {
              kProfile);
   MustCreate(json::object{{"metadata", json::object{{"name", "a100"}, {"namespace", "platform"}}}},
              kProfile);
-  MustCommit(PutRevision("h100", 1, json::object{}));
+  MustCommit(PutRevision("h100", 1, json::object{{"cpu", 32}}));
   MustCommit(PutRevision("a100", 1, json::object{}));
+  for (int i = 0; i < 2; ++i)  // read before the delete (a store may keep what it read)
+    ASSERT_TRUE(store_->GetRevision(kProfile, "platform", "h100", 1).ok());
   MustCommit(Delete("h100", "platform", 0, kProfile));
   auto list = store_->ListRevisions(kProfile, "platform", "h100");
   ASSERT_TRUE(list.ok());
@@ -457,6 +459,14 @@ TEST_P(StoreTest, RevisionsGoWithTheObject) {
   EXPECT_EQ(store_->GetRevision(kProfile, "platform", "h100", 1).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_TRUE(store_->GetRevision(kProfile, "platform", "a100", 1).ok());
+  // An object made again under the name numbers its revisions from 1 again: its own.
+  MustCreate(json::object{{"metadata", json::object{{"name", "h100"}, {"namespace", "platform"}}}},
+             kProfile);
+  MustCommit(PutRevision("h100", 1, json::object{{"cpu", 64}}, "2026-12-07T23:00:00Z"));
+  auto again = store_->GetRevision(kProfile, "platform", "h100", 1);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->spec, (json::object{{"cpu", 64}}));
+  EXPECT_EQ(again->created, "2026-12-07T23:00:00Z");
 }
 
 TEST_P(StoreTest, RevisionCommittedWithItsObjectIsAtomic) {

@@ -1,6 +1,7 @@
 #include "store/sqlite/sqlite_store.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "common/errors.h"
 #include "common/status_macros.h"
@@ -405,9 +406,13 @@ absl::Status SqliteStore::ApplyDelete(Write& w, int64_t rv, std::vector<Event>* 
   d.Bind(1, have.id);
   if (d.Step() != SQLITE_DONE) return absl::Status(absl::StatusCode::kUnavailable, d.Error());
   RETURN_IF_ERROR(sqlite::UnindexLabels(*writer_, have.id));
-  Stmt dr(*writer_, "DELETE FROM revisions WHERE kind=?1 AND namespace=?2 AND name=?3");
+  Stmt dr(*writer_,
+          "DELETE FROM revisions WHERE kind=?1 AND namespace=?2 AND name=?3 RETURNING revision");
   dr.Bind(1, w.kind).Bind(2, ns).Bind(3, name);
-  if (dr.Step() != SQLITE_DONE) return absl::Status(absl::StatusCode::kUnavailable, dr.Error());
+  int rc;
+  while ((rc = dr.Step()) == SQLITE_ROW)  // the cache forgets them with the object
+    written_.push_back({ObjectCache::RevisionKey(w.kind, ns, name, dr.Int(0)), std::nullopt});
+  if (rc != SQLITE_DONE) return absl::Status(absl::StatusCode::kUnavailable, dr.Error());
   std::string body = json::serialize(obj);
   Stmt e(*writer_,
          "INSERT INTO events(rv, type, kind, namespace, name, body) "
@@ -612,19 +617,49 @@ absl::StatusOr<std::vector<Revision>> SqliteStore::ListRevisions(const std::stri
   return out;
 }
 
+namespace {
+
+// A revision as the object cache holds it: the length of its creation time in decimal, a
+// colon, the creation time, its spec's text.
+std::string RevisionText(std::string_view created, std::string_view spec) {
+  std::string text = std::to_string(created.size());
+  text.push_back(':');
+  text.append(created).append(spec);
+  return text;
+}
+
+Revision RevisionFromText(int64_t revision, std::string_view text) {
+  const size_t colon = text.find(':');
+  size_t length = 0;
+  std::from_chars(text.data(), text.data() + colon, length);
+  std::string_view rest = text.substr(colon + 1);
+  auto spec = model::ParseStoredObject(rest.substr(length));
+  return Revision{revision, std::string(rest.substr(0, length)),
+                  spec.ok() ? std::move(*spec) : json::object()};
+}
+
+}  // namespace
+
+// Read through the object cache: a deploy resolves the revisions its instance pins several
+// times (the approval gate, the dispatcher, the worker), each a read transaction otherwise.
 absl::StatusOr<Revision> SqliteStore::GetRevision(const std::string& kind, const std::string& ns,
                                                   const std::string& name, int64_t revision) {
+  const std::string key = ObjectCache::RevisionKey(kind, ns, name, revision);
+  uint64_t generation = 0;
+  if (ObjectCache::Text text = cache_.Find(key, &generation))
+    return RevisionFromText(revision, *text);
   Reader r = AcquireReader();
   if (!r.conn()) return absl::UnavailableError("cannot open a database connection");
   Stmt s(*r.conn(),
-         "SELECT revision, created, spec FROM revisions WHERE kind=?1 AND namespace=?2 "
-         "AND name=?3 AND revision=?4");
+         "SELECT created, spec FROM revisions WHERE kind=?1 AND namespace=?2 AND name=?3 "
+         "AND revision=?4");
   s.Bind(1, kind).Bind(2, ns).Bind(3, name).Bind(4, revision);
   int rc = s.Step();
   if (rc == SQLITE_DONE) return RevisionNotFound(kind, name, revision);
   if (rc != SQLITE_ROW) return SqlError(r.db(), "reading a revision");
-  auto spec = model::ParseStoredObject(s.View(2));
-  return Revision{s.Int(0), s.Text(1), spec.ok() ? std::move(*spec) : json::object()};
+  const std::string text = RevisionText(s.View(0), s.View(1));
+  cache_.Fill(key, generation, text);
+  return RevisionFromText(revision, text);
 }
 
 void SqliteStore::SetCommitObserver(std::function<void(const std::vector<Event>&)> observer) {

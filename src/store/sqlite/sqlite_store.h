@@ -150,7 +150,8 @@ class SqliteStore final : public Store {
   int64_t commits_since_compaction_ ABSL_GUARDED_BY(write_mu_) = 0;
   absl::Status sticky_error_ ABSL_GUARDED_BY(write_mu_);
   // What the batch being committed wrote, in order, for UpdateCache: each object's cache key
-  // and stored text (none: deleted). A call that fails takes its own back out.
+  // and stored text (none: deleted; also each revision a delete took along). A call that
+  // fails takes its own back out.
   struct Written {
     std::string key;
     std::optional<std::string> text;
