@@ -565,16 +565,17 @@ Response Router::InstanceAction(const Target& t, const std::string& action, cons
                                            it->second.substr(0, 32) + "\""));
     cascade = it->second == "true";
   }
-  if (auto gated = ApprovalGate(t, action)) return *std::move(gated);
+  std::optional<model::Instance> checked;  // as the approval gate read it
+  if (auto gated = ApprovalGate(t, action, &checked)) return *std::move(gated);
   absl::StatusOr<json::object> out;
   if (action == "deploy")
-    out = engine_.Deploy(kind, t.ns, t.name, also);
+    out = engine_.Deploy(kind, t.ns, t.name, also, std::move(checked));
   else if (action == "destroy")
     out = engine_.Destroy(kind, t.ns, t.name, cascade, "", also);
   else if (action == "stop")
     out = engine_.Stop(kind, t.ns, t.name, "StoppedByUser", also);
   else if (action == "start")
-    out = engine_.Start(kind, t.ns, t.name, "", also);
+    out = engine_.Start(kind, t.ns, t.name, "", also, std::move(checked));
   else if (action == "cancel")
     out = engine_.Cancel(kind, t.ns, t.name);
   else

@@ -78,14 +78,15 @@ void GateCreatedCompute(ResourceService& resources, engine::Approvals& approvals
 
 }  // namespace
 
-std::optional<Response> Router::ApprovalGate(const Target& t, const std::string& action) {
+std::optional<Response> Router::ApprovalGate(const Target& t, const std::string& action,
+                                             std::optional<model::Instance>* checked) {
   if (approvals_ && t.kind->kind == "ServiceInstance" && (action == "deploy" || action == "start"))
     GateCreatedCompute(resources_, *approvals_, t, action == "start");
   if (!approvals_ || t.kind->kind != "ComputeInstance") return std::nullopt;
   if (action == "deploy" || action == "start") {
     auto gated = approvals_->Gate(
         t.ns, t.name, action == "start" ? model::RunAction::kStart : model::RunAction::kApply,
-        t.caller);
+        t.caller, checked);
     if (!gated.ok() && absl::IsNotFound(gated.status())) {
       auto check = resources_.Get(t);  // names the missing project or instance precisely
       if (!check.ok()) return ErrorResponse(check.status());

@@ -94,8 +94,10 @@ class Router {
                           store::AlsoCommit* also);
   Response RunLog(const Target& t, const Query& query);
   // approval_routes.cc: a deploy or start that waits for approval (the 202 answer), a cancel
-  // or destroy that withdraws a pending request; nullopt: the engine takes the action.
-  std::optional<Response> ApprovalGate(const Target& t, const std::string& action);
+  // or destroy that withdraws a pending request; nullopt: the engine takes the action (a
+  // compute instance's deploy or start from *checked, the instance as the gate read it).
+  std::optional<Response> ApprovalGate(const Target& t, const std::string& action,
+                                       std::optional<model::Instance>* checked);
   // What an open stream needs to stay open: the access that opened it (`verb` on `kind` of
   // `t`, as HandleApi authorized it) and, for a watch filtered to the caller's projects,
   // every project it showed.

@@ -79,10 +79,13 @@ absl::StatusOr<json::object> Engine::Queue(const std::string& kind, const std::s
                                            const std::string& name, RunAction action,
                                            bool delete_instance, bool cascade,
                                            const std::string& cause, const BeforeDecide* prepare,
-                                           store::AlsoCommit* also) {
+                                           store::AlsoCommit* also,
+                                           std::optional<model::Instance> read) {
   if (stopping_) return absl::UnavailableError("gantryd is shutting down; try again shortly");
   for (int attempt = 0;; ++attempt) {
-    ASSIGN_OR_RETURN(model::Instance instance, internal::LoadInstance(store_, kind, ns, name));
+    ASSIGN_OR_RETURN(
+        model::Instance instance,
+        read ? *std::exchange(read, std::nullopt) : internal::LoadInstance(store_, kind, ns, name));
     if (prepare) {
       RETURN_IF_ERROR((*prepare)(instance));
       instance.raw = model::EncodeInstance(instance);  // Decide reads the prepared phase
@@ -250,8 +253,9 @@ void Engine::NoteComputeState(const model::Instance& compute) {
 }
 
 absl::StatusOr<json::object> Engine::Deploy(const std::string& kind, const std::string& ns,
-                                            const std::string& name, store::AlsoCommit* also) {
-  return Queue(kind, ns, name, RunAction::kApply, false, false, "", nullptr, also);
+                                            const std::string& name, store::AlsoCommit* also,
+                                            std::optional<model::Instance> read) {
+  return Queue(kind, ns, name, RunAction::kApply, false, false, "", nullptr, also, std::move(read));
 }
 
 absl::StatusOr<json::object> Engine::QueueApproved(const std::string& kind, const std::string& ns,

@@ -110,10 +110,9 @@ store::Write Approvals::EventOf(const model::Instance& instance, const std::stri
   return {store::Write::Op::kCreate, kStoredEventKind, std::move(event), 0, 0};
 }
 
-absl::StatusOr<std::optional<json::object>> Approvals::Gate(const std::string& ns,
-                                                            const std::string& name,
-                                                            model::RunAction action,
-                                                            const std::string& requester) {
+absl::StatusOr<std::optional<json::object>> Approvals::Gate(
+    const std::string& ns, const std::string& name, model::RunAction action,
+    const std::string& requester, std::optional<model::Instance>* checked) {
   const model::Action decided =
       action == model::RunAction::kStart ? model::Action::kStart : model::Action::kDeploy;
   for (int attempt = 0;; ++attempt) {
@@ -127,7 +126,10 @@ absl::StatusOr<std::optional<json::object>> Approvals::Gate(const std::string& n
     }
     RETURN_IF_ERROR(model::Decide(decided, instance.raw).status());
     std::optional<ApprovalRequest> request = NeededFor(instance, action, requester);
-    if (!request) return std::optional<json::object>();
+    if (!request) {
+      if (checked) *checked = std::move(instance);
+      return std::optional<json::object>();
+    }
     model::InstanceStatus& st = instance.status;
     st.phase = Phase::kWaiting;
     st.reason = model::kPendingApprovalReason;

@@ -52,13 +52,13 @@ class Approvals {
             Metrics& metrics);
 
   // A deploy (`action` kApply) or start (kStart) of compute instance ns/name by `requester`.
-  // nullopt: no approval is needed, the caller queues it (Engine::Deploy, Engine::Start).
+  // nullopt: no approval is needed, the caller queues it (Engine::Deploy, Engine::Start) and
+  // *checked (when given) is the instance as the gate read it, for the queue's first try.
   // Else the instance, now Waiting with reason PendingApproval. 409 PendingApproval when a
   // request is pending already; Decide's 409s when the action is not allowed now; 404.
-  absl::StatusOr<std::optional<boost::json::object>> Gate(const std::string& ns,
-                                                          const std::string& name,
-                                                          model::RunAction action,
-                                                          const std::string& requester);
+  absl::StatusOr<std::optional<boost::json::object>> Gate(
+      const std::string& ns, const std::string& name, model::RunAction action,
+      const std::string& requester, std::optional<model::Instance>* checked = nullptr);
   // The answers. 409 NoPendingApproval when nothing waits; 403 (MayDecide); 404. Approve
   // also 409 ApprovalExpired once expiresAt passed. Each returns the instance after it.
   absl::StatusOr<boost::json::object> Approve(const auth::Subject& who, const std::string& ns,

@@ -104,9 +104,12 @@ class Engine : public drivers::WorkloadObserver {
   // `also` (deploy, destroy, stop, start): a write committed with the one that queues the run
   // (the request's audit record), made from the instance as queued; left uncommitted when
   // nothing is queued (a deploy that cancels a queued destroy, a refusal).
+  // `read` (deploy, start): the instance as the caller just read it (the approval gate), for
+  // the first try; a concurrent change since makes the next try read it again.
   absl::StatusOr<boost::json::object> Deploy(const std::string& kind, const std::string& ns,
                                              const std::string& name,
-                                             store::AlsoCommit* also = nullptr);
+                                             store::AlsoCommit* also = nullptr,
+                                             std::optional<model::Instance> read = std::nullopt);
   absl::StatusOr<boost::json::object> Destroy(const std::string& kind, const std::string& ns,
                                               const std::string& name, bool cascade = false,
                                               const std::string& reason = "",
@@ -125,7 +128,8 @@ class Engine : public drivers::WorkloadObserver {
   // capacity); `reason` is "" for a person, Scheduled for a schedule.
   absl::StatusOr<boost::json::object> Start(const std::string& kind, const std::string& ns,
                                             const std::string& name, const std::string& reason = "",
-                                            store::AlsoCommit* also = nullptr);
+                                            store::AlsoCommit* also = nullptr,
+                                            std::optional<model::Instance> read = std::nullopt);
   // The deploy or start (`action`) of an instance whose approval was just granted
   // (engine/approvals.h): `prepare` returns the loaded instance (Waiting, PendingApproval) to
   // the phase the action is decided on and records the answer, in the same transaction that
@@ -169,7 +173,8 @@ class Engine : public drivers::WorkloadObserver {
                                             bool delete_instance, bool cascade,
                                             const std::string& cause = "",
                                             const BeforeDecide* prepare = nullptr,
-                                            store::AlsoCommit* also = nullptr);
+                                            store::AlsoCommit* also = nullptr,
+                                            std::optional<model::Instance> read = std::nullopt);
   // What has to happen before `instance` gets a run of `action`: its services destroyed
   // first (compute destroy), its auto-created compute instance deployed (service deploy).
   absl::Status BeforeQueue(const model::Instance& instance, model::RunAction action,

@@ -414,6 +414,38 @@ TEST_F(EngineUnitTest, AnActionsAlsoWriteIsCommittedWithItsQueuedRun) {
   EXPECT_EQ(store_->Get("AuditEvent", "", "stop-a").status().code(), absl::StatusCode::kNotFound);
 }
 
+// A deploy handed the instance as its caller read it (the approval gate) queues from it; one
+// changed since is read again, and the change is kept.
+TEST_F(EngineUnitTest, ADeployQueuesFromTheInstanceItsCallerReadOrReadsAgainWhenItChanged) {
+  CreateInstance("a");
+  CreateInstance("b");
+  store::StoreWrapper wrapped(*store_);
+  std::atomic<int> commits{0};
+  wrapped.SetBeforeCommit([&](const std::vector<store::Write>&) { ++commits; });
+  EngineOptions queue_only;
+  Engine queuer(wrapped, registry_, *secrets_, *logs_, clock_, metrics_, *gpus_, queue_only);
+
+  auto fresh = internal::LoadInstance(*store_, "ComputeInstance", "p", "a");
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  auto queued = queuer.Deploy("ComputeInstance", "p", "a", nullptr, *std::move(fresh));
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  EXPECT_EQ(GetString(*queued, "status.phase"), "Waiting");
+  EXPECT_EQ(commits.load(), 1);
+
+  auto stale = internal::LoadInstance(*store_, "ComputeInstance", "p", "b");
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  json::object changed = *store_->Get("ComputeInstance", "p", "b");
+  model::EnsureObject(model::EnsureObject(changed, "metadata"), "labels")["team"] = "vision";
+  ASSERT_TRUE(store_->Commit({{store::Write::Op::kUpdate, "ComputeInstance", changed,
+                               stale->metadata.resource_version, 0}})
+                  .ok());
+  queued = queuer.Deploy("ComputeInstance", "p", "b", nullptr, *std::move(stale));
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  EXPECT_EQ(commits.load(), 3);  // the stale try lost, the second won
+  EXPECT_EQ(GetString(*queued, "status.phase"), "Waiting");
+  EXPECT_EQ(GetString(*queued, "metadata.labels.team"), "vision");
+}
+
 TEST_F(EngineUnitTest, ProjectQuotaOfDeployedInstances) {
   CreateProjectAllowingOneInstance();
   CreateInstance("a");

@@ -46,8 +46,10 @@ absl::StatusOr<json::object> Engine::Stop(const std::string& kind, const std::st
 
 absl::StatusOr<json::object> Engine::Start(const std::string& kind, const std::string& ns,
                                            const std::string& name, const std::string& reason,
-                                           store::AlsoCommit* also) {
-  return Queue(kind, ns, name, RunAction::kStart, false, false, reason, nullptr, also);
+                                           store::AlsoCommit* also,
+                                           std::optional<model::Instance> read) {
+  return Queue(kind, ns, name, RunAction::kStart, false, false, reason, nullptr, also,
+               std::move(read));
 }
 
 absl::Status Engine::CheckCanStop(const model::Instance& instance) {
