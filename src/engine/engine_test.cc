@@ -436,8 +436,9 @@ TEST_F(EngineUnitTest, ADeployQueuesFromTheInstanceItsCallerReadOrReadsAgainWhen
   ASSERT_TRUE(stale.ok()) << stale.status();
   json::object changed = *store_->Get("ComputeInstance", "p", "b");
   model::EnsureObject(model::EnsureObject(changed, "metadata"), "labels")["team"] = "vision";
-  ASSERT_TRUE(store_->Commit({{store::Write::Op::kUpdate, "ComputeInstance", changed,
-                               stale->metadata.resource_version, 0}})
+  ASSERT_TRUE(store_
+                  ->Commit({{store::Write::Op::kUpdate, "ComputeInstance", changed,
+                             stale->metadata.resource_version, 0}})
                   .ok());
   queued = queuer.Deploy("ComputeInstance", "p", "b", nullptr, *std::move(stale));
   ASSERT_TRUE(queued.ok()) << queued.status();
