@@ -501,15 +501,17 @@ size_t Engine::CommitClaims(ClaimBatch* claims) {
 void Engine::HandOver(const model::Run& queued, std::vector<json::object> stored) {
   auto claimed = model::DecodeRun(std::move(stored[0]));
   if (!claimed.ok()) return;
-  if (stored.size() > 1 && queued.instance_kind == kComputeInstanceKind) {
+  std::optional<model::Instance> instance;  // ClaimWrites' second write, when it had one
+  if (stored.size() > 1) {
     if (auto now_instance = model::DecodeInstance(std::move(stored[1])); now_instance.ok()) {
-      now_instance->kind = kComputeInstanceKind;
-      NoteComputeState(*now_instance);
+      now_instance->kind = queued.instance_kind;
+      instance = *std::move(now_instance);
     }
   }
+  if (instance && instance->kind == kComputeInstanceKind) NoteComputeState(*instance);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    claimed_.push_back(*std::move(claimed));
+    claimed_.push_back({*std::move(claimed), std::move(instance)});
   }
   work_ready_.notify_one();
 }
@@ -521,17 +523,17 @@ void Engine::ReleaseLost(const Admission& a) {
 
 void Engine::WorkerLoop() {
   while (true) {
-    model::Run run;
+    Claimed claimed;
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_ready_.wait(lock, [this] { return !running_ || !claimed_.empty(); });
       if (!running_) return;
-      run = std::move(claimed_.front());
+      claimed = std::move(claimed_.front());
       claimed_.erase(claimed_.begin());
       ++busy_;
     }
     metrics_.Set("gantry_runs_active", {}, busy_);
-    Execute(std::move(run));
+    Execute(std::move(claimed));
     {
       std::lock_guard<std::mutex> lock(mu_);
       --busy_;

@@ -81,11 +81,11 @@ bool Engine::Stop() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     // Claimed but not started runs go back to the queue.
-    std::vector<model::Run> unstarted;
+    std::vector<Claimed> unstarted;
     unstarted.swap(claimed_);
     lock.unlock();
-    for (auto& run : unstarted) {
-      UpdateRun(run.metadata.ns, run.metadata.name, [](model::Run& r) {
+    for (const Claimed& c : unstarted) {
+      UpdateRun(c.run.metadata.ns, c.run.metadata.name, [](model::Run& r) {
         r.phase = model::RunPhase::kQueued;
         r.lease.reset();
       }).IgnoreError();

@@ -293,9 +293,16 @@ class Engine : public drivers::WorkloadObserver {
   bool HoldGpus(const Admission& admission);
   void WorkerLoop();
 
+  // A run the dispatcher claimed, for a worker: as the claim's commit stored it, with its
+  // instance as that commit stored it (none when the instance was gone).
+  struct Claimed {
+    model::Run run;
+    std::optional<model::Instance> instance;
+  };
   // executor.cc: runs a claimed run through its driver and records its end.
-  void Execute(model::Run run);
-  absl::StatusOr<Prepared> Prepare(const model::Run& run);
+  void Execute(Claimed claimed);
+  // What the driver is given, from `instance` (the claim's; read again when there is none).
+  absl::StatusOr<Prepared> Prepare(const model::Run& run, std::optional<model::Instance> instance);
   // The compute instance of service `service` as its driver sees it (request.compute).
   absl::Status AddCompute(const model::Instance& service, drivers::DeployRequest* req);
   // Writes the end of a run and the instance's resulting status, retrying on conflicts.
@@ -359,7 +366,7 @@ class Engine : public drivers::WorkloadObserver {
                                         // dispatcher's wakes would wake it for nothing)
   bool notified_ ABSL_GUARDED_BY(mu_) = false;
   DispatchWakes wakes_;  // which commits set notified_
-  std::vector<model::Run> claimed_ ABSL_GUARDED_BY(mu_);
+  std::vector<Claimed> claimed_ ABSL_GUARDED_BY(mu_);
   int busy_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::shared_ptr<Active>> active_ ABSL_GUARDED_BY(mu_);
 

@@ -194,10 +194,12 @@ absl::Status Engine::AddCompute(const model::Instance& service, drivers::DeployR
   return absl::OkStatus();
 }
 
-absl::StatusOr<Engine::Prepared> Engine::Prepare(const model::Run& run) {
+absl::StatusOr<Engine::Prepared> Engine::Prepare(const model::Run& run,
+                                                 std::optional<model::Instance> claimed) {
   // Everything the driver needs, from the revisions the instance pinned.
-  auto instance =
-      internal::LoadInstance(store_, run.instance_kind, run.metadata.ns, run.instance_name);
+  auto instance = claimed ? *std::move(claimed)
+                          : internal::LoadInstance(store_, run.instance_kind, run.metadata.ns,
+                                                   run.instance_name);
   if (!instance.ok()) return absl::FailedPreconditionError("the instance is gone");
   ASSIGN_OR_RETURN(Deployment deployment, ResolveRun(store_, *instance, run));
   ASSIGN_OR_RETURN(auto resolved, Variables(secrets_, *instance, deployment));
@@ -235,7 +237,8 @@ absl::StatusOr<Engine::Prepared> Engine::Prepare(const model::Run& run) {
   return p;
 }
 
-void Engine::Execute(model::Run run) {
+void Engine::Execute(Claimed claimed) {
+  const model::Run run = std::move(claimed.run);
   const auto started = clock_.SteadyNow();
   const std::string uid = run.metadata.uid;
   auto active = std::make_shared<Active>();
@@ -246,7 +249,7 @@ void Engine::Execute(model::Run run) {
     std::lock_guard<std::mutex> lock(mu_);
     active_[uid] = active;
   }
-  auto prepared = Prepare(run);
+  auto prepared = Prepare(run, std::move(claimed.instance));
   absl::Status result;
   json::object outputs;
   const drivers::Driver* driver = nullptr;
