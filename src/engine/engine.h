@@ -301,8 +301,9 @@ class Engine : public drivers::WorkloadObserver {
   };
   // executor.cc: runs a claimed run through its driver and records its end.
   void Execute(Claimed claimed);
-  // What the driver is given, from `instance` (the claim's; read again when there is none).
-  absl::StatusOr<Prepared> Prepare(const model::Run& run, std::optional<model::Instance> instance);
+  // What the driver is given, from `claimed` (the claim's instance; read again when there is
+  // none).
+  absl::StatusOr<Prepared> Prepare(const model::Run& run, std::optional<model::Instance> claimed);
   // The compute instance of service `service` as its driver sees it (request.compute).
   absl::Status AddCompute(const model::Instance& service, drivers::DeployRequest* req);
   // Writes the end of a run and the instance's resulting status, retrying on conflicts.
